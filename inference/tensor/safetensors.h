@@ -1,0 +1,108 @@
+// safetensors files: a strictly validated reader over mmap, and an atomic writer.
+//
+// Model files are untrusted input. The header is checked completely before any
+// tensor is exposed: its length against the file, the JSON, every dtype and
+// shape, that shape x dtype equals the byte range, that every range lies inside
+// the data section, and that no two ranges overlap. Errors name the file and
+// the tensor. The parser is a pure function over bytes so it can be fuzzed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "inference/core/result.h"
+#include "inference/tensor/dtype.h"
+
+namespace cubeforge {
+
+// One tensor's entry in a header, with its bytes relative to the data section.
+struct TensorEntry {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;  // byte offset into the data section
+  uint64_t end = 0;
+
+  int64_t element_count() const;
+};
+
+struct SafetensorsHeader {
+  std::vector<TensorEntry> tensors;  // sorted by name
+  std::map<std::string, std::string> metadata;
+  uint64_t data_offset = 0;  // where the data section starts in the file
+};
+
+// Parses and validates the header of a complete file image. `file_name` only
+// appears in error messages.
+Result<SafetensorsHeader> parse_safetensors_header(std::span<const std::byte> file, std::string_view file_name);
+
+// A view of one tensor inside an open file.
+struct TensorView {
+  const TensorEntry* entry = nullptr;
+  const std::byte* data = nullptr;
+
+  const std::string& name() const { return entry->name; }
+  DType dtype() const { return entry->dtype; }
+  const std::vector<int64_t>& shape() const { return entry->shape; }
+  int64_t element_count() const { return entry->element_count(); }
+  size_t byte_size() const { return size_t(entry->end - entry->begin); }
+};
+
+std::string shape_to_string(std::span<const int64_t> shape);
+
+class SafetensorsFile {
+ public:
+  // Maps the file read-only and validates its header.
+  static Result<SafetensorsFile> open(const std::filesystem::path& path);
+  // Takes ownership of an in-memory image (tests, fuzzing).
+  static Result<SafetensorsFile> from_bytes(std::vector<std::byte> bytes, std::string name);
+
+  SafetensorsFile(SafetensorsFile&&) noexcept;
+  SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
+  ~SafetensorsFile();
+
+  const std::string& name() const { return name_; }
+  const std::vector<TensorEntry>& entries() const { return header_.tensors; }
+  const std::map<std::string, std::string>& metadata() const { return header_.metadata; }
+
+  bool contains(std::string_view tensor) const;
+  // The tensor, or a kNotFound error naming the file and tensor.
+  Result<TensorView> get(std::string_view tensor) const;
+  // The tensor, checked against an expected shape (kCorruptFile on mismatch).
+  Result<TensorView> get(std::string_view tensor, std::span<const int64_t> expected_shape) const;
+  // Widened copy in float32 (any dtype), optionally shape-checked.
+  Result<std::vector<float>> read_f32(std::string_view tensor) const;
+  Result<std::vector<float>> read_f32(std::string_view tensor, std::span<const int64_t> expected_shape) const;
+  // Integer tensors (token ids) as int64.
+  Result<std::vector<int64_t>> read_i64(std::string_view tensor) const;
+
+ private:
+  SafetensorsFile() = default;
+  struct Storage;
+  std::unique_ptr<Storage> storage_;
+  std::span<const std::byte> bytes_;
+  SafetensorsHeader header_;
+  std::string name_;
+};
+
+// A tensor to write: raw little-endian bytes of `dtype` with `shape`.
+struct TensorToWrite {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> data;
+};
+
+// Writes a safetensors file atomically (temporary file + rename in the same
+// directory). Names must be unique; byte sizes must match shapes.
+Status write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
+                         const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace cubeforge
