@@ -52,7 +52,9 @@ void run_matvec(const float* x, int64_t m, const WeightMatrix& w, const float* b
     const int batch = int(std::min<int64_t>(2, m - row));
     const float* xr = x + row * w.cols;
     float* yr = y + row * N;
-#pragma omp parallel for schedule(static) if (blocks > 1)
+  // Threads only pay off once a call streams a few hundred KB of weights.
+  const bool parallel = blocks > 1 && N * w.cols >= (int64_t(1) << 16);
+#pragma omp parallel for schedule(static) if (parallel)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t n0 = b * block;
       const int64_t n1 = std::min(N, n0 + block);
