@@ -3,13 +3,13 @@
 #include "inference/cpu/ops.h"
 
 #include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "inference/core/thread_pool.h"
 #include "inference/cpu/matvec.h"
 
 namespace cubeforge::cpu {
@@ -52,14 +52,11 @@ void run_matvec(const float* x, int64_t m, const WeightMatrix& w, const float* b
     const int batch = int(std::min<int64_t>(2, m - row));
     const float* xr = x + row * w.cols;
     float* yr = y + row * N;
-  // Threads only pay off once a call streams a few hundred KB of weights.
-  const bool parallel = blocks > 1 && N * w.cols >= (int64_t(1) << 16);
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t n0 = b * block;
-      const int64_t n1 = std::min(N, n0 + block);
-      kernel(w, n0, n1, xr, batch, bias, yr, accumulate);
-    }
+    // Threads only pay off once a call streams a few hundred KB of weights.
+    const int64_t grain = N * w.cols >= (int64_t(1) << 16) ? 1 : blocks;
+    parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
+      kernel(w, b0 * block, std::min(N, b1 * block), xr, batch, bias, yr, accumulate);
+    });
   }
 }
 
@@ -79,9 +76,10 @@ void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bia
     }
   }
   if (bias) {
-#pragma omp parallel for schedule(static) if (m * N > 65536)
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t n = 0; n < N; ++n) y[i * N + n] += bias[n];
+    parallel_for(m, std::max<int64_t>(1, 65536 / N), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t n = 0; n < N; ++n) y[i * N + n] += bias[n];
+    });
   }
 }
 
@@ -89,13 +87,11 @@ void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bia
 
 void set_thread_count(int threads) {
   g_threads = threads;
-  if (threads > 0) {
-    omp_set_num_threads(threads);
-    openblas_set_num_threads(threads);
-  }
+  ThreadPool::set_global_threads(threads);
+  if (threads > 0) openblas_set_num_threads(threads);
 }
 
-int thread_count() { return g_threads > 0 ? g_threads : omp_get_max_threads(); }
+int thread_count() { return ThreadPool::global().size(); }
 
 const char* kernel_isa() { return kernels().isa; }
 
@@ -122,12 +118,11 @@ void widen_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float
   if (count >= (1u << 16)) {
     const size_t chunk = 1u << 14;
     const int64_t chunks = int64_t((count + chunk - 1) / chunk);
-#pragma omp parallel for schedule(static)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const size_t begin = size_t(c) * chunk;
-      const size_t n = std::min(chunk, count - begin);
-      convert_to_f32(w.dtype, src + begin * element, out + begin, n);
-    }
+    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      const size_t begin = size_t(c0) * chunk;
+      const size_t end = std::min(count, size_t(c1) * chunk);
+      convert_to_f32(w.dtype, src + begin * element, out + begin, end - begin);
+    });
   } else {
     convert_to_f32(w.dtype, src, out, count);
   }
@@ -150,8 +145,8 @@ void linear_accumulate(const float* x, int64_t m, const WeightMatrix& w, const f
 }
 
 void layer_norm(const float* x, int64_t m, int64_t n, float eps, const float* weight, const float* bias, float* y) {
-#pragma omp parallel for schedule(static) if (m * n > 32768)
-  for (int64_t i = 0; i < m; ++i) {
+  parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n)), [&](int64_t i0, int64_t i1) {
+  for (int64_t i = i0; i < i1; ++i) {
     const float* xi = x + i * n;
     float* yi = y + i * n;
     double sum = 0.0;
@@ -170,28 +165,39 @@ void layer_norm(const float* x, int64_t m, int64_t n, float eps, const float* we
       yi[j] = v;
     }
   }
+  });
 }
 
 void rms_norm(const float* x, int64_t m, int64_t n, float eps, const float* weight, float* y) {
-#pragma omp parallel for schedule(static) if (m * n > 32768)
-  for (int64_t i = 0; i < m; ++i) {
-    const float* xi = x + i * n;
-    float* yi = y + i * n;
-    double sq = 0.0;
-    for (int64_t j = 0; j < n; ++j) sq += double(xi[j]) * xi[j];
-    const float inv = 1.0f / std::sqrt(float(sq / double(n)) + eps);
-    for (int64_t j = 0; j < n; ++j) yi[j] = xi[j] * inv * (weight ? weight[j] : 1.f);
-  }
+  auto rows = [=](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* xi = x + i * n;
+      float* yi = y + i * n;
+      double sq = 0.0;
+      for (int64_t j = 0; j < n; ++j) sq += double(xi[j]) * xi[j];
+      const float inv = 1.0f / std::sqrt(float(sq / double(n)) + eps);
+      for (int64_t j = 0; j < n; ++j) yi[j] = xi[j] * inv * (weight ? weight[j] : 1.f);
+    }
+  };
+  if (m * n > 32768)
+    parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n)), rows);
+  else
+    rows(0, m);
 }
 
 void rms_norm_heads(float* x, int64_t m, int64_t heads, int64_t head_dim, int64_t row_stride, float eps,
                     const float* weight) {
-#pragma omp parallel for schedule(static) if (m * heads * head_dim > 32768)
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t h = 0; h < heads; ++h) {
-      float* v = x + i * row_stride + h * head_dim;
-      rms_norm(v, 1, head_dim, eps, weight, v);
-    }
+  auto rows = [=](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + i * row_stride + h * head_dim;
+        rms_norm(v, 1, head_dim, eps, weight, v);
+      }
+  };
+  if (m * heads * head_dim > 32768)
+    parallel_for(m, 1, rows);
+  else
+    rows(0, m);
 }
 
 void rope_interleaved(float* x, int64_t m, int64_t heads, int64_t head_dim, int64_t row_stride,
@@ -200,8 +206,8 @@ void rope_interleaved(float* x, int64_t m, int64_t heads, int64_t head_dim, int6
   std::vector<float> inverse_frequency(static_cast<size_t>(pairs));
   for (int64_t j = 0; j < pairs; ++j)
     inverse_frequency[size_t(j)] = 1.0f / std::pow(theta, float(2 * j) / float(head_dim));
-#pragma omp parallel for schedule(static) if (m * heads * head_dim > 32768)
-  for (int64_t i = 0; i < m; ++i) {
+  auto rows = [&](int64_t i0, int64_t i1) {
+  for (int64_t i = i0; i < i1; ++i) {
     const float position = float(positions[i]);
     for (int64_t j = 0; j < pairs; ++j) {
       const float angle = position * inverse_frequency[size_t(j)];
@@ -214,6 +220,11 @@ void rope_interleaved(float* x, int64_t m, int64_t heads, int64_t head_dim, int6
       }
     }
   }
+  };
+  if (m * heads * head_dim > 32768)
+    parallel_for(m, 1, rows);
+  else
+    rows(0, m);
 }
 
 namespace {
@@ -240,38 +251,41 @@ void attention_direct(const float* q, int64_t q_len, int64_t q_stride, const flo
                       int64_t kv_len, int64_t kv_stride, int64_t heads, int64_t head_dim, int64_t causal_base,
                       float* out, int64_t out_stride) {
   const float scale = 1.0f / std::sqrt(float(head_dim));
-#pragma omp parallel if (q_len * heads * kv_len * head_dim > 65536)
-  {
+  auto work = [&](int64_t w0, int64_t w1) {
     std::vector<float> scores(static_cast<size_t>(kv_len));
     std::vector<float> accum(static_cast<size_t>(head_dim));
-#pragma omp for schedule(static) collapse(2)
-    for (int64_t i = 0; i < q_len; ++i)
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t visible = visible_keys(i, kv_len, causal_base);
-        const float* qi = q + i * q_stride + h * head_dim;
-        float* oi = out + i * out_stride + h * head_dim;
-        if (visible <= 0) {
-          std::fill(oi, oi + head_dim, 0.f);
-          continue;
-        }
-        for (int64_t j = 0; j < visible; ++j) {
-          const float* kj = k + j * kv_stride + h * head_dim;
-          float dot = 0.f;
-#pragma omp simd reduction(+ : dot)
-          for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
-          scores[size_t(j)] = dot * scale;
-        }
-        softmax_row(scores.data(), visible);
-        std::fill(accum.begin(), accum.end(), 0.f);
-        for (int64_t j = 0; j < visible; ++j) {
-          const float* vj = v + j * kv_stride + h * head_dim;
-          const float p = scores[size_t(j)];
-#pragma omp simd
-          for (int64_t d = 0; d < head_dim; ++d) accum[size_t(d)] += p * vj[d];
-        }
-        std::copy(accum.begin(), accum.end(), oi);
+    for (int64_t item = w0; item < w1; ++item) {
+      const int64_t i = item / heads, h = item % heads;
+      const int64_t visible = visible_keys(i, kv_len, causal_base);
+      const float* qi = q + i * q_stride + h * head_dim;
+      float* oi = out + i * out_stride + h * head_dim;
+      if (visible <= 0) {
+        std::fill(oi, oi + head_dim, 0.f);
+        continue;
       }
-  }
+      for (int64_t j = 0; j < visible; ++j) {
+        const float* kj = k + j * kv_stride + h * head_dim;
+        float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
+        scores[size_t(j)] = dot * scale;
+      }
+      softmax_row(scores.data(), visible);
+      std::fill(accum.begin(), accum.end(), 0.f);
+      for (int64_t j = 0; j < visible; ++j) {
+        const float* vj = v + j * kv_stride + h * head_dim;
+        const float p = scores[size_t(j)];
+#pragma omp simd
+        for (int64_t d = 0; d < head_dim; ++d) accum[size_t(d)] += p * vj[d];
+      }
+      std::copy(accum.begin(), accum.end(), oi);
+    }
+  };
+  const int64_t items = q_len * heads;
+  if (items * kv_len * head_dim > 65536)
+    parallel_for(items, 1, work);
+  else
+    work(0, items);
 }
 
 // Per-head GEMMs through BLAS: prefill and occupancy queries.
@@ -287,13 +301,14 @@ void attention_blocked(const float* q, int64_t q_len, int64_t q_stride, const fl
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(kv_len), int(head_dim), scale,
                   q + i0 * q_stride + h * head_dim, int(q_stride), k + h * head_dim, int(kv_stride), 0.f,
                   scores.data(), int(kv_len));
-#pragma omp parallel for schedule(static) if (rows * kv_len > 16384)
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = scores.data() + r * kv_len;
-        const int64_t visible = visible_keys(i0 + r, kv_len, causal_base);
-        softmax_row(row, std::max<int64_t>(visible, 1));
-        std::fill(row + std::max<int64_t>(visible, 1), row + kv_len, 0.f);
-      }
+      parallel_for(rows, std::max<int64_t>(1, 16384 / kv_len), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* row = scores.data() + r * kv_len;
+          const int64_t visible = visible_keys(i0 + r, kv_len, causal_base);
+          softmax_row(row, std::max<int64_t>(visible, 1));
+          std::fill(row + std::max<int64_t>(visible, 1), row + kv_len, 0.f);
+        }
+      });
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(head_dim), int(kv_len), 1.f,
                   scores.data(), int(kv_len), v + h * head_dim, int(kv_stride), 0.f,
                   out + i0 * out_stride + h * head_dim, int(out_stride));
@@ -312,29 +327,49 @@ void attention(const float* q, int64_t q_len, int64_t q_stride, const float* k, 
     attention_direct(q, q_len, q_stride, k, v, kv_len, kv_stride, heads, head_dim, causal_base, out, out_stride);
 }
 
+namespace {
+// Elementwise loops split across threads only when they are long.
+template <class Body>
+void elementwise(int64_t n, Body body) {
+  if (n > 65536)
+    parallel_for(n, 16384, body);
+  else
+    body(0, n);
+}
+}  // namespace
+
 void silu_inplace(float* x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+  });
 }
 
 void gelu_erf_inplace(float* x, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  });
 }
 
 void quick_gelu_inplace(float* x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+  });
 }
 
 void swiglu_inplace(float* gate, const float* up, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  });
 }
 
 void add_inplace(float* y, const float* x, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
+  });
 }
 
 }  // namespace cubeforge::cpu
