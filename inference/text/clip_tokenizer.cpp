@@ -4,6 +4,7 @@
 #include <array>
 #include <climits>
 #include <mutex>
+#include <queue>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -15,6 +16,8 @@ namespace {
 
 constexpr std::string_view kStartOfText = "<|startoftext|>";
 constexpr std::string_view kEndOfText = "<|endoftext|>";
+constexpr std::u32string_view kStartOfText32 = U"<|startoftext|>";
+constexpr std::u32string_view kEndOfText32 = U"<|endoftext|>";
 constexpr std::string_view kEndOfWord = "</w>";
 // Hugging Face's CLIPTokenizer reads only the first 49152 - 256 - 2 merges of
 // merges.txt (the vocabulary holds 256 bytes, 256 end-of-word bytes, the
@@ -23,6 +26,7 @@ constexpr size_t kMaxMerges = 49152 - 256 - 2;
 // Words cached at most; the cache is cleared when full (prompts are short,
 // so this only bounds memory against adversarial input).
 constexpr size_t kMaxCachedWords = 1 << 16;
+constexpr size_t kMaxCachedWordBytes = 256;
 
 // GPT-2's reversible byte -> printable character map: printable Latin-1 bytes
 // map to themselves, the other 68 bytes to U+0100.. in byte order.
@@ -207,99 +211,120 @@ void ClipTokenizer::append_word_ids(const std::string& byte_level_word, std::vec
     }
   }
 
-  // Split into characters (each byte symbol is one UTF-8 character); the last
-  // carries the end-of-word marker.
-  std::vector<std::string> symbols;
+  // Symbols are byte ranges of `word`; each starts as one character (every
+  // byte symbol is one UTF-8 character) and the last one carries "</w>".
+  const std::string word = byte_level_word + std::string(kEndOfWord);
+  struct Symbol {
+    int32_t start, length;
+    int32_t previous, next;  // neighbours still alive, -1 at the ends
+  };
+  std::vector<Symbol> symbols;
   for (size_t i = 0; i < byte_level_word.size();) {
     const unsigned char lead = static_cast<unsigned char>(byte_level_word[i]);
     const size_t length = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
-    symbols.emplace_back(byte_level_word.substr(i, length));
+    const int32_t index = int32_t(symbols.size());
+    symbols.push_back({int32_t(i), int32_t(length), index - 1, index + 1});
     i += length;
   }
   if (symbols.empty()) return;
-  symbols.back().append(kEndOfWord);
+  symbols.back().length += int32_t(kEndOfWord.size());
+  symbols.back().next = -1;
+  auto text_of = [&](const Symbol& symbol) {
+    return std::string_view(word).substr(size_t(symbol.start), size_t(symbol.length));
+  };
 
-  // Repeatedly merge the adjacent pair of lowest rank, every occurrence of it
-  // left to right, until no pair is a known merge.
-  while (symbols.size() > 1) {
-    int32_t best_rank = INT32_MAX;
-    size_t best_index = 0;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      auto it = tables.merge_ranks.find(merge_key(symbols[i], symbols[i + 1]));
-      if (it != tables.merge_ranks.end() && it->second < best_rank) {
-        best_rank = it->second;
-        best_index = i;
-      }
+  // Merge the known pair of lowest rank first, leftmost first among equal
+  // ranks, one merge at a time, re-queuing the pairs each merge creates: the
+  // order of the Rust BPE behind CLIPTokenizerFast (O(n log n) for long
+  // words). The Python CLIPTokenizer instead merges every occurrence of the
+  // best pair in one sweep, which can differ when a merge creates a pair of
+  // lower rank next to another occurrence; the fast tokenizer is the one
+  // Cube 3D runs.
+  struct Candidate {
+    int32_t rank;
+    int32_t left;            // index of the left symbol
+    // Length of left + right when queued. Symbols only grow by absorbing a
+    // neighbour, so an equal length means the pair is unchanged.
+    int32_t merged_length;
+    bool operator>(const Candidate& other) const {
+      return rank != other.rank ? rank > other.rank : left > other.left;
     }
-    if (best_rank == INT32_MAX) break;
-    const std::string left = symbols[best_index];
-    const std::string right = symbols[best_index + 1];
-    std::vector<std::string> merged;
-    merged.reserve(symbols.size());
-    for (size_t i = 0; i < symbols.size();) {
-      if (i + 1 < symbols.size() && symbols[i] == left && symbols[i + 1] == right) {
-        merged.push_back(left + right);
-        i += 2;
-      } else {
-        merged.push_back(std::move(symbols[i]));
-        ++i;
-      }
-    }
-    symbols = std::move(merged);
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+  auto push_pair = [&](int32_t left) {
+    if (left < 0 || symbols[size_t(left)].next < 0) return;
+    const Symbol& a = symbols[size_t(left)];
+    const Symbol& b = symbols[size_t(a.next)];
+    auto it = tables.merge_ranks.find(merge_key(text_of(a), text_of(b)));
+    if (it != tables.merge_ranks.end()) queue.push({it->second, left, a.length + b.length});
+  };
+  for (int32_t i = 0; i + 1 < int32_t(symbols.size()); ++i) push_pair(i);
+  while (!queue.empty()) {
+    const Candidate candidate = queue.top();
+    queue.pop();
+    Symbol& left = symbols[size_t(candidate.left)];
+    if (left.length == 0 || left.next < 0) continue;  // merged away, or now last
+    Symbol& right = symbols[size_t(left.next)];
+    if (left.length + right.length != candidate.merged_length) continue;  // a neighbour changed since
+    left.length += right.length;
+    right.length = 0;
+    left.next = right.next;
+    if (left.next >= 0) symbols[size_t(left.next)].previous = candidate.left;
+    push_pair(left.previous);
+    push_pair(candidate.left);
   }
 
   std::vector<int32_t> ids;
-  ids.reserve(symbols.size());
-  for (const std::string& symbol : symbols) {
+  for (int32_t i = 0; i >= 0; i = symbols[size_t(i)].next) {
     // Loading checked that every byte symbol and every merge result exists.
-    auto it = tables.vocab.find(symbol);
+    auto it = tables.vocab.find(std::string(text_of(symbols[size_t(i)])));
     CUBEFORGE_CHECK(it != tables.vocab.end(), "BPE produced a symbol outside the vocabulary");
     ids.push_back(it->second);
   }
   out.insert(out.end(), ids.begin(), ids.end());
 
+  if (byte_level_word.size() > kMaxCachedWordBytes) return;
   std::lock_guard<std::mutex> lock(tables.cache_mutex);
   if (tables.word_cache.size() >= kMaxCachedWords) tables.word_cache.clear();
   tables.word_cache.emplace(byte_level_word, std::move(ids));
 }
 
 std::vector<int32_t> ClipTokenizer::bpe_ids(std::string_view text) const {
+  // Normalise the whole text first: the fast tokenizer's special tokens are
+  // "normalized" added tokens, so they are found in the normalised text (an
+  // upper-case "<|ENDOFTEXT|>" is one too). Whitespace runs would collapse to
+  // one space here, but the pattern drops whitespace anyway, so only NFC and
+  // lower-casing change the pieces.
+  const std::u32string composed = unicode::to_nfc(unicode::decode_utf8(text));
+  std::u32string normalized;
+  normalized.reserve(composed.size());
+  for (char32_t code_point : composed) unicode::append_lowercase(code_point, normalized);
+  const std::u32string_view all(normalized);
+
   std::vector<int32_t> ids;
-  // The special tokens are cut out of the raw text first, as the fast
-  // tokenizer's added-token pass does; they are ASCII, so cutting raw bytes
-  // cannot split a valid UTF-8 sequence.
+  std::string utf8_piece;
+  std::string byte_level_word;
   size_t position = 0;
-  while (position <= text.size()) {
-    size_t special_at = std::string_view::npos;
-    std::string_view special;
-    for (std::string_view candidate : {kStartOfText, kEndOfText}) {
-      const size_t found = text.find(candidate, position);
+  while (true) {
+    size_t special_at = std::u32string_view::npos;
+    std::u32string_view special;
+    for (std::u32string_view candidate : {kStartOfText32, kEndOfText32}) {
+      const size_t found = all.find(candidate, position);
       if (found < special_at) {
         special_at = found;
         special = candidate;
       }
     }
-    const std::string_view chunk =
-        text.substr(position, special_at == std::string_view::npos ? std::string_view::npos : special_at - position);
-
-    // Whitespace runs would collapse to one space here, but the pattern drops
-    // whitespace anyway, so only NFC and lower-casing change the pieces.
-    const std::u32string composed = unicode::to_nfc(unicode::decode_utf8(chunk));
-    std::u32string normalized;
-    normalized.reserve(composed.size());
-    for (char32_t code_point : composed) unicode::append_lowercase(code_point, normalized);
-
-    std::string utf8_piece;
-    std::string byte_level_word;
-    for (std::u32string_view piece : split_pre_tokens(normalized)) {
+    const std::u32string_view chunk = all.substr(
+        position, special_at == std::u32string_view::npos ? std::u32string_view::npos : special_at - position);
+    for (std::u32string_view piece : split_pre_tokens(chunk)) {
       utf8_piece = unicode::encode_utf8(piece);
       byte_level_word.clear();
       for (unsigned char byte : utf8_piece) byte_level_word += tables_->byte_symbols[byte];
       append_word_ids(byte_level_word, ids);
     }
-
-    if (special_at == std::string_view::npos) break;
-    ids.push_back(special == kStartOfText ? start_of_text_id_ : end_of_text_id_);
+    if (special_at == std::u32string_view::npos) break;
+    ids.push_back(special == kStartOfText32 ? start_of_text_id_ : end_of_text_id_);
     position = special_at + special.size();
   }
   return ids;

@@ -3,15 +3,17 @@
 //
 // It reproduces Hugging Face's CLIPTokenizerFast as Cube 3D calls it
 // (padding="max_length", truncation=True, max_length=77):
-//   1. "<|startoftext|>" / "<|endoftext|>" in the text are the special ids;
-//   2. the rest is normalised: invalid UTF-8 -> U+FFFD, NFC, runs of
+//   1. the text is normalised: invalid UTF-8 -> U+FFFD, NFC, runs of
 //      whitespace -> one space, lower case (per character, so a final capital
 //      sigma becomes σ, as the Rust normaliser does);
-//   3. pre-tokenised with 's|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+
+//   2. "<|startoftext|>" / "<|endoftext|>" in the normalised text are the
+//      special ids (they are "normalized" added tokens in Hugging Face's files);
+//   3. the text between them is pre-tokenised with 's|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+
 //      (whitespace between matches is dropped);
 //   4. each piece's UTF-8 bytes are mapped to printable characters
 //      (GPT-2's bytes_to_unicode) and merged by BPE with "</w>" marking the end
-//      of the word, lowest merge rank first;
+//      of the word, lowest merge rank first (then leftmost), one merge at a
+//      time as the Rust tokenizers library does; words are cached;
 //   5. ids = <|startoftext|> + the first 75 BPE ids + <|endoftext|>, padded
 //      with <|endoftext|> to 77; the attention mask is 1 on the real tokens.
 // Character classes come from generated Unicode tables (see unicode.h).

@@ -93,6 +93,29 @@ TEST(ClipTokenizer, SplitsContractionsLettersDigitsAndPunctuation) {
   ASSERT_EQ(ids.size(), 4u);
   EXPECT_EQ(ids[1], 49407);
   EXPECT_EQ(ids[3], 49406);
+  // They are matched after normalisation, so case does not matter.
+  EXPECT_EQ(tokenizer->bpe_ids("<|EndOfText|>"), std::vector<int32_t>{49407});
+  // Only the exact string is special.
+  for (int32_t id : tokenizer->bpe_ids("<| endoftext|>")) EXPECT_LT(id, 49406);
+}
+
+TEST(ClipTokenizer, LongWordsStayFast) {
+  SKIP_WITHOUT_CLIP_ORACLE("vocab.json");
+  const ClipTokenizer* tokenizer = oracle_tokenizer();
+  ASSERT_NE(tokenizer, nullptr);
+  // 180 000 letters in one word: quadratic BPE would take minutes here.
+  std::string word;
+  for (int i = 0; i < 20000; ++i) word += "dragonfly!";
+  std::string letters_only;
+  for (char c : word) {
+    if (c != '!') letters_only.push_back(c);
+  }
+  const auto ids = tokenizer->bpe_ids(letters_only);
+  EXPECT_GT(ids.size(), 1000u);
+  // Decoding the ids gives the word back, with one end-of-word marker.
+  std::string decoded;
+  for (int32_t id : ids) decoded += tokenizer->token_string(id);
+  EXPECT_EQ(decoded, letters_only + "</w>");
 }
 
 TEST(ClipTokenizer, TruncatesToSeventySevenWithEndOfText) {
