@@ -87,8 +87,9 @@ TEST(ClipTextEncoder, MatchesHuggingFaceLastHiddenState) {
   }
 }
 
-// Writes a copy of the oracle CLIP weights with changes, to test errors.
-class BrokenWeights : public ::testing::Test {
+// Writes copies of the oracle CLIP weights with changes: other dtypes, and
+// missing or misshapen tensors.
+class WeightVariants : public ::testing::Test {
  protected:
   void SetUp() override {
     directory_ = std::filesystem::temp_directory_path() / ("cubeforge_clip_test_" + std::to_string(getpid()));
@@ -117,7 +118,7 @@ class BrokenWeights : public ::testing::Test {
   std::filesystem::path directory_;
 };
 
-TEST_F(BrokenWeights, ErrorsNameTheFileAndTensor) {
+TEST_F(WeightVariants, ErrorsNameTheFileAndTensor) {
   SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
   const auto clip_dir = testing::oracle_clip_dir();
   auto source = SafetensorsFile::open(clip_dir / "model.safetensors");
@@ -154,6 +155,50 @@ TEST_F(BrokenWeights, ErrorsNameTheFileAndTensor) {
     ASSERT_FALSE(encoder.ok());
     EXPECT_NE(encoder.error().message.find("mlp.fc1.weight"), std::string::npos) << encoder.error().message;
   }
+}
+
+TEST_F(WeightVariants, Float32CopyGivesIdenticalStates) {
+  SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
+  const auto clip_dir = testing::oracle_clip_dir();
+  auto source = SafetensorsFile::open(clip_dir / "model.safetensors");
+  ASSERT_TRUE(source.ok()) << source.error().to_string();
+  // Widening F16/BF16 to F32 is exact, so the F32 file must give the same bits.
+  std::vector<std::vector<float>> widened;
+  std::vector<TensorToWrite> tensors;
+  for (const TensorEntry& entry : source->entries()) {
+    auto values = source->read_f32(entry.name);
+    ASSERT_TRUE(values.ok());
+    widened.push_back(std::move(values.value()));
+    const std::vector<float>& data = widened.back();
+    tensors.push_back({entry.name, DType::kF32, entry.shape,
+                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 4)});
+  }
+  const auto path = directory_ / "model_f32.safetensors";
+  ASSERT_TRUE(write_safetensors(path, tensors).ok());
+  auto config_text = read_file_text(clip_dir / "config.json");
+  ASSERT_TRUE(config_text.ok());
+  auto config = ClipTextConfig::from_json(config_text.value(), "config.json");
+  ASSERT_TRUE(config.ok());
+  auto f32_file = SafetensorsFile::open(path);
+  ASSERT_TRUE(f32_file.ok());
+  auto from_f32 =
+      ClipTextEncoder::from_safetensors(std::make_shared<const SafetensorsFile>(std::move(*f32_file)), config.value());
+  auto from_source = ClipTextEncoder::load(clip_dir);
+  ASSERT_TRUE(from_f32.ok()) << from_f32.error().to_string();
+  ASSERT_TRUE(from_source.ok()) << from_source.error().to_string();
+
+  TokenizedText tokens;
+  tokens.input_ids.assign(kClipContextLength, 49407);
+  tokens.attention_mask.assign(kClipContextLength, 0);
+  const int32_t prompt[] = {49406, 320, 736, 5471, 49407};
+  for (size_t t = 0; t < std::size(prompt); ++t) {
+    tokens.input_ids[t] = prompt[t];
+    tokens.attention_mask[t] = 1;
+  }
+  auto a = from_f32->encode(tokens);
+  auto b = from_source->encode(tokens);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.value(), b.value());
 }
 
 TEST(ClipTextConfig, ReadsTextConfigWithDefaultsAndRejectsBadValues) {
