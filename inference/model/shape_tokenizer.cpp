@@ -16,7 +16,10 @@
 #include <limits>
 #include <numbers>
 
+#include <cblas.h>
+
 #include "inference/cpu/ops.h"
+#include "inference/model/shape_kernels.h"
 
 namespace cubeforge {
 
@@ -182,13 +185,38 @@ void fourier_embed_rows(const std::vector<float>& weight, const std::vector<floa
 
 // Working buffers for the layer functions, grown on demand and reused.
 struct Scratch {
-  std::vector<float> normed, query, key, value, attended, hidden;
+  std::vector<float> normed, query, key, value, attended, hidden, scores;
 
   static float* sized(std::vector<float>& buffer, int64_t count) {
     if (buffer.size() < size_t(count)) buffer.resize(size_t(count));
     return buffer.data();
   }
 };
+
+// Unmasked multi-head attention, q: [n, W], keys/values: [s, W], out: [n, W].
+// Per head: scores = q·kᵀ/√D through BLAS, the vector softmax, then scores·v
+// through BLAS, a block of query rows at a time so the scores stay small.
+void attention_all_keys(const float* query, int64_t n, const float* keys, const float* values, int64_t context_len,
+                        const Dims& d, float* out, Scratch& s) {
+  if (n < 16 || context_len < 16) {  // too small for BLAS to pay off
+    cpu::attention(query, n, d.width, keys, values, context_len, d.width, d.heads, d.head_dim, -1, out, d.width);
+    return;
+  }
+  const int64_t W = d.width, D = d.head_dim;
+  const float scale = 1.0f / std::sqrt(float(D));
+  const int64_t block = std::clamp<int64_t>((int64_t(1) << 20) / context_len, 16, n);
+  float* scores = Scratch::sized(s.scores, block * context_len);
+  for (int64_t row = 0; row < n; row += block) {
+    const int64_t rows = std::min(block, n - row);
+    for (int64_t h = 0; h < d.heads; ++h) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(context_len), int(D), scale,
+                  query + row * W + h * D, int(W), keys + h * D, int(W), 0.f, scores, int(context_len));
+      shape_kernels::softmax_rows(scores, rows, context_len, 1.f);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D), int(context_len), 1.f, scores,
+                  int(context_len), values + h * D, int(W), 0.f, out + row * W + h * D, int(W));
+    }
+  }
+}
 
 // x += down(GELU(up(LN(x)))) over n rows.
 void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s) {
@@ -197,7 +225,7 @@ void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n,
   const int64_t hidden_width = mlp.up.out_features();
   float* hidden = Scratch::sized(s.hidden, n * hidden_width);
   mlp.up.apply(normed, n, hidden);
-  cpu::gelu_erf_inplace(hidden, n * hidden_width);
+  shape_kernels::gelu_erf(hidden, n * hidden_width);
   mlp.down.accumulate(hidden, n, x);
 }
 
@@ -215,7 +243,7 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
   cpu::rms_norm_heads(query, n, d.heads, d.head_dim, W, kQueryKeyNormEps, layer.query_norm.data());
   cpu::rms_norm_heads(key, n, d.heads, d.head_dim, W, kQueryKeyNormEps, layer.key_norm.data());
   float* attended = Scratch::sized(s.attended, n * W);
-  cpu::attention(query, n, W, key, value, n, W, d.heads, d.head_dim, /*causal_base=*/-1, attended, W);
+  attention_all_keys(query, n, key, value, n, d, attended, s);
   layer.proj.accumulate(attended, n, x);
   mlp_residual(layer.mlp, d, eps, x, n, s);
 }
@@ -237,7 +265,7 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
   float* query = Scratch::sized(s.query, n * W);
   layer.query.apply(normed, n, query);
   float* attended = Scratch::sized(s.attended, n * W);
-  cpu::attention(query, n, W, keys, values, context_len, W, d.heads, d.head_dim, /*causal_base=*/-1, attended, W);
+  attention_all_keys(query, n, keys, values, context_len, d, attended, s);
   layer.proj.accumulate(attended, n, x);
   mlp_residual(layer.mlp, d, eps, x, n, s);
 }
