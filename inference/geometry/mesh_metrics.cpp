@@ -141,97 +141,118 @@ MeshTopology analyze_topology(const Mesh& mesh) {
 }
 
 TriangleDistanceIndex::TriangleDistanceIndex(const Mesh& mesh) : mesh_(mesh) {
-  const Bounds3 bounds = mesh.bounds();
   const size_t faces = mesh.face_count();
-  if (faces == 0 || bounds.empty) {
-    bucket_start_.assign(2, 0);
-    return;
-  }
-  double extent[3];
-  for (int a = 0; a < 3; ++a) extent[a] = std::max(double(bounds.max[a] - bounds.min[a]), 1e-9);
-  // About two faces per bucket along a surface: cells ~ sqrt(faces) per axis
-  // spread over the box's proportions.
-  const double target_cells = std::max(1.0, 2.0 * std::pow(double(faces), 1.5) / 8.0);
-  const double unit = std::cbrt(extent[0] * extent[1] * extent[2] / std::min(target_cells, 8.0e6));
-  for (int a = 0; a < 3; ++a) {
-    cells_[a] = std::clamp<int64_t>(int64_t(std::ceil(extent[a] / unit)), 1, 256);
-    cell_[a] = extent[a] / double(cells_[a]);
-    low_[a] = bounds.min[a];
-  }
-  const int64_t bucket_count = cells_[0] * cells_[1] * cells_[2];
-  auto cell_range = [&](size_t f, int64_t lo[3], int64_t hi[3]) {
+  if (faces == 0) return;
+  faces_.resize(faces);
+  std::iota(faces_.begin(), faces_.end(), 0u);
+  std::vector<float> centroids(faces * 3);
+  for (size_t f = 0; f < faces; ++f)
     for (int a = 0; a < 3; ++a) {
-      double mn = INFINITY, mx = -INFINITY;
+      float sum = 0;
+      for (int c = 0; c < 3; ++c) sum += mesh.positions[size_t(mesh.indices[f * 3 + size_t(c)]) * 3 + size_t(a)];
+      centroids[f * 3 + size_t(a)] = sum / 3.f;
+    }
+  nodes_.reserve(faces);
+  nodes_.emplace_back();
+  build(0, uint32_t(faces), centroids);
+}
+
+// Fills node `index` (already allocated) for faces_[begin, end).
+uint32_t TriangleDistanceIndex::build(uint32_t begin, uint32_t end, std::vector<float>& centroids) {
+  const uint32_t index = uint32_t(nodes_.size() - 1);
+  std::vector<uint32_t> stack_begin{begin}, stack_end{end}, stack_node{index};
+  while (!stack_node.empty()) {
+    const uint32_t lo = stack_begin.back(), hi = stack_end.back(), node = stack_node.back();
+    stack_begin.pop_back();
+    stack_end.pop_back();
+    stack_node.pop_back();
+    Node box;
+    for (int a = 0; a < 3; ++a) {
+      box.low[a] = INFINITY;
+      box.high[a] = -INFINITY;
+    }
+    for (uint32_t i = lo; i < hi; ++i)
       for (int c = 0; c < 3; ++c) {
-        const double v = mesh.positions[size_t(mesh.indices[f * 3 + size_t(c)]) * 3 + size_t(a)];
-        mn = std::min(mn, v);
-        mx = std::max(mx, v);
+        const float* p = &mesh_.positions[size_t(mesh_.indices[size_t(faces_[i]) * 3 + size_t(c)]) * 3];
+        for (int a = 0; a < 3; ++a) {
+          box.low[a] = std::min(box.low[a], p[a]);
+          box.high[a] = std::max(box.high[a], p[a]);
+        }
       }
-      lo[a] = std::clamp<int64_t>(int64_t(std::floor((mn - low_[a]) / cell_[a])), 0, cells_[a] - 1);
-      hi[a] = std::clamp<int64_t>(int64_t(std::floor((mx - low_[a]) / cell_[a])), 0, cells_[a] - 1);
+    constexpr uint32_t kLeafFaces = 4;
+    if (hi - lo <= kLeafFaces) {
+      box.first = lo;
+      box.count = hi - lo;
+      nodes_[node] = box;
+      continue;
     }
-  };
-  std::vector<uint32_t> counts(size_t(bucket_count) + 1, 0);
-  for (int pass = 0; pass < 2; ++pass) {
-    if (pass == 1) {
-      bucket_start_.assign(size_t(bucket_count) + 1, 0);
-      for (int64_t b = 0; b < bucket_count; ++b) bucket_start_[size_t(b) + 1] = bucket_start_[size_t(b)] + counts[size_t(b)];
-      bucket_faces_.resize(bucket_start_.back());
-      std::fill(counts.begin(), counts.end(), 0);
-    }
-    for (size_t f = 0; f < faces; ++f) {
-      int64_t lo[3], hi[3];
-      cell_range(f, lo, hi);
-      for (int64_t x = lo[0]; x <= hi[0]; ++x)
-        for (int64_t y = lo[1]; y <= hi[1]; ++y)
-          for (int64_t z = lo[2]; z <= hi[2]; ++z) {
-            const int64_t bucket = (x * cells_[1] + y) * cells_[2] + z;
-            if (pass == 0) ++counts[size_t(bucket)];
-            else bucket_faces_[bucket_start_[size_t(bucket)] + counts[size_t(bucket)]++] = uint32_t(f);
-          }
-    }
+    int axis = 0;
+    for (int a = 1; a < 3; ++a)
+      if (box.high[a] - box.low[a] > box.high[axis] - box.low[axis]) axis = a;
+    const uint32_t middle = lo + (hi - lo) / 2;
+    std::nth_element(faces_.begin() + lo, faces_.begin() + middle, faces_.begin() + hi, [&](uint32_t x, uint32_t y) {
+      return centroids[size_t(x) * 3 + size_t(axis)] < centroids[size_t(y) * 3 + size_t(axis)];
+    });
+    box.first = uint32_t(nodes_.size());
+    box.count = 0;
+    nodes_[node] = box;
+    nodes_.emplace_back();
+    nodes_.emplace_back();
+    stack_begin.insert(stack_begin.end(), {lo, middle});
+    stack_end.insert(stack_end.end(), {middle, hi});
+    stack_node.insert(stack_node.end(), {box.first, box.first + 1});
   }
+  return index;
 }
 
 double TriangleDistanceIndex::distance(const float point[3], uint32_t* nearest_face) const {
-  if (bucket_faces_.empty()) return INFINITY;
+  if (nodes_.empty()) return INFINITY;
   const Vec3 p{point[0], point[1], point[2]};
-  int64_t home[3];
-  for (int a = 0; a < 3; ++a)
-    home[a] = std::clamp<int64_t>(int64_t(std::floor((double(point[a]) - low_[a]) / cell_[a])), 0, cells_[a] - 1);
-  const double smallest_cell = std::min({cell_[0], cell_[1], cell_[2]});
-  const int64_t largest_ring = std::max({cells_[0], cells_[1], cells_[2]});
-  double best = INFINITY;
+  auto box_distance2 = [&](const Node& node) {
+    double sum = 0;
+    const double x[3] = {p.x, p.y, p.z};
+    for (int a = 0; a < 3; ++a) {
+      const double d = std::max({double(node.low[a]) - x[a], 0.0, x[a] - double(node.high[a])});
+      sum += d * d;
+    }
+    return sum;
+  };
+  double best2 = INFINITY;
   uint32_t best_face = 0;
-  for (int64_t ring = 0; ring <= largest_ring; ++ring) {
-    for (int64_t x = home[0] - ring; x <= home[0] + ring; ++x) {
-      if (x < 0 || x >= cells_[0]) continue;
-      for (int64_t y = home[1] - ring; y <= home[1] + ring; ++y) {
-        if (y < 0 || y >= cells_[1]) continue;
-        for (int64_t z = home[2] - ring; z <= home[2] + ring; ++z) {
-          if (z < 0 || z >= cells_[2]) continue;
-          if (std::max({std::abs(x - home[0]), std::abs(y - home[1]), std::abs(z - home[2])}) != ring) continue;
-          const int64_t bucket = (x * cells_[1] + y) * cells_[2] + z;
-          for (uint32_t i = bucket_start_[size_t(bucket)]; i < bucket_start_[size_t(bucket) + 1]; ++i) {
-            const uint32_t f = bucket_faces_[i];
-            const Vec3 q = closest_point_on_triangle(p, vertex(mesh_, mesh_.indices[size_t(f) * 3]),
-                                                     vertex(mesh_, mesh_.indices[size_t(f) * 3 + 1]),
-                                                     vertex(mesh_, mesh_.indices[size_t(f) * 3 + 2]));
-            const double d = std::sqrt(dot(p - q, p - q));
-            if (d < best) {
-              best = d;
-              best_face = f;
-            }
-          }
+  std::vector<std::pair<double, uint32_t>> stack;  // (box distance², node)
+  stack.reserve(64);
+  stack.push_back({box_distance2(nodes_[0]), 0});
+  while (!stack.empty()) {
+    const auto [bound, index] = stack.back();
+    stack.pop_back();
+    if (bound >= best2) continue;
+    const Node& node = nodes_[index];
+    if (node.count > 0) {
+      for (uint32_t i = node.first; i < node.first + node.count; ++i) {
+        const uint32_t f = faces_[i];
+        const Vec3 q = closest_point_on_triangle(p, vertex(mesh_, mesh_.indices[size_t(f) * 3]),
+                                                 vertex(mesh_, mesh_.indices[size_t(f) * 3 + 1]),
+                                                 vertex(mesh_, mesh_.indices[size_t(f) * 3 + 2]));
+        const double d2 = dot(p - q, p - q);
+        if (d2 < best2) {
+          best2 = d2;
+          best_face = f;
         }
       }
+      continue;
     }
-    // Buckets beyond this ring are at least `ring` cells away from the point
-    // (or from its projection onto the grid's box, which is nearer).
-    if (best <= double(ring) * smallest_cell) break;
+    // Nearer child last, so it is taken first.
+    const double left = box_distance2(nodes_[node.first]), right = box_distance2(nodes_[node.first + 1]);
+    if (left < right) {
+      stack.push_back({right, node.first + 1});
+      stack.push_back({left, node.first});
+    } else {
+      stack.push_back({left, node.first});
+      stack.push_back({right, node.first + 1});
+    }
   }
   if (nearest_face) *nearest_face = best_face;
-  return best;
+  return std::sqrt(best2);
 }
 
 Result<ChamferDistance> chamfer_distance(const Mesh& a, const Mesh& b, const ChamferOptions& options) {

@@ -37,21 +37,27 @@ struct MeshTopology {
 };
 MeshTopology analyze_topology(const Mesh& mesh);
 
-// Exact distance from points to the nearest triangle of a mesh, over a
-// uniform grid of buckets.
+// Exact distance from points to the nearest triangle of a mesh, through a
+// bounding-volume hierarchy (boxes around groups of triangles, split at the
+// median along the longest side).
 class TriangleDistanceIndex {
  public:
   explicit TriangleDistanceIndex(const Mesh& mesh);
-  // Distance to the nearest triangle; `nearest_face` receives its index.
+  // Distance to the nearest triangle (infinity for a mesh without faces);
+  // `nearest_face` receives its index.
   double distance(const float point[3], uint32_t* nearest_face = nullptr) const;
 
  private:
+  struct Node {
+    float low[3], high[3];
+    uint32_t first = 0;  // leaf: faces_[first, first + count); inner: children first, first + 1
+    uint32_t count = 0;  // 0 for an inner node
+  };
+  uint32_t build(uint32_t begin, uint32_t end, std::vector<float>& centroids);
+
   const Mesh& mesh_;
-  double low_[3] = {0, 0, 0};
-  double cell_[3] = {1, 1, 1};
-  int64_t cells_[3] = {1, 1, 1};
-  std::vector<uint32_t> bucket_start_;
-  std::vector<uint32_t> bucket_faces_;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> faces_;
 };
 
 struct ChamferOptions {
