@@ -40,8 +40,10 @@ const KernelChoice& kernels() {
 // Decode-sized products (a couple of rows) stream weights; beyond this many
 // rows BLAS's blocked GEMM wins.
 constexpr int64_t kMaxMatvecRows = 4;
-// Rows of a half-precision weight widened at a time for BLAS.
-constexpr int64_t kWidenBlockRows = 256;
+// Half-precision weights are widened to float32 in blocks of about this many
+// values before BLAS sees them: large enough that each GEMM call is efficient,
+// small enough to stay in the last-level cache.
+constexpr int64_t kWidenBlockValues = int64_t(4) << 20;
 
 void run_matvec(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y, bool accumulate) {
   const MatvecKernel kernel = kernels().matvec;
@@ -67,9 +69,10 @@ void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bia
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(N), int(K), 1.f, x, int(K),
                 static_cast<const float*>(w.data), int(K), beta, y, int(N));
   } else {
-    std::vector<float> widened(size_t(std::min(kWidenBlockRows, N) * K));
-    for (int64_t n0 = 0; n0 < N; n0 += kWidenBlockRows) {
-      const int64_t rows = std::min(kWidenBlockRows, N - n0);
+    const int64_t block_rows = std::max<int64_t>(1, std::min(N, kWidenBlockValues / std::max<int64_t>(1, K)));
+    std::vector<float> widened(static_cast<size_t>(block_rows * K));
+    for (int64_t n0 = 0; n0 < N; n0 += block_rows) {
+      const int64_t rows = std::min(block_rows, N - n0);
       widen_rows(w, n0, n0 + rows, widened.data());
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(rows), int(K), 1.f, x, int(K),
                   widened.data(), int(K), beta, y + n0, int(N));

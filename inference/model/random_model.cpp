@@ -74,10 +74,12 @@ uint64_t mix(uint64_t x) {
   return x;
 }
 
-// Uniform in [-1, 1) from (stream, index).
+// Uniform in [-1, 1) from (stream, index): one 64-bit hash gives four values
+// of 16 bits, plenty for weights that are stored in at most 16 bits anyway.
 float uniform_signed(uint64_t stream, uint64_t index) {
-  const uint64_t bits = mix(stream ^ mix(index + 0x9e3779b97f4a7c15ull));
-  return float(int64_t(bits >> 40) - (int64_t(1) << 23)) * (1.0f / float(1 << 23));
+  const uint64_t bits = mix(stream ^ (index >> 2) * 0x9e3779b97f4a7c15ull);
+  const uint32_t part = uint32_t(bits >> (16 * (index & 3))) & 0xffffu;
+  return (float(part) + 0.5f) * (2.0f / 65536.0f) - 1.0f;
 }
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -110,6 +112,7 @@ Result<SafetensorsFile> make_random_weights(const std::vector<ExpectedTensor>& t
   while ((header.size() + 8) % 64 != 0) header.push_back(' ');
   std::vector<std::byte> image;
   try {
+    image.reserve(8 + header.size() + offset);
     image.resize(8 + header.size() + offset);
   } catch (const std::bad_alloc&) {
     return make_error(ErrorCode::kOutOfMemory, "not enough memory for " + std::to_string(offset >> 20) + " MiB of random weights");
