@@ -350,7 +350,8 @@ void silu_inplace(float* x, int64_t n) {
 
 void gelu_erf_inplace(float* x, int64_t n) {
   elementwise(n, [=](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+    // erfc(-x/√2) rather than 1 + erf(x/√2): no cancellation for negative x.
+    for (int64_t i = i0; i < i1; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * 0.70710678118654752f);
   });
 }
 
