@@ -42,10 +42,13 @@ class ShapeTokenizer {
  public:
   // Opens MODEL/shape_tokenizer.safetensors (kept mapped while the tokenizer
   // lives). With no configuration, sizes are inferred from the tensors; either
-  // way the tensor set must match the configuration exactly.
-  static Result<ShapeTokenizer> load(const std::filesystem::path& file, const ShapeModelConfig* config = nullptr);
+  // way the tensor set must match the configuration exactly. `config_name`
+  // (e.g. the config.yaml path) names the configuration in error messages.
+  static Result<ShapeTokenizer> load(const std::filesystem::path& file, const ShapeModelConfig* config = nullptr,
+                                     const std::string& config_name = "");
   // Takes an already open file (random-weight models, in-memory images).
-  static Result<ShapeTokenizer> from_file(SafetensorsFile file, const ShapeModelConfig& config);
+  static Result<ShapeTokenizer> from_file(SafetensorsFile file, const ShapeModelConfig& config,
+                                          const std::string& config_name = "");
 
   ShapeTokenizer(ShapeTokenizer&&) noexcept;
   ShapeTokenizer& operator=(ShapeTokenizer&&) noexcept;
