@@ -454,7 +454,7 @@ Result<PreparedLatents> ShapeTokenizer::prepare_latents(std::span<const float> l
 }
 
 Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const float> points_xyz,
-                                 std::span<float> logits, size_t chunk) const {
+                                 std::span<float> logits, size_t chunk, const Progress& progress) const {
   const Model& m = *model_;
   const int64_t W = m.dims.width;
   const int64_t out_dim = m.occupancy_head.out_features();
@@ -487,6 +487,9 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
     cpu::layer_norm(x.data(), n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(),
                     normed);
     m.occupancy_head.apply(normed, n, logits.data() + begin * out_dim);
+    if (progress && !progress(begin + n, P))
+      return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) + " of " +
+                                                   std::to_string(P) + " points");
   }
   return ok_status();
 }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,6 +39,8 @@ struct PreparedLatents {
   std::vector<float> values;  // [S, W] c_v(LN(latents))
 };
 
+// Every method is const and keeps its working memory local, so one tokenizer
+// may serve several threads at once.
 class ShapeTokenizer {
  public:
   // Opens MODEL/shape_tokenizer.safetensors (kept mapped while the tokenizer
@@ -68,15 +71,21 @@ class ShapeTokenizer {
   // Latents [S, W] → the occupancy cross-attention's keys and values.
   Result<PreparedLatents> prepare_latents(std::span<const float> latents) const;
 
+  // Called after each chunk with the points done so far and the total;
+  // returning false stops the query with a kCancelled status.
+  using Progress = std::function<bool(int64_t points_done, int64_t points_total)>;
+
   // Occupancy logits for points [P, 3] into logits [P · out_dim], `chunk`
-  // points at a time so memory stays bounded for any P.
+  // points at a time so memory stays bounded for any P (about 60 KB per point
+  // of chunk at width 768).
   Status occupancy(const PreparedLatents& latents, std::span<const float> points_xyz, std::span<float> logits,
-                   size_t chunk = 8192) const;
+                   size_t chunk = 8192, const Progress& progress = nullptr) const;
   // Convenience for a single query batch: prepares the latents, then queries.
   Status occupancy(std::span<const float> latents, std::span<const float> points_xyz, std::span<float> logits,
                    size_t chunk = 8192) const;
 
-  // The occupancy decoder's phase-modulated Fourier embedding: [P, 3(2F+1)].
+  // The occupancy decoder's phase-modulated Fourier embedding: [P, 3(2F+1)]
+  // for the P = size / 3 whole points given.
   std::vector<float> fourier_embed(std::span<const float> points_xyz) const;
 
   // Surface samples [P, 3 + point_feats] (xyz, then normals) → token ids [T].

@@ -310,6 +310,30 @@ TEST(ShapeTokenizerWeights, RejectsMisshapenInputs) {
   EXPECT_FALSE(tokenizer->encode(std::vector<float>(10)).ok());
 }
 
+TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {
+  auto tokenizer = ShapeTokenizer::from_file(open_image(random_shape_tensors(tiny_config(), 7), "random"), tiny_config());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+  auto latents = tokenizer->decode_tokens(std::vector<int64_t>{1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(latents.ok());
+  auto prepared = tokenizer->prepare_latents(*latents);
+  ASSERT_TRUE(prepared.ok());
+  const auto points = dense_grid_points(2);  // 125 points
+  std::vector<float> logits(125), reference(125);
+  ASSERT_TRUE(tokenizer->occupancy(*prepared, points, reference).ok());
+  std::vector<int64_t> reported;
+  auto status = tokenizer->occupancy(*prepared, points, logits, 50, [&](int64_t done, int64_t total) {
+    EXPECT_EQ(total, 125);
+    reported.push_back(done);
+    return true;
+  });
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(reported, (std::vector<int64_t>{50, 100, 125}));
+  EXPECT_TRUE(close_to("chunked logits", logits, reference));
+  status = tokenizer->occupancy(*prepared, points, logits, 50, [](int64_t done, int64_t) { return done < 100; });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code, ErrorCode::kCancelled);
+}
+
 TEST(DenseGrid, IsXMajorAndSpansTheBounds) {
   const auto points = dense_grid_points(1);  // 3 points per axis
   ASSERT_EQ(points.size(), size_t(27 * 3));
