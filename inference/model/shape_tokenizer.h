@@ -39,8 +39,8 @@ struct PreparedLatents {
   std::vector<float> values;  // [S, W] c_v(LN(latents))
 };
 
-// Every method is const and keeps its working memory local, so one tokenizer
-// may serve several threads at once.
+// Every method is const and keeps its working memory local: a tokenizer holds
+// no mutable state once loaded.
 class ShapeTokenizer {
  public:
   // Opens MODEL/shape_tokenizer.safetensors (kept mapped while the tokenizer
@@ -76,8 +76,8 @@ class ShapeTokenizer {
   using Progress = std::function<bool(int64_t points_done, int64_t points_total)>;
 
   // Occupancy logits for points [P, 3] into logits [P · out_dim], `chunk`
-  // points at a time so memory stays bounded for any P (about 60 KB per point
-  // of chunk at width 768).
+  // points at a time so memory stays bounded for any P (about 30 KB per point
+  // of chunk at width 768: 250 MB for the default).
   Status occupancy(const PreparedLatents& latents, std::span<const float> points_xyz, std::span<float> logits,
                    size_t chunk = 8192, const Progress& progress = nullptr) const;
   // Convenience for a single query batch: prepares the latents, then queries.
