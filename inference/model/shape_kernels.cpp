@@ -17,6 +17,8 @@ bool has_avx512() {
   return supported;
 }
 
+}  // namespace
+
 void softmax_rows_scalar(float* scores, int64_t rows, int64_t n, float scale) {
 #pragma omp parallel for schedule(static) if (rows * n > 16384)
   for (int64_t r = 0; r < rows; ++r) {
@@ -35,10 +37,14 @@ void softmax_rows_scalar(float* scores, int64_t rows, int64_t n, float scale) {
 
 void gelu_erf_scalar(float* x, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  // 1 + erf(y) = erfc(-y): no cancellation for negative x.
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * 0.70710678118654752f);
 }
 
-}  // namespace
+void silu_scalar(float* x, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+}
 
 void softmax_rows(float* scores, int64_t rows, int64_t n, float scale) {
   if (rows <= 0 || n <= 0) return;
@@ -54,6 +60,14 @@ void gelu_erf(float* x, int64_t n) {
     gelu_erf_avx512(x, n);
   else
     gelu_erf_scalar(x, n);
+}
+
+void silu(float* x, int64_t n) {
+  if (n <= 0) return;
+  if (has_avx512())
+    silu_avx512(x, n);
+  else
+    silu_scalar(x, n);
 }
 
 const char* isa() { return has_avx512() ? "avx512" : "scalar"; }

@@ -106,4 +106,16 @@ void gelu_erf_avx512(float* x, int64_t n) {
   }
 }
 
+void silu_avx512(float* x, int64_t n) {
+  const int64_t blocks = (n + 15) / 16;
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t j = b * 16;
+    const __mmask16 m = tail_mask(n - j);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + j);
+    const __m512 denominator = _mm512_add_ps(_mm512_set1_ps(1.f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), v)));
+    _mm512_mask_storeu_ps(x + j, m, _mm512_div_ps(v, denominator));
+  }
+}
+
 }  // namespace cubeforge::shape_kernels

@@ -204,7 +204,9 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
   }
   const int64_t W = d.width, D = d.head_dim;
   const float scale = 1.0f / std::sqrt(float(D));
-  const int64_t block = std::clamp<int64_t>((int64_t(1) << 20) / context_len, 16, n);
+  // Up to 4 M scores (16 MB) per block: few blocks means few hand-overs between
+  // the BLAS threads and the OpenMP softmax, which cost more than cache misses.
+  const int64_t block = std::clamp<int64_t>((int64_t(1) << 22) / context_len, 16, n);
   float* scores = Scratch::sized(s.scores, block * context_len);
   for (int64_t row = 0; row < n; row += block) {
     const int64_t rows = std::min(block, n - row);
@@ -273,7 +275,7 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
 // y = out(SiLU(in(x))).
 void mlp_embed(const Linear& in, const Linear& out, const float* x, int64_t n, float* hidden, float* y) {
   in.apply(x, n, hidden);
-  cpu::silu_inplace(hidden, n * in.out_features());
+  shape_kernels::silu(hidden, n * in.out_features());
   out.apply(hidden, n, y);
 }
 
@@ -322,7 +324,8 @@ ShapeTokenizer::ShapeTokenizer(ShapeTokenizer&&) noexcept = default;
 ShapeTokenizer& ShapeTokenizer::operator=(ShapeTokenizer&&) noexcept = default;
 ShapeTokenizer::~ShapeTokenizer() = default;
 
-Result<ShapeTokenizer> ShapeTokenizer::load(const std::filesystem::path& path, const ShapeModelConfig* config) {
+Result<ShapeTokenizer> ShapeTokenizer::load(const std::filesystem::path& path, const ShapeModelConfig* config,
+                                            const std::string& config_name) {
   CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
   ShapeModelConfig chosen;
   if (config) {
@@ -330,10 +333,11 @@ Result<ShapeTokenizer> ShapeTokenizer::load(const std::filesystem::path& path, c
   } else {
     CUBEFORGE_ASSIGN_OR_RETURN(chosen, infer_shape_config(file));
   }
-  return from_file(std::move(file), chosen);
+  return from_file(std::move(file), chosen, config ? config_name : "the sizes inferred from the tensors");
 }
 
-Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const ShapeModelConfig& config) {
+Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const ShapeModelConfig& config,
+                                                 const std::string& config_name) {
   const std::string name = file.name();
   if (config.width <= 0 || config.heads <= 0 || config.width % config.heads != 0)
     return make_error(ErrorCode::kInvalidArgument, "shape model configuration for '" + name + "': width " +
@@ -346,7 +350,7 @@ Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const Sha
     return make_error(ErrorCode::kUnsupported, "shape model configuration for '" + name +
                                                    "': embed_point_feats needs point_feats = 3, got " +
                                                    std::to_string(config.point_feats));
-  CUBEFORGE_TRY(check_shape_config(config, file, name + " (shape model configuration)"));
+  CUBEFORGE_TRY(check_shape_config(config, file, config_name.empty() ? "the shape model configuration" : config_name));
 
   auto model = std::make_unique<Model>(std::move(file));
   Model& m = *model;
@@ -450,7 +454,7 @@ Result<PreparedLatents> ShapeTokenizer::prepare_latents(std::span<const float> l
 }
 
 Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const float> points_xyz,
-                                 std::span<float> logits, size_t chunk) const {
+                                 std::span<float> logits, size_t chunk, const Progress& progress) const {
   const Model& m = *model_;
   const int64_t W = m.dims.width;
   const int64_t out_dim = m.occupancy_head.out_features();
@@ -483,6 +487,9 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
     cpu::layer_norm(x.data(), n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(),
                     normed);
     m.occupancy_head.apply(normed, n, logits.data() + begin * out_dim);
+    if (progress && !progress(begin + n, P))
+      return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) + " of " +
+                                                   std::to_string(P) + " points");
   }
   return ok_status();
 }

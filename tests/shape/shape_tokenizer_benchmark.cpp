@@ -1,7 +1,8 @@
 // Shape tokenizer throughput on the CPU at the real Cube 3D v0.5 sizes
 // (width 768, 12 heads, 1024 latents, 128 frequencies, 16384 codes), with
 // random weights of those shapes: occupancy points per second (the hot path of
-// meshing), and the time to decode 1024 tokens into latents.
+// meshing), the time to decode 1024 tokens into latents, and the time to encode
+// 8192 surface samples into tokens.
 //
 // usage: bench_shape_tokenizer [points=16384] [chunk=4096] [decoder_layers=24] [threads=0: all]
 // Occupancy does not depend on the decoder depth; pass fewer decoder layers to
@@ -10,6 +11,7 @@
 #include <time.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -53,8 +55,8 @@ int main(int argc, char** argv) {
   config.heads = 12;
   config.num_freqs = 128;
   config.point_feats = 3;
-  config.encoder_layers = 1;  // the encoder is not measured here
-  config.encoder_cross_attention_levels = {0};
+  config.encoder_layers = 13;
+  config.encoder_cross_attention_levels = {0, 2, 4, 8};
   config.decoder_layers = decoder_layers;
   config.codes = 16384;
 
@@ -122,5 +124,25 @@ int main(int argc, char** argv) {
               points, chunk, occupancy_s, double(points) / occupancy_s, flops / occupancy_s * 1e-9, occupancy_cpu_s,
               double(points) / occupancy_cpu_s);
   std::printf("logit mean %.4f\n", checksum / double(points));
+
+  // Encoder: 8192 samples on a unit sphere with their normals, as the reference samples a mesh.
+  const int64_t samples = 8192;
+  std::vector<float> surface(size_t(samples) * 6);
+  for (int64_t i = 0; i < samples; ++i) {
+    const double z = 1.0 - 2.0 * (double(i) + 0.5) / double(samples);
+    const double radius = std::sqrt(1.0 - z * z), angle = 2.39996322972865332 * double(i);
+    const float p[3] = {float(radius * std::cos(angle)), float(radius * std::sin(angle)), float(z)};
+    for (int k = 0; k < 3; ++k) surface[size_t(i * 6 + k)] = 0.96f * p[k];
+    for (int k = 0; k < 3; ++k) surface[size_t(i * 6 + 3 + k)] = p[k];
+  }
+  start = std::chrono::steady_clock::now();
+  cpu_start = process_cpu_seconds();
+  auto encoded = tokenizer->encode(surface);
+  if (!encoded.ok()) {
+    std::fprintf(stderr, "%s\n", encoded.error().to_string().c_str());
+    return 1;
+  }
+  std::printf("encode %ld surface samples into %zu tokens: %.3f s (%.3f CPU s)\n", long(samples), encoded->size(),
+              seconds_since(start), process_cpu_seconds() - cpu_start);
   return 0;
 }
