@@ -194,6 +194,7 @@ struct SafetensorsFile::Storage {
   }
 };
 
+SafetensorsFile::SafetensorsFile() = default;
 SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
 SafetensorsFile::~SafetensorsFile() = default;

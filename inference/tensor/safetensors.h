@@ -64,6 +64,7 @@ class SafetensorsFile {
   // Takes ownership of an in-memory image (tests, fuzzing).
   static Result<SafetensorsFile> from_bytes(std::vector<std::byte> bytes, std::string name);
 
+  SafetensorsFile();  // an empty file with no tensors
   SafetensorsFile(SafetensorsFile&&) noexcept;
   SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
   ~SafetensorsFile();
@@ -84,7 +85,6 @@ class SafetensorsFile {
   Result<std::vector<int64_t>> read_i64(std::string_view tensor) const;
 
  private:
-  SafetensorsFile() = default;
   struct Storage;
   std::unique_ptr<Storage> storage_;
   std::span<const std::byte> bytes_;
