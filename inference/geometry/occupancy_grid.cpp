@@ -145,28 +145,6 @@ struct LevelCells {
   }
 };
 
-// Dilates a per-cell mask by `radius` cells (Chebyshev), one axis at a time.
-std::vector<uint8_t> dilate_cells(const std::vector<uint8_t>& mask, int64_t m, int radius) {
-  if (radius <= 0) return mask;
-  std::vector<uint8_t> current = mask, next(mask.size());
-  const int64_t strides[3] = {m * m, m, 1};
-  for (int axis = 0; axis < 3; ++axis) {
-    const int64_t step = strides[axis];
-#pragma omp parallel for schedule(static)
-    for (int64_t cell = 0; cell < m * m * m; ++cell) {
-      const int64_t coord = (cell / step) % m;
-      uint8_t value = 0;
-      for (int64_t d = -radius; d <= radius && !value; ++d) {
-        const int64_t c = coord + d;
-        if (c >= 0 && c < m) value = current[size_t(cell + d * step)];
-      }
-      next[size_t(cell)] = value;
-    }
-    std::swap(current, next);
-  }
-  return current;
-}
-
 }  // namespace
 
 Result<ScalarGrid> evaluate_field_dense(const FieldFunction& field, const GridSpec& spec,
@@ -308,21 +286,51 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
       // The children of the previous level's surface cells, widened by the
       // safety margin at this level.
       const int64_t pm = cells.m / 2;
+      const int64_t radius = options.dilation;
       for (int64_t parent = 0; parent < pm * pm * pm; ++parent) {
         if (!seeds_from_parent[size_t(parent)]) continue;
         const int64_t pi = parent / (pm * pm), pj = (parent / pm) % pm, pk = parent % pm;
-        for (int c = 0; c < 8; ++c)
-          visited[size_t(cells.cell_index(2 * pi + (c & 1), 2 * pj + ((c >> 1) & 1), 2 * pk + ((c >> 2) & 1)))] = 1;
+        // The children span [2p, 2p + 1] per axis; widen that by the radius.
+        const int64_t lo[3] = {std::max<int64_t>(0, 2 * pi - radius), std::max<int64_t>(0, 2 * pj - radius),
+                               std::max<int64_t>(0, 2 * pk - radius)};
+        const int64_t hi[3] = {std::min(cells.m - 1, 2 * pi + 1 + radius), std::min(cells.m - 1, 2 * pj + 1 + radius),
+                               std::min(cells.m - 1, 2 * pk + 1 + radius)};
+        for (int64_t i = lo[0]; i <= hi[0]; ++i)
+          for (int64_t j = lo[1]; j <= hi[1]; ++j)
+            for (int64_t k = lo[2]; k <= hi[2]; ++k) {
+              const int64_t cell = cells.cell_index(i, j, k);
+              if (visited[size_t(cell)]) continue;
+              visited[size_t(cell)] = 1;
+              queue.push_back(cell);
+            }
       }
-      visited = dilate_cells(visited, cells.m, options.dilation);
-      for (int64_t cell = 0; cell < cells.count(); ++cell)
-        if (visited[size_t(cell)]) queue.push_back(cell);
     }
 
     // Grow along the surface: evaluate the queued cells' corners, queue the
     // unvisited neighbours of those the surface turns out to cross. When that
-    // runs dry, a scan catches cells with corners of both signs that the
-    // growth did not reach (their corners may be partly filled values).
+    // runs dry, look around the visited region for cells with corners of both
+    // signs that the growth did not reach (their corners may be partly filled
+    // values). Nothing further out can have both: an unvisited cell lies in a
+    // coarser cell that was no surface cell, so its filled corners and the
+    // coarser cell's corners share one sign, and any other corner was
+    // evaluated as the corner of a visited cell, which is then a neighbour.
+    std::vector<int64_t> visited_cells = queue;
+    auto visit_neighbours = [&](int64_t cell, bool only_crossing, std::vector<int64_t>& out) {
+      int64_t ci, cj, ck;
+      cells.cell_coords(cell, ci, cj, ck);
+      for (int64_t di = -1; di <= 1; ++di)
+        for (int64_t dj = -1; dj <= 1; ++dj)
+          for (int64_t dk = -1; dk <= 1; ++dk) {
+            const int64_t ni = ci + di, nj = cj + dj, nk = ck + dk;
+            if (ni < 0 || nj < 0 || nk < 0 || ni >= cells.m || nj >= cells.m || nk >= cells.m) continue;
+            const int64_t neighbour = cells.cell_index(ni, nj, nk);
+            if (visited[size_t(neighbour)]) continue;
+            if (only_crossing && !crosses_surface(neighbour)) continue;
+            visited[size_t(neighbour)] = 1;
+            out.push_back(neighbour);
+            visited_cells.push_back(neighbour);
+          }
+    };
     for (;;) {
       while (!queue.empty()) {
         pending.clear();
@@ -339,28 +347,12 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
         CUBEFORGE_TRY(evaluator.evaluate(pending));
 
         std::vector<int64_t> next;
-        for (int64_t cell : queue) {
-          if (!crosses_surface(cell)) continue;
-          int64_t ci, cj, ck;
-          cells.cell_coords(cell, ci, cj, ck);
-          for (int64_t di = -1; di <= 1; ++di)
-            for (int64_t dj = -1; dj <= 1; ++dj)
-              for (int64_t dk = -1; dk <= 1; ++dk) {
-                const int64_t ni = ci + di, nj = cj + dj, nk = ck + dk;
-                if (ni < 0 || nj < 0 || nk < 0 || ni >= cells.m || nj >= cells.m || nk >= cells.m) continue;
-                const int64_t neighbour = cells.cell_index(ni, nj, nk);
-                if (visited[size_t(neighbour)]) continue;
-                visited[size_t(neighbour)] = 1;
-                next.push_back(neighbour);
-              }
-        }
+        for (int64_t cell : queue)
+          if (crosses_surface(cell)) visit_neighbours(cell, /*only_crossing=*/false, next);
         queue.swap(next);
       }
-      for (int64_t cell = 0; cell < cells.count(); ++cell) {
-        if (visited[size_t(cell)] || !crosses_surface(cell)) continue;
-        visited[size_t(cell)] = 1;
-        queue.push_back(cell);
-      }
+      const size_t visited_so_far = visited_cells.size();
+      for (size_t v = 0; v < visited_so_far; ++v) visit_neighbours(visited_cells[v], /*only_crossing=*/true, queue);
       if (queue.empty()) break;
     }
 
@@ -369,8 +361,8 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
     // level marching cubes needs just the crossings, with true corners.
     std::vector<uint8_t> surface(size_t(cells.count()), 0);
     int64_t surface_count = 0;
-    for (int64_t cell = 0; cell < cells.count(); ++cell) {
-      if (visited[size_t(cell)] && (crosses_surface(cell) || (level < target && near_surface(cell)))) {
+    for (int64_t cell : visited_cells) {
+      if (crosses_surface(cell) || (level < target && near_surface(cell))) {
         surface[size_t(cell)] = 1;
         ++surface_count;
       }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "inference/geometry/extract_mesh.h"
 #include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "test_meshes.h"
@@ -140,6 +141,29 @@ TEST(Postprocess, WeldsDropsFloatersAndAddsNormals) {
   const MeshTopology topology = analyze_topology(mesh);
   EXPECT_EQ(topology.components, 1);
   EXPECT_TRUE(topology.closed_and_oriented());
+}
+
+TEST(ExtractMesh, FieldToFinishedMesh) {
+  MeshExtractionOptions options;
+  options.grid.resolution = 6;
+  options.refinement.coarse_resolution = 4;
+  auto extraction = extract_mesh(union_field({torus_field(0.6f, 0.25f), sphere_field(0.04f, {0.9f, 0.9f, 0.9f})}),
+                                 options);
+  ASSERT_TRUE(extraction.ok()) << extraction.error().to_string();
+  const Mesh& mesh = extraction->mesh;
+  EXPECT_LT(extraction->evaluation.evaluated_points, extraction->evaluation.dense_points);
+  EXPECT_EQ(extraction->cleanup.components.removed_components, 1) << "the small ball is a floater";
+  EXPECT_LE(int64_t(mesh.face_count()), 10000) << "the reference's face budget";
+  EXPECT_TRUE(mesh.has_normals());
+  const MeshTopology topology = analyze_topology(mesh);
+  EXPECT_TRUE(topology.closed_and_oriented());
+  EXPECT_EQ(topology.euler_characteristic(), 0);
+  const double volume = 2 * 3.14159265358979 * 3.14159265358979 * 0.6 * 0.25 * 0.25;
+  EXPECT_NEAR(signed_volume(mesh), volume, 0.01 * volume);
+
+  auto nothing = extract_mesh(sphere_field(-0.5f), options);  // negative everywhere
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_TRUE(nothing->mesh.empty());
 }
 
 }  // namespace

@@ -113,6 +113,21 @@ TEST(CoarseToFine, SteepLogitsMatchDense) {
   expect_same_surface_as_dense(steep, 6, 4, "saturated thin shapes from level 4");
 }
 
+TEST(CoarseToFine, CoarseLevelAtTheTargetIsDense) {
+  GridSpec spec;
+  spec.resolution = 4;
+  CoarseToFineOptions options;
+  options.coarse_resolution = 9;  // clamped to the target
+  auto refined = evaluate_field_coarse_to_fine(sphere_field(0.5f), spec, options);
+  ASSERT_TRUE(refined.ok());
+  EXPECT_EQ(refined->stats.evaluated_points, spec.point_count());
+  ASSERT_EQ(refined->stats.levels.size(), 1u);
+  EXPECT_EQ(refined->stats.levels[0].resolution, 4);
+  auto dense = evaluate_field_dense(sphere_field(0.5f), spec);
+  ASSERT_TRUE(dense.ok());
+  EXPECT_EQ(refined->grid.values, dense->values);
+}
+
 TEST(CoarseToFine, ReportsFieldErrorsAndCancellation) {
   GridSpec spec;
   spec.resolution = 4;
