@@ -8,6 +8,8 @@ int main(int argc, char** argv) {
   CLI::App app{"cubeforge: text-to-3D with the Cube 3D model family"};
   app.require_subcommand(1);
   std::vector<cubeforge::cli::Action> actions;
+  actions.push_back(cubeforge::cli::add_generate_command(app));
+  actions.push_back(cubeforge::cli::add_tokenize_command(app));
   actions.push_back(cubeforge::cli::add_bench_command(app));
   CLI11_PARSE(app, argc, argv);
   // Each registered action checks whether its own subcommand was chosen.
