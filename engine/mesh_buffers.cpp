@@ -310,6 +310,12 @@ Status MeshBuffers::end_device_write(const Bounds3& bounds) {
   return ok_status();
 }
 
+Status MeshBuffers::finish() {
+  if (interop_) return interop_->synchronize();
+  for (const auto& slot : slots_) context_.wait_for(slot.last_use_value);
+  return ok_status();
+}
+
 void MeshBuffers::clear() {
   if (interop_) (void)interop_->synchronize();
   for (auto& slot : slots_) release(slot);

@@ -82,6 +82,10 @@ class MeshBuffers {
   Result<DeviceMeshWrite> begin_device_write(size_t vertex_count, size_t face_count);
   Status end_device_write(const Bounds3& bounds);
 
+  // Blocks until every queued write (staging copy or CUDA stream) has landed.
+  // Draws never need this (they wait on the mesh-ready semaphore); benchmarks do.
+  Status finish();
+
   // Releases every slot buffer once the GPU is done with it.
   void clear();
 

@@ -37,9 +37,9 @@ __global__ void write_sphere_indices(uint32_t* indices, int stacks, int slices) 
   for (int k = 0; k < 6; ++k) out[k] = quad[k];
 }
 
-using CudaInterop = VulkanTest;
+using InteropRender = VulkanTest;
 
-TEST_F(CudaInterop, KernelWrittenMeshRendersLikeTheStagingUpload) {
+TEST_F(InteropRender, KernelWrittenMeshRendersLikeTheStagingUpload) {
   if (!renderer_->meshes().interop_active())
     GTEST_SKIP() << "CUDA interop unavailable: " << renderer_->meshes().statistics().interop_unavailable_reason;
   EXPECT_EQ(renderer_->meshes().statistics().path, UploadPath::kCudaInterop);
