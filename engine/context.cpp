@@ -13,6 +13,7 @@ namespace cubeforge::engine {
 namespace {
 
 constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+constexpr const char* kNoDevicePhrase = "no Vulkan driver or device found";
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                      VkDebugUtilsMessageTypeFlagsEXT /*types*/,
@@ -87,6 +88,10 @@ int type_score(VkPhysicalDeviceType type) {
 
 }  // namespace
 
+bool is_no_vulkan_device(const Error& error) {
+  return error.code == ErrorCode::kNotFound && error.message.find(kNoDevicePhrase) != std::string::npos;
+}
+
 Result<std::unique_ptr<Context>> Context::create(const ContextOptions& options) {
   std::unique_ptr<Context> context(new Context());
   context->validation_counter_ =
@@ -151,8 +156,12 @@ Status Context::create_instance(const ContextOptions& options) {
   info.ppEnabledExtensionNames = extensions.data();
   // Chained so that instance creation and destruction are validated too.
   if (validation) info.pNext = &messenger_info;
-  VK_TRY("instance", vkCreateInstance(&info, nullptr, &instance_),
-         "is a Vulkan driver installed? On Debian: apt install mesa-vulkan-drivers");
+  VkResult created = vkCreateInstance(&info, nullptr, &instance_);
+  if (created == VK_ERROR_INCOMPATIBLE_DRIVER)
+    return make_error(ErrorCode::kNotFound, std::string("instance: ") + kNoDevicePhrase +
+                                                " (vkCreateInstance returned VK_ERROR_INCOMPATIBLE_DRIVER); install a "
+                                                "driver, e.g. mesa-vulkan-drivers for lavapipe");
+  VK_TRY("instance", created, "is a Vulkan driver installed? On Debian: apt install mesa-vulkan-drivers");
 
   if (validation) {
     auto create_messenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
@@ -217,7 +226,8 @@ Status Context::choose_physical_device(const ContextOptions& options) {
   }
   if (physical_device_ == VK_NULL_HANDLE) {
     std::string message = "device selection: no usable Vulkan device";
-    if (candidates_.empty()) message += " (the loader found none; install a driver, e.g. mesa-vulkan-drivers for lavapipe)";
+    if (candidates_.empty())
+      message += std::string(" (") + kNoDevicePhrase + "; install a driver, e.g. mesa-vulkan-drivers for lavapipe)";
     for (const auto& c : candidates_)
       message += "; " + c.name + " (" + device_type_name(c.type) + ") rejected: " + c.rejection;
     return make_error(ErrorCode::kNotFound, message);

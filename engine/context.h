@@ -81,6 +81,10 @@ struct SemaphoreSignal {
   uint64_t value = 0;  // ignored for binary semaphores
 };
 
+// True for the errors that mean "this machine has no Vulkan driver or device
+// at all" (as opposed to devices that exist but were all rejected).
+bool is_no_vulkan_device(const Error& error);
+
 class Context {
  public:
   static Result<std::unique_ptr<Context>> create(const ContextOptions& options);

@@ -132,6 +132,15 @@ CudaInterop::~CudaInterop() {
 
 Result<SharedBuffer> CudaInterop::create_shared_buffer(VkDeviceSize size, VkBufferUsageFlags usage, const char* what) {
   VkDevice device = context_.device();
+  VkPhysicalDeviceExternalBufferInfo query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
+  query.usage = usage;
+  query.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkExternalBufferProperties external_props{VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
+  vkGetPhysicalDeviceExternalBufferProperties(context_.physical_device(), &query, &external_props);
+  const VkExternalMemoryFeatureFlags features = external_props.externalMemoryProperties.externalMemoryFeatures;
+  if (!(features & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT))
+    return make_error(ErrorCode::kUnsupported, std::string(what) + ": " + context_.device_name() +
+                                                   " cannot export such buffers as opaque fds");
   VkExternalMemoryBufferCreateInfo external_info{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
   external_info.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
@@ -149,7 +158,8 @@ Result<SharedBuffer> CudaInterop::create_shared_buffer(VkDeviceSize size, VkBuff
   requirements_info.buffer = buffer;
   vkGetBufferMemoryRequirements2(device, &requirements_info, &requirements);
   // Dedicated only when the driver asks for it; CUDA must be told the same.
-  bool dedicated = dedicated_requirements.prefersDedicatedAllocation || dedicated_requirements.requiresDedicatedAllocation;
+  bool dedicated = (features & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT) ||
+                   dedicated_requirements.prefersDedicatedAllocation || dedicated_requirements.requiresDedicatedAllocation;
 
   VkExportMemoryAllocateInfo export_info{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
   export_info.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;

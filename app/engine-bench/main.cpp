@@ -7,6 +7,7 @@
 //   - update rate when uploading a generation-sized mesh and drawing a frame
 //     per update, as the desktop app does while tokens stream in.
 // Keep --frames small on software rasterisers such as lavapipe.
+// Exit status: 0 done, 1 failed, 2 bad arguments, 3 no Vulkan driver or device.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -117,7 +118,7 @@ int run(const Options& options) {
   auto context = Context::create(context_options);
   if (!context.ok()) {
     std::fprintf(stderr, "cubeforge-engine-bench: %s\n", context.error().to_string().c_str());
-    return 1;
+    return is_no_vulkan_device(context.error()) ? 3 : 1;
   }
   Context& ctx = **context;
   Mesh mesh = make_sphere(options.triangles);
