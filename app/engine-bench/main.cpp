@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/context.h"
+#include "engine/image_output.h"
 #include "engine/offscreen_target.h"
 #include "engine/renderer.h"
 
@@ -34,12 +35,14 @@ struct Options {
   bool json = false;
   bool interop = true;
   std::string device;
+  std::string screenshot;  // also write the benchmark view as PNG
 };
 
 void usage() {
   std::printf(
       "usage: cubeforge-engine-bench [--triangles N] [--update-triangles N] [--size WxH] [--frames N]\n"
-      "                              [--uploads N] [--updates N] [--no-interop] [--device NAME] [--json]\n");
+      "                              [--uploads N] [--updates N] [--no-interop] [--device NAME]\n"
+      "                              [--screenshot FILE.png] [--json]\n");
 }
 
 bool parse(int argc, char** argv, Options& o) {
@@ -57,6 +60,7 @@ bool parse(int argc, char** argv, Options& o) {
     else if (a == "--uploads") o.uploads = std::atoi(v);
     else if (a == "--updates") o.updates = std::atoi(v);
     else if (a == "--device") o.device = v;
+    else if (a == "--screenshot") o.screenshot = v;
     else if (a == "--size") {
       if (std::sscanf(v, "%ux%u", &o.width, &o.height) != 2) return false;
     } else return false;
@@ -187,6 +191,14 @@ int run(const Options& options) {
       frame_min = std::min(frame_min, t);
     }
     double frame_mean = frame_total / options.frames;
+    if (!options.screenshot.empty() && !frame_measured) {
+      SceneSettings shot = settings;
+      shot.wireframe = mesh.face_count() <= 20000;  // a denser wireframe is a grey blur
+      if (auto s = save_screenshot(**target, camera, shot, options.screenshot); !s.ok()) {
+        std::fprintf(stderr, "cubeforge-engine-bench: %s\n", s.error().to_string().c_str());
+        return 1;
+      }
+    }
     if (!frame_measured) {
       frame_ms_mean = frame_mean * 1e3;
       frame_ms_min = frame_min * 1e3;
