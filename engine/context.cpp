@@ -42,11 +42,11 @@ bool has_layer(const char* name) {
   return false;
 }
 
-bool has_instance_extension(const char* name) {
+bool has_instance_extension(const char* name, const char* layer = nullptr) {
   uint32_t count = 0;
-  vkEnumerateInstanceExtensionProperties(nullptr, &count, nullptr);
+  vkEnumerateInstanceExtensionProperties(layer, &count, nullptr);
   std::vector<VkExtensionProperties> extensions(count);
-  vkEnumerateInstanceExtensionProperties(nullptr, &count, extensions.data());
+  vkEnumerateInstanceExtensionProperties(layer, &count, extensions.data());
   for (const auto& e : extensions)
     if (std::strcmp(e.extensionName, name) == 0) return true;
   return false;
@@ -129,9 +129,15 @@ Status Context::create_instance(const ContextOptions& options) {
                                                   " is required but not installed (apt install vulkan-validationlayers)");
     }
   }
+  bool synchronization_validation = false;
   if (validation) {
     layers.push_back(kValidationLayer);
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+    if (options.synchronization_validation &&
+        has_instance_extension(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME, kValidationLayer)) {
+      extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+      synchronization_validation = true;
+    }
   }
 
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -156,6 +162,14 @@ Status Context::create_instance(const ContextOptions& options) {
   info.ppEnabledExtensionNames = extensions.data();
   // Chained so that instance creation and destruction are validated too.
   if (validation) info.pNext = &messenger_info;
+  VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enables;
+  if (synchronization_validation) {
+    features.pNext = info.pNext;
+    info.pNext = &features;
+  }
   VkResult created = vkCreateInstance(&info, nullptr, &instance_);
   if (created == VK_ERROR_INCOMPATIBLE_DRIVER)
     return make_error(ErrorCode::kNotFound, std::string("instance: ") + kNoDevicePhrase +

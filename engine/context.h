@@ -46,6 +46,9 @@ struct ContextOptions {
   std::string application_name = "cubeforge";
   Validation validation = Validation::kIfAvailable;
   std::shared_ptr<ValidationCounter> validation_counter;  // created when null
+  // With validation: also check hazards between commands, submissions and
+  // frames (slower; the tests turn it on).
+  bool synchronization_validation = false;
   // Instance extensions a window system needs (glfwGetRequiredInstanceExtensions).
   std::vector<std::string> instance_extensions;
   // Only devices whose name contains this text are considered (empty: all).

@@ -1,5 +1,6 @@
 // Test fixture: a Vulkan context with the Khronos validation layer required
-// and a debug messenger that counts its reports, plus a renderer. Any
+// (synchronization validation included) and a debug messenger that counts its
+// reports, plus a renderer. Any
 // validation error, including those reported while the device is destroyed,
 // fails the test. With no Vulkan device at all the test is skipped.
 #pragma once
@@ -28,6 +29,7 @@ class VulkanTest : public ::testing::Test {
     options.application_name = "cubeforge-tests";
     options.validation = Validation::kRequired;
     options.validation_counter = validation_;
+    options.synchronization_validation = true;
     options.instance_extensions = instance_extensions_;
     auto context = Context::create(options);
     if (!context.ok()) {
