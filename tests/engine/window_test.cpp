@@ -7,40 +7,10 @@
 #include <thread>
 
 #include "analytic_shapes.h"
-#include "engine/window_target.h"
-#include "vulkan_fixture.h"
+#include "window_fixture.h"
 
 namespace cubeforge::engine::testing {
 namespace {
-
-class WindowRender : public VulkanTest {
- protected:
-  void SetUp() override {
-    if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
-      GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh runs the suite under xvfb-run";
-    if (!glfwInit()) GTEST_SKIP() << "GLFW cannot reach the display";
-    glfw_initialised_ = true;
-    auto extensions = window_instance_extensions();
-    ASSERT_TRUE(extensions.ok()) << extensions.error().to_string();
-    instance_extensions_ = *extensions;
-    VulkanTest::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    glfwWindowHint(GLFW_CLIENT_API, GLFW_NO_API);
-    window_ = glfwCreateWindow(160, 120, "cubeforge window test", nullptr, nullptr);
-    ASSERT_NE(window_, nullptr);
-  }
-  void TearDown() override {
-    target_.reset();
-    renderer_.reset();
-    context_.reset();
-    if (window_) glfwDestroyWindow(window_);
-    if (glfw_initialised_) glfwTerminate();
-    VulkanTest::TearDown();
-  }
-  GLFWwindow* window_ = nullptr;
-  bool glfw_initialised_ = false;
-  std::unique_ptr<WindowTarget> target_;
-};
 
 TEST_F(WindowRender, RendersResizesAndRebuildsTheSwapchain) {
   WindowOptions options;
