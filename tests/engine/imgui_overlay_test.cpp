@@ -71,10 +71,10 @@ TEST_F(WindowRender, ImGuiDrawsOverTheSceneAndShowsTheOffscreenViewport) {
   OrbitCamera camera;
   camera.pitch_degrees = 30.f;
   camera.frame(renderer_->mesh_bounds(), 160.f / 120.f);
-  int presented = 0;
+  int presented = 0, frames_with_vertices = 0;
   for (int frame = 0; frame < 4; ++frame) {
     glfwPollEvents();
-    ASSERT_TRUE(panel->render(camera, SceneSettings{}).ok());
+    EXPECT_TRUE(panel->render(camera, SceneSettings{}).ok());
     ImGui_ImplVulkan_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
@@ -85,13 +85,15 @@ TEST_F(WindowRender, ImGuiDrawsOverTheSceneAndShowsTheOffscreenViewport) {
     ImGui::End();
     ImGui::Render();
     ImDrawData* draw_data = ImGui::GetDrawData();
-    ASSERT_GT(draw_data->TotalVtxCount, 0);
+    frames_with_vertices += draw_data->TotalVtxCount > 0;
     auto status = target_->draw_frame(camera, SceneSettings{},
                                       [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(draw_data, cmd); });
-    ASSERT_TRUE(status.ok()) << status.error().to_string();
-    presented += *status == FrameStatus::kPresented;
+    EXPECT_TRUE(status.ok()) << status.error().to_string();
+    presented += status.ok() && *status == FrameStatus::kPresented;
   }
   EXPECT_EQ(presented, 4);
+  // ImGui lays a new window out during its first frame and draws it from the second.
+  EXPECT_GE(frames_with_vertices, 3);
 
   context_->wait_idle();
   ImGui_ImplVulkan_Shutdown();
