@@ -1,8 +1,8 @@
 // Times the CLIP text encoder at the size of openai/clip-vit-large-patch14's
 // text tower (width 768, 12 layers, 12 heads, MLP 3072: 123 M parameters).
 //
-//   clip_text_encoder_benchmark            random weights of the real shape
-//   clip_text_encoder_benchmark CLIP_DIR   a real Hugging Face CLIP folder
+//   clip_text_encoder_benchmark [--threads N]            random weights of the real shape
+//   clip_text_encoder_benchmark [--threads N] CLIP_DIR   a real Hugging Face CLIP folder
 //
 // Prints the median wall and CPU time of one prompt, and of the prompt
 // together with "" (the conditional and unconditional rows the generator
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "inference/cpu/ops.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/text/clip_text_encoder.h"
 
@@ -101,9 +103,17 @@ Timing median_time(int repeats, F&& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string clip_dir;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      cpu::set_thread_count(std::atoi(argv[++i]));
+    } else {
+      clip_dir = argv[i];
+    }
+  }
   Result<ClipTextEncoder> encoder = make_error(ErrorCode::kInternal, "not loaded");
-  if (argc > 1) {
-    encoder = ClipTextEncoder::load(argv[1]);
+  if (!clip_dir.empty()) {
+    encoder = ClipTextEncoder::load(clip_dir);
   } else {
     ClipTextConfig config;  // openai/clip-vit-large-patch14's text tower
     config.hidden_size = 768;
@@ -122,8 +132,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const ClipTextConfig& config = encoder->config();
-  std::printf("CLIP text encoder: width %d, %d layers, %d heads, MLP %d\n", config.hidden_size,
-              config.num_hidden_layers, config.num_attention_heads, config.intermediate_size);
+  std::printf("CLIP text encoder: width %d, %d layers, %d heads, MLP %d; %d CPU threads\n", config.hidden_size,
+              config.num_hidden_layers, config.num_attention_heads, config.intermediate_size, cpu::thread_count());
   // OpenBLAS picks its kernels by CPU model when the library loads; on CPUs
   // newer than the library it may fall back to old SSE3 kernels ("Prescott"),
   // 3-5x slower. OPENBLAS_CORETYPE=SkylakeX (or Haswell) overrides it.
