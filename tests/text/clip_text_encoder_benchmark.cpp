@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -153,6 +154,23 @@ int main(int argc, char** argv) {
   empty.input_ids[0] = 49406;
   empty.attention_mask[0] = empty.attention_mask[1] = 1;
   const TokenizedText both[] = {prompt, empty};
+
+  // With a real folder, the tokenizer's load and per-prompt times too.
+  if (!clip_dir.empty() && std::filesystem::exists(std::filesystem::path(clip_dir) / "vocab.json")) {
+    const auto start = std::chrono::steady_clock::now();
+    auto tokenizer = ClipTokenizer::load(clip_dir);
+    const double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!tokenizer.ok()) {
+      std::fprintf(stderr, "%s\n", tokenizer.error().to_string().c_str());
+      return 1;
+    }
+    const std::string text = "Broad-winged flying red dragon, elongated, folded legs.";
+    const Timing first = median_time(1, [&] { (void)tokenizer->encode(text); });
+    const Timing cached = median_time(101, [&] { (void)tokenizer->encode(text); });
+    std::printf("tokenizer: load %.1f ms; \"%s\": %.3f ms first, %.3f ms cached\n", load_ms, text.c_str(),
+                first.wall_ms, cached.wall_ms);
+  }
 
   (void)encoder->encode(prompt);  // warm-up: thread pools, page faults
   const Timing one = median_time(5, [&] { (void)encoder->encode(prompt); });
