@@ -1,17 +1,14 @@
-// CLIP text transformer: loading text_model.* weights and the forward pass.
-// Matrix products go through BLAS (cblas_sgemm), which holds 99% of the work;
-// attention, layer norms and activations are plain serial loops. They are not
-// OpenMP-parallel on purpose: OpenMP's spinning workers compete with BLAS's
-// own threads and made a CLIP-L encode three times slower on two cores.
+// CLIP text transformer: loading text_model.* weights and the forward pass on
+// the CPU backend's ops (inference/cpu/ops.h): BLAS products straight from the
+// mapped weights in their stored precision, float32 activations.
 #include "inference/text/clip_text_encoder.h"
-
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "inference/core/file_io.h"
+#include "inference/cpu/ops.h"
 #include "inference/tensor/safetensors.h"
 
 namespace cubeforge {
@@ -19,38 +16,12 @@ namespace {
 
 constexpr std::string_view kPrefix = "text_model.";
 
-// y[rows, out] = x[rows, in] · w[out, in]ᵀ + bias[out]
-void linear(const float* x, int rows, int in, const std::vector<float>& w, const std::vector<float>& bias, int out,
-            float* y) {
-  for (int r = 0; r < rows; ++r) std::copy(bias.begin(), bias.end(), y + size_t(r) * size_t(out));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, w.data(), in, 1.0f, y, out);
-}
-
-void layer_norm(const float* x, int rows, int width, const std::vector<float>& gain, const std::vector<float>& bias,
-                float eps, float* y) {
-  for (int r = 0; r < rows; ++r) {
-    const float* row = x + size_t(r) * size_t(width);
-    float* out = y + size_t(r) * size_t(width);
-    double sum = 0.0;
-    for (int i = 0; i < width; ++i) sum += row[i];
-    const double mean = sum / width;
-    double squares = 0.0;
-    for (int i = 0; i < width; ++i) squares += (row[i] - mean) * (row[i] - mean);
-    const float inverse_std = float(1.0 / std::sqrt(squares / width + double(eps)));
-    for (int i = 0; i < width; ++i) out[i] = float(row[i] - mean) * inverse_std * gain[size_t(i)] + bias[size_t(i)];
-  }
-}
-
-void activate(float* x, size_t count, ClipActivation activation) {
+void activate(float* x, int64_t count, ClipActivation activation) {
   switch (activation) {
-    case ClipActivation::kQuickGelu:
-      for (size_t i = 0; i < count; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
-      break;
-    case ClipActivation::kGelu:
-      for (size_t i = 0; i < count; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
-      break;
+    case ClipActivation::kQuickGelu: cpu::quick_gelu_inplace(x, count); break;
+    case ClipActivation::kGelu: cpu::gelu_erf_inplace(x, count); break;
     case ClipActivation::kGeluTanh:
-      for (size_t i = 0; i < count; ++i) {
+      for (int64_t i = 0; i < count; ++i) {
         const float v = x[i];
         x[i] = 0.5f * v * (1.0f + std::tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
       }
@@ -129,17 +100,20 @@ Result<ClipTextConfig> ClipTextConfig::from_json(std::string_view json_text, std
 }
 
 struct ClipTextEncoder::Weights {
+  // Matrices point into the mapped file, in their stored precision; the small
+  // vectors (norms, biases, positions) are widened copies.
   struct Layer {
     std::vector<float> layer_norm1_weight, layer_norm1_bias;  // [C]
-    std::vector<float> qkv_weight;                            // [3C, C]: q, k, v stacked
-    std::vector<float> qkv_bias;                              // [3C]
-    std::vector<float> out_proj_weight, out_proj_bias;        // [C, C], [C]
+    cpu::WeightMatrix q_proj, k_proj, v_proj, out_proj;       // [C, C]
+    std::vector<float> q_bias, k_bias, v_bias, out_bias;      // [C]
     std::vector<float> layer_norm2_weight, layer_norm2_bias;  // [C]
-    std::vector<float> fc1_weight, fc1_bias;                  // [I, C], [I]
-    std::vector<float> fc2_weight, fc2_bias;                  // [C, I], [C]
+    cpu::WeightMatrix fc1;                                    // [I, C]
+    std::vector<float> fc1_bias;                              // [I]
+    cpu::WeightMatrix fc2;                                    // [C, I]
+    std::vector<float> fc2_bias;                              // [C]
   };
-  std::shared_ptr<const SafetensorsFile> file;  // keeps the token embedding mapped
-  TensorView token_embedding;                   // [V, C], any float dtype, widened per row
+  std::shared_ptr<const SafetensorsFile> file;  // keeps the matrices mapped
+  cpu::WeightMatrix token_embedding;            // [V, C], rows widened as prompts need them
   std::vector<float> position_embedding;        // [P, C]
   std::vector<Layer> layers;
   std::vector<float> final_layer_norm_weight, final_layer_norm_bias;  // [C]
@@ -168,53 +142,54 @@ Result<ClipTextEncoder> ClipTextEncoder::from_safetensors(std::shared_ptr<const 
   const int64_t hidden = config.hidden_size;
   const int64_t intermediate = config.intermediate_size;
 
-  auto check_float = [&](const TensorView& view) -> Status {
+  auto float_tensor = [&](const std::string& name, std::vector<int64_t> shape) -> Result<TensorView> {
+    CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file->get(std::string(kPrefix) + name, shape));
     if (!dtype_is_float(view.dtype())) {
       return make_error(ErrorCode::kCorruptFile, "'" + file->name() + "': tensor '" + view.name() + "' holds " +
                                                      std::string(dtype_name(view.dtype())) +
                                                      ", expected F32, F16 or BF16 weights");
     }
-    return ok_status();
+    return view;
   };
-  auto read = [&](const std::string& name, std::initializer_list<int64_t> shape) -> Result<std::vector<float>> {
-    const std::vector<int64_t> expected(shape);
-    CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file->get(std::string(kPrefix) + name, expected));
-    CUBEFORGE_TRY(check_float(view));
+  auto vector = [&](const std::string& name, std::vector<int64_t> shape) -> Result<std::vector<float>> {
+    CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, float_tensor(name, shape));
     std::vector<float> values(size_t(view.element_count()));
     convert_to_f32(view.dtype(), view.data, values.data(), values.size());
     return values;
   };
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) -> Result<cpu::WeightMatrix> {
+    CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, float_tensor(name, {rows, cols}));
+    return cpu::WeightMatrix{view.dtype(), view.data, rows, cols};
+  };
 
-  const std::vector<int64_t> token_shape = {config.vocab_size, hidden};
   CUBEFORGE_ASSIGN_OR_RETURN(weights.token_embedding,
-                             file->get(std::string(kPrefix) + "embeddings.token_embedding.weight", token_shape));
-  CUBEFORGE_TRY(check_float(weights.token_embedding));
+                             matrix("embeddings.token_embedding.weight", config.vocab_size, hidden));
   CUBEFORGE_ASSIGN_OR_RETURN(weights.position_embedding,
-                             read("embeddings.position_embedding.weight", {config.max_position_embeddings, hidden}));
+                             vector("embeddings.position_embedding.weight", {config.max_position_embeddings, hidden}));
 
   weights.layers.resize(size_t(config.num_hidden_layers));
   for (int l = 0; l < config.num_hidden_layers; ++l) {
     Weights::Layer& layer = weights.layers[size_t(l)];
     const std::string p = "encoder.layers." + std::to_string(l) + ".";
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm1_weight, read(p + "layer_norm1.weight", {hidden}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm1_bias, read(p + "layer_norm1.bias", {hidden}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm2_weight, read(p + "layer_norm2.weight", {hidden}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm2_bias, read(p + "layer_norm2.bias", {hidden}));
-    for (const char* projection : {"q_proj", "k_proj", "v_proj"}) {
-      CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> w, read(p + "self_attn." + projection + ".weight", {hidden, hidden}));
-      CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> b, read(p + "self_attn." + projection + ".bias", {hidden}));
-      layer.qkv_weight.insert(layer.qkv_weight.end(), w.begin(), w.end());
-      layer.qkv_bias.insert(layer.qkv_bias.end(), b.begin(), b.end());
-    }
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.out_proj_weight, read(p + "self_attn.out_proj.weight", {hidden, hidden}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.out_proj_bias, read(p + "self_attn.out_proj.bias", {hidden}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc1_weight, read(p + "mlp.fc1.weight", {intermediate, hidden}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc1_bias, read(p + "mlp.fc1.bias", {intermediate}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc2_weight, read(p + "mlp.fc2.weight", {hidden, intermediate}));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc2_bias, read(p + "mlp.fc2.bias", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm1_weight, vector(p + "layer_norm1.weight", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm1_bias, vector(p + "layer_norm1.bias", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.q_proj, matrix(p + "self_attn.q_proj.weight", hidden, hidden));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.q_bias, vector(p + "self_attn.q_proj.bias", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.k_proj, matrix(p + "self_attn.k_proj.weight", hidden, hidden));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.k_bias, vector(p + "self_attn.k_proj.bias", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.v_proj, matrix(p + "self_attn.v_proj.weight", hidden, hidden));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.v_bias, vector(p + "self_attn.v_proj.bias", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.out_proj, matrix(p + "self_attn.out_proj.weight", hidden, hidden));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.out_bias, vector(p + "self_attn.out_proj.bias", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm2_weight, vector(p + "layer_norm2.weight", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.layer_norm2_bias, vector(p + "layer_norm2.bias", {hidden}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc1, matrix(p + "mlp.fc1.weight", intermediate, hidden));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc1_bias, vector(p + "mlp.fc1.bias", {intermediate}));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc2, matrix(p + "mlp.fc2.weight", hidden, intermediate));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.fc2_bias, vector(p + "mlp.fc2.bias", {hidden}));
   }
-  CUBEFORGE_ASSIGN_OR_RETURN(weights.final_layer_norm_weight, read("final_layer_norm.weight", {hidden}));
-  CUBEFORGE_ASSIGN_OR_RETURN(weights.final_layer_norm_bias, read("final_layer_norm.bias", {hidden}));
+  CUBEFORGE_ASSIGN_OR_RETURN(weights.final_layer_norm_weight, vector("final_layer_norm.weight", {hidden}));
+  CUBEFORGE_ASSIGN_OR_RETURN(weights.final_layer_norm_bias, vector("final_layer_norm.bias", {hidden}));
   return encoder;
 }
 
@@ -254,103 +229,67 @@ Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const Tokeniz
                           which + ": attention_mask values must be 0 or 1, got " + std::to_string(mask));
       }
     }
-    // With the causal mask, position 0 sees only itself; it must be attended.
-    if (item.attention_mask[0] != 1) {
-      return make_error(ErrorCode::kInvalidArgument, which + ": attention_mask[0] is 0; the first token (start of "
-                                                             "text) must be attended");
+    // The tokenizer's masks are ones then zeros. With such a mask, causal
+    // attention that also skips padded keys is plain causal attention over
+    // the real keys only, which is what the CPU attention op computes.
+    const auto first_padding = std::find(item.attention_mask.begin(), item.attention_mask.end(), 0);
+    if (first_padding == item.attention_mask.begin() ||
+        std::find(first_padding, item.attention_mask.end(), 1) != item.attention_mask.end()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        which + ": attention_mask must be ones followed by zeros, starting with a one (as "
+                                "ClipTokenizer makes it)");
     }
   }
 
-  const int prompts = int(batch.size());
-  const int rows = prompts * tokens;
-  const int hidden = cfg.hidden_size;
-  const int heads = cfg.num_attention_heads;
-  const int head_dim = hidden / heads;
-  const int intermediate = cfg.intermediate_size;
-  const size_t token_row_bytes = size_t(hidden) * dtype_size(weights.token_embedding.dtype());
+  const int64_t prompts = int64_t(batch.size());
+  const int64_t rows = prompts * tokens;
+  const int64_t hidden = cfg.hidden_size;
+  const int64_t heads = cfg.num_attention_heads;
+  const int64_t head_dim = hidden / heads;
+  const int64_t intermediate = cfg.intermediate_size;
+  const size_t width = size_t(hidden);
 
-  std::vector<float> x(size_t(rows) * size_t(hidden));        // [B*T, C] residual stream
-  std::vector<float> normed(x.size());                        // [B*T, C]
-  std::vector<float> qkv(size_t(rows) * size_t(3 * hidden));  // [B*T, 3C]
-  std::vector<float> attended(x.size());                      // [B*T, C]
+  std::vector<float> x(size_t(rows) * width);  // [B*T, C] residual stream
+  std::vector<float> normed(x.size());         // [B*T, C]
+  std::vector<float> q(x.size()), k(x.size()), v(x.size());  // [B*T, C] each
+  std::vector<float> attended(x.size());                     // [B*T, C]
   std::vector<float> mlp(size_t(rows) * size_t(intermediate));  // [B*T, I]
 
-  for (int b = 0; b < prompts; ++b) {
-    for (int t = 0; t < tokens; ++t) {
-      float* row = x.data() + (size_t(b) * size_t(tokens) + size_t(t)) * size_t(hidden);
-      const size_t id = size_t(batch[size_t(b)].input_ids[size_t(t)]);
-      convert_to_f32(weights.token_embedding.dtype(), weights.token_embedding.data + id * token_row_bytes, row,
-                     size_t(hidden));
-      const float* position = weights.position_embedding.data() + size_t(t) * size_t(hidden);
-      for (int c = 0; c < hidden; ++c) row[c] += position[c];
+  for (int64_t b = 0; b < prompts; ++b) {
+    for (int64_t t = 0; t < tokens; ++t) {
+      float* row = x.data() + size_t(b * tokens + t) * width;
+      const int64_t id = batch[size_t(b)].input_ids[size_t(t)];
+      cpu::widen_rows(weights.token_embedding, id, id + 1, row);
+      const float* position = weights.position_embedding.data() + size_t(t) * width;
+      for (size_t c = 0; c < width; ++c) row[c] += position[c];
     }
   }
 
-  const float scale = 1.0f / std::sqrt(float(head_dim));
   for (const Weights::Layer& layer : weights.layers) {
-    layer_norm(x.data(), rows, hidden, layer.layer_norm1_weight, layer.layer_norm1_bias, cfg.layer_norm_eps,
-               normed.data());
-    linear(normed.data(), rows, hidden, layer.qkv_weight, layer.qkv_bias, 3 * hidden, qkv.data());
-
-    for (int b = 0; b < prompts; ++b) {
-      for (int h = 0; h < heads; ++h) {
-        const std::vector<int32_t>& mask = batch[size_t(b)].attention_mask;
-        std::vector<float> scores(static_cast<size_t>(tokens));
-        const size_t stride = size_t(3 * hidden);
-        const float* base = qkv.data() + size_t(b) * size_t(tokens) * stride;
-        for (int i = 0; i < tokens; ++i) {
-          const float* q = base + size_t(i) * stride + size_t(h * head_dim);
-          float largest = -INFINITY;
-          for (int j = 0; j <= i; ++j) {
-            if (mask[size_t(j)] == 0) continue;
-            const float* k = base + size_t(j) * stride + size_t(hidden + h * head_dim);
-            float dot = 0.0f;
-            for (int d = 0; d < head_dim; ++d) dot += q[d] * k[d];
-            scores[size_t(j)] = dot * scale;
-            largest = std::max(largest, scores[size_t(j)]);
-          }
-          float total = 0.0f;
-          for (int j = 0; j <= i; ++j) {
-            if (mask[size_t(j)] == 0) continue;
-            scores[size_t(j)] = std::exp(scores[size_t(j)] - largest);
-            total += scores[size_t(j)];
-          }
-          float* out = attended.data() + (size_t(b) * size_t(tokens) + size_t(i)) * size_t(hidden) +
-                       size_t(h * head_dim);
-          std::fill(out, out + head_dim, 0.0f);
-          for (int j = 0; j <= i; ++j) {
-            if (mask[size_t(j)] == 0) continue;
-            const float weight = scores[size_t(j)] / total;
-            const float* v = base + size_t(j) * stride + size_t(2 * hidden + h * head_dim);
-            for (int d = 0; d < head_dim; ++d) out[d] += weight * v[d];
-          }
-        }
-      }
+    cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, layer.layer_norm1_weight.data(),
+                    layer.layer_norm1_bias.data(), normed.data());
+    cpu::linear(normed.data(), rows, layer.q_proj, layer.q_bias.data(), q.data());
+    cpu::linear(normed.data(), rows, layer.k_proj, layer.k_bias.data(), k.data());
+    cpu::linear(normed.data(), rows, layer.v_proj, layer.v_bias.data(), v.data());
+    for (int64_t b = 0; b < prompts; ++b) {
+      const std::vector<int32_t>& mask = batch[size_t(b)].attention_mask;
+      const int64_t real_tokens = std::count(mask.begin(), mask.end(), 1);
+      const size_t offset = size_t(b * tokens) * width;
+      cpu::attention(q.data() + offset, tokens, hidden, k.data() + offset, v.data() + offset, real_tokens, hidden,
+                     heads, head_dim, /*causal_base=*/0, attended.data() + offset, hidden);
     }
+    cpu::linear_accumulate(attended.data(), rows, layer.out_proj, layer.out_bias.data(), x.data());
 
-    // x += out_proj(attended): beta = 1 accumulates into the residual.
-    for (int r = 0; r < rows; ++r) {
-      float* row = x.data() + size_t(r) * size_t(hidden);
-      for (int c = 0; c < hidden; ++c) row[c] += layer.out_proj_bias[size_t(c)];
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, hidden, hidden, 1.0f, attended.data(), hidden,
-                layer.out_proj_weight.data(), hidden, 1.0f, x.data(), hidden);
-
-    layer_norm(x.data(), rows, hidden, layer.layer_norm2_weight, layer.layer_norm2_bias, cfg.layer_norm_eps,
-               normed.data());
-    linear(normed.data(), rows, hidden, layer.fc1_weight, layer.fc1_bias, intermediate, mlp.data());
-    activate(mlp.data(), mlp.size(), cfg.hidden_act);
-    for (int r = 0; r < rows; ++r) {
-      float* row = x.data() + size_t(r) * size_t(hidden);
-      for (int c = 0; c < hidden; ++c) row[c] += layer.fc2_bias[size_t(c)];
-    }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, hidden, intermediate, 1.0f, mlp.data(), intermediate,
-                layer.fc2_weight.data(), intermediate, 1.0f, x.data(), hidden);
+    cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, layer.layer_norm2_weight.data(),
+                    layer.layer_norm2_bias.data(), normed.data());
+    cpu::linear(normed.data(), rows, layer.fc1, layer.fc1_bias.data(), mlp.data());
+    activate(mlp.data(), int64_t(mlp.size()), cfg.hidden_act);
+    cpu::linear_accumulate(mlp.data(), rows, layer.fc2, layer.fc2_bias.data(), x.data());
   }
 
   std::vector<float> output(x.size());
-  layer_norm(x.data(), rows, hidden, weights.final_layer_norm_weight, weights.final_layer_norm_bias,
-             cfg.layer_norm_eps, output.data());
+  cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, weights.final_layer_norm_weight.data(),
+                  weights.final_layer_norm_bias.data(), output.data());
   return output;
 }
 

@@ -12,7 +12,8 @@
 //               x += fc2(act(fc1(layer_norm2(x))))
 //   last_hidden_state = final_layer_norm(x)
 // Attention is causal and also ignores keys whose attention_mask is 0, so
-// padding positions still get outputs (Cube 3D uses all 77 rows).
+// padding positions still get outputs (Cube 3D uses all 77 rows). Masks must
+// be ones then zeros, as ClipTokenizer makes them.
 //
 // Shapes: B = prompts in a batch, T = tokens per prompt (77), C = hidden size.
 #pragma once

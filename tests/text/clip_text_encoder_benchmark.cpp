@@ -1,8 +1,8 @@
 // Times the CLIP text encoder at the size of openai/clip-vit-large-patch14's
 // text tower (width 768, 12 layers, 12 heads, MLP 3072: 123 M parameters).
 //
-//   clip_text_encoder_benchmark            random weights of the real shape
-//   clip_text_encoder_benchmark CLIP_DIR   a real Hugging Face CLIP folder
+//   clip_text_encoder_benchmark [--threads N]            random weights of the real shape
+//   clip_text_encoder_benchmark [--threads N] CLIP_DIR   a real Hugging Face CLIP folder
 //
 // Prints the median wall and CPU time of one prompt, and of the prompt
 // together with "" (the conditional and unconditional rows the generator
@@ -10,13 +10,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "inference/cpu/ops.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/text/clip_text_encoder.h"
 
@@ -101,9 +104,17 @@ Timing median_time(int repeats, F&& run) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string clip_dir;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      cpu::set_thread_count(std::atoi(argv[++i]));
+    } else {
+      clip_dir = argv[i];
+    }
+  }
   Result<ClipTextEncoder> encoder = make_error(ErrorCode::kInternal, "not loaded");
-  if (argc > 1) {
-    encoder = ClipTextEncoder::load(argv[1]);
+  if (!clip_dir.empty()) {
+    encoder = ClipTextEncoder::load(clip_dir);
   } else {
     ClipTextConfig config;  // openai/clip-vit-large-patch14's text tower
     config.hidden_size = 768;
@@ -122,8 +133,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const ClipTextConfig& config = encoder->config();
-  std::printf("CLIP text encoder: width %d, %d layers, %d heads, MLP %d\n", config.hidden_size,
-              config.num_hidden_layers, config.num_attention_heads, config.intermediate_size);
+  std::printf("CLIP text encoder: width %d, %d layers, %d heads, MLP %d; %d CPU threads\n", config.hidden_size,
+              config.num_hidden_layers, config.num_attention_heads, config.intermediate_size, cpu::thread_count());
   // OpenBLAS picks its kernels by CPU model when the library loads; on CPUs
   // newer than the library it may fall back to old SSE3 kernels ("Prescott"),
   // 3-5x slower. OPENBLAS_CORETYPE=SkylakeX (or Haswell) overrides it.
@@ -143,6 +154,23 @@ int main(int argc, char** argv) {
   empty.input_ids[0] = 49406;
   empty.attention_mask[0] = empty.attention_mask[1] = 1;
   const TokenizedText both[] = {prompt, empty};
+
+  // With a real folder, the tokenizer's load and per-prompt times too.
+  if (!clip_dir.empty() && std::filesystem::exists(std::filesystem::path(clip_dir) / "vocab.json")) {
+    const auto start = std::chrono::steady_clock::now();
+    auto tokenizer = ClipTokenizer::load(clip_dir);
+    const double load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!tokenizer.ok()) {
+      std::fprintf(stderr, "%s\n", tokenizer.error().to_string().c_str());
+      return 1;
+    }
+    const std::string text = "Broad-winged flying red dragon, elongated, folded legs.";
+    const Timing first = median_time(1, [&] { (void)tokenizer->encode(text); });
+    const Timing cached = median_time(101, [&] { (void)tokenizer->encode(text); });
+    std::printf("tokenizer: load %.1f ms; \"%s\": %.3f ms first, %.3f ms cached\n", load_ms, text.c_str(),
+                first.wall_ms, cached.wall_ms);
+  }
 
   (void)encoder->encode(prompt);  // warm-up: thread pools, page faults
   const Timing one = median_time(5, [&] { (void)encoder->encode(prompt); });

@@ -245,6 +245,12 @@ TEST(ClipTextEncoder, RejectsMalformedTokens) {
   TokenizedText unattended_start = tokens;
   unattended_start.attention_mask[0] = 0;
   EXPECT_FALSE(encoder->encode(unattended_start).ok());
+
+  TokenizedText mask_with_hole = tokens;
+  mask_with_hole.attention_mask[2] = 1;  // ones, a zero, then a one again
+  auto rejected = encoder->encode(mask_with_hole);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.error().message.find("attention_mask"), std::string::npos);
 }
 
 }  // namespace
