@@ -10,6 +10,7 @@
 
 #include "app/cli/commands.h"
 #include "inference/core/system_info.h"
+#include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/gpt.h"
 #include "inference/model/random_model.h"
@@ -126,6 +127,7 @@ int run_bench(const BenchOptions& o) {
       {"model", description},
       {"threads", cpu::thread_count()},
       {"kernel_isa", cpu::kernel_isa()},
+      {"blas_core", cpu::blas_core_name()},
       {"batch", batch},
       {"cond_tokens", cond_length},
       {"steps", o.steps},
@@ -147,7 +149,7 @@ int run_bench(const BenchOptions& o) {
     return 0;
   }
   std::printf("model              %s\n", description.c_str());
-  std::printf("threads / kernels  %d / %s\n", cpu::thread_count(), cpu::kernel_isa());
+  std::printf("threads / kernels  %d / %s (BLAS %s)\n", cpu::thread_count(), cpu::kernel_isa(), cpu::blas_core_name());
   std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", batch, cond_length, o.steps);
   std::printf("load               %.1f ms\n", load_ms);
   std::printf("prefill            %.1f ms\n", prefill_ms);

@@ -3,8 +3,10 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "inference/cpu/blas_kernels.h"
 
 int main(int argc, char** argv) {
+  cubeforge::cpu::reexec_with_matching_blas_kernels(argv);
   CLI::App app{"cubeforge: text-to-3D with the Cube 3D model family"};
   app.require_subcommand(1);
   std::vector<cubeforge::cli::Action> actions;
