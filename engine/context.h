@@ -108,6 +108,7 @@ class Context {
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
   const std::shared_ptr<ValidationCounter>& validation_counter() const { return validation_counter_; }
   bool has_swapchain() const { return has_swapchain_; }
+  bool surface_enabled() const { return surface_enabled_; }  // VK_KHR_surface on the instance
   bool has_fill_mode_non_solid() const { return has_fill_mode_non_solid_; }
   // VK_KHR_external_memory_fd + VK_KHR_external_semaphore_fd: needed for CUDA interop.
   bool has_external_fd_interop() const { return has_external_fd_interop_; }
