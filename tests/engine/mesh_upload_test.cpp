@@ -6,7 +6,6 @@
 #include <random>
 
 #include "analytic_shapes.h"
-#include "engine/window_target.h"
 #include "vulkan_fixture.h"
 
 namespace cubeforge::engine::testing {
@@ -95,14 +94,6 @@ TEST_F(MeshUpload, InvalidMeshesAreErrors) {
   ragged.normals.resize(9);
   EXPECT_FALSE(renderer_->meshes().upload(ragged).ok());
   EXPECT_FALSE(renderer_->meshes().drawable().has_value()) << "a failed upload leaves the view as it was";
-}
-
-TEST_F(MeshUpload, WindowTargetNeedsAWindowedContext) {
-  // The fixture's context is headless: a window target must refuse with advice, not crash.
-  auto target = WindowTarget::create(*renderer_, nullptr, WindowOptions{});
-  ASSERT_FALSE(target.ok());
-  EXPECT_NE(target.error().message.find("window_instance_extensions()"), std::string::npos)
-      << target.error().message;
 }
 
 TEST_F(MeshUpload, StagingPathWithoutInteropAndItsStatistic) {
