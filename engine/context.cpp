@@ -285,11 +285,13 @@ Status Context::create_device() {
     extensions.push_back(VK_KHR_SWAPCHAIN_EXTENSION_NAME);
     has_swapchain_ = true;
   }
-  if (contains(available, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
-      contains(available, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME)) {
+  if (contains(available, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME)) {
     extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+    has_external_memory_fd_ = true;
+  }
+  if (contains(available, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME)) {
     extensions.push_back(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
-    has_external_fd_interop_ = true;
+    has_external_semaphore_fd_ = true;
   }
 
   VkPhysicalDeviceFeatures supported;

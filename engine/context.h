@@ -108,9 +108,11 @@ class Context {
   bool validation_enabled() const { return messenger_ != VK_NULL_HANDLE; }
   const std::shared_ptr<ValidationCounter>& validation_counter() const { return validation_counter_; }
   bool has_swapchain() const { return has_swapchain_; }
+  bool surface_enabled() const { return surface_enabled_; }  // VK_KHR_surface on the instance
   bool has_fill_mode_non_solid() const { return has_fill_mode_non_solid_; }
   // VK_KHR_external_memory_fd + VK_KHR_external_semaphore_fd: needed for CUDA interop.
-  bool has_external_fd_interop() const { return has_external_fd_interop_; }
+  bool has_external_fd_interop() const { return has_external_memory_fd_ && has_external_semaphore_fd_; }
+  bool has_external_memory_fd() const { return has_external_memory_fd_; }
   VkSampleCountFlagBits max_samples() const { return max_samples_; }
   VkFormat depth_format() const { return VK_FORMAT_D32_SFLOAT; }
 
@@ -160,7 +162,8 @@ class Context {
   bool surface_enabled_ = false;
   bool has_swapchain_ = false;
   bool has_fill_mode_non_solid_ = false;
-  bool has_external_fd_interop_ = false;
+  bool has_external_memory_fd_ = false;
+  bool has_external_semaphore_fd_ = false;
   VkSampleCountFlagBits max_samples_ = VK_SAMPLE_COUNT_1_BIT;
   ResourceCounters counters_;
 

@@ -7,7 +7,9 @@
 // imported into CUDA orders those writes before the draws that read them, with
 // no CPU wait. The build without CUDA compiles cuda_interop_absent.cpp instead,
 // whose create() explains why interop is unavailable; the mesh buffers then
-// upload through a staging buffer behind the same interface.
+// upload through a staging buffer behind the same interface. The Vulkan half
+// (cuda_interop_vulkan.cpp) is built either way, so it is tested on any device
+// with VK_KHR_external_memory_fd, lavapipe included.
 //
 // Teardown order matters: CUDA's mapping and external-memory object go first,
 // then the Vulkan buffer and memory; the CUDA semaphore before the Vulkan one.
@@ -49,6 +51,16 @@ class SharedBuffer {
   void* external_memory_ = nullptr;  // cudaExternalMemory_t
   bool dedicated_ = false;
 };
+
+// Vulkan half of a shared buffer: a device-local buffer whose memory is
+// allocated exportable (dedicated when the driver asks for it) and exported as
+// an opaque fd. The caller owns the fd until an import takes it.
+struct ExportedBuffer {
+  Buffer buffer;
+  int fd = -1;
+  bool dedicated = false;
+};
+Result<ExportedBuffer> export_buffer(Context& context, VkDeviceSize size, VkBufferUsageFlags usage, const char* what);
 
 class CudaInterop {
  public:

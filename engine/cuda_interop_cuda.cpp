@@ -131,76 +131,18 @@ CudaInterop::~CudaInterop() {
 }
 
 Result<SharedBuffer> CudaInterop::create_shared_buffer(VkDeviceSize size, VkBufferUsageFlags usage, const char* what) {
-  VkDevice device = context_.device();
-  VkPhysicalDeviceExternalBufferInfo query{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_BUFFER_INFO};
-  query.usage = usage;
-  query.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  VkExternalBufferProperties external_props{VK_STRUCTURE_TYPE_EXTERNAL_BUFFER_PROPERTIES};
-  vkGetPhysicalDeviceExternalBufferProperties(context_.physical_device(), &query, &external_props);
-  const VkExternalMemoryFeatureFlags features = external_props.externalMemoryProperties.externalMemoryFeatures;
-  if (!(features & VK_EXTERNAL_MEMORY_FEATURE_EXPORTABLE_BIT))
-    return make_error(ErrorCode::kUnsupported, std::string(what) + ": " + context_.device_name() +
-                                                   " cannot export such buffers as opaque fds");
-  VkExternalMemoryBufferCreateInfo external_info{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
-  external_info.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  info.pNext = &external_info;
-  info.size = size;
-  info.usage = usage;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkBuffer buffer;
-  VK_TRY(what, vkCreateBuffer(device, &info, nullptr, &buffer), "exportable buffer");
-
-  VkMemoryDedicatedRequirements dedicated_requirements{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS};
-  VkMemoryRequirements2 requirements{VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
-  requirements.pNext = &dedicated_requirements;
-  VkBufferMemoryRequirementsInfo2 requirements_info{VK_STRUCTURE_TYPE_BUFFER_MEMORY_REQUIREMENTS_INFO_2};
-  requirements_info.buffer = buffer;
-  vkGetBufferMemoryRequirements2(device, &requirements_info, &requirements);
-  // Dedicated only when the driver asks for it; CUDA must be told the same.
-  bool dedicated = (features & VK_EXTERNAL_MEMORY_FEATURE_DEDICATED_ONLY_BIT) ||
-                   dedicated_requirements.prefersDedicatedAllocation || dedicated_requirements.requiresDedicatedAllocation;
-
-  VkExportMemoryAllocateInfo export_info{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
-  export_info.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  VkMemoryDedicatedAllocateInfo dedicated_info{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
-  dedicated_info.buffer = buffer;
-  if (dedicated) export_info.pNext = &dedicated_info;
-  int type = context_.find_memory_type(requirements.memoryRequirements.memoryTypeBits,
-                                       VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
-  if (type < 0) {
-    vkDestroyBuffer(device, buffer, nullptr);
-    return make_error(ErrorCode::kUnsupported, std::string(what) + ": no device-local memory type can be exported");
-  }
-  VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  alloc.pNext = &export_info;
-  alloc.allocationSize = requirements.memoryRequirements.size;
-  alloc.memoryTypeIndex = static_cast<uint32_t>(type);
-  VkDeviceMemory memory;
-  VkResult result = vkAllocateMemory(device, &alloc, nullptr, &memory);
-  if (result != VK_SUCCESS) {
-    vkDestroyBuffer(device, buffer, nullptr);
-    return vulkan_error(what, "vkAllocateMemory (exportable)", result, std::to_string(alloc.allocationSize) + " bytes");
-  }
-  VK_CHECK(vkBindBufferMemory(device, buffer, memory, 0), "fresh memory from the buffer's own requirements");
-
+  CUBEFORGE_ASSIGN_OR_RETURN(ExportedBuffer exported, export_buffer(context_, size, usage, what));
   SharedBuffer shared;
-  shared.buffer_ = Buffer::adopt(context_, buffer, memory, size, alloc.allocationSize);
-  shared.dedicated_ = dedicated;
-
-  auto get_memory_fd = device_function<PFN_vkGetMemoryFdKHR>(device, "vkGetMemoryFdKHR");
-  CUBEFORGE_CHECK(get_memory_fd != nullptr, "VK_KHR_external_memory_fd is enabled on the device");
-  VkMemoryGetFdInfoKHR fd_info{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
-  fd_info.memory = memory;
-  fd_info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
-  int fd = -1;
-  VK_TRY(what, get_memory_fd(device, &fd_info, &fd), "exporting buffer memory");
+  shared.dedicated_ = exported.dedicated;
+  const VkDeviceSize allocation_size = exported.buffer.allocation_size();
+  shared.buffer_ = std::move(exported.buffer);
+  const int fd = exported.fd;
 
   cudaExternalMemoryHandleDesc memory_desc{};
   memory_desc.type = cudaExternalMemoryHandleTypeOpaqueFd;
   memory_desc.handle.fd = fd;
-  memory_desc.size = alloc.allocationSize;  // the whole allocation, not the buffer's size
-  memory_desc.flags = dedicated ? cudaExternalMemoryDedicated : 0;
+  memory_desc.size = allocation_size;  // the whole allocation, not the buffer's size
+  memory_desc.flags = shared.dedicated_ ? cudaExternalMemoryDedicated : 0;
   cudaExternalMemory_t external_memory = nullptr;
   cudaError_t status = cudaImportExternalMemory(&external_memory, &memory_desc);
   if (status != cudaSuccess) {

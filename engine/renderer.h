@@ -10,6 +10,10 @@
 //
 // Pipelines depend on the render pass's colour format and sample count, so they
 // are made per (format, samples) on first use; targets share them.
+//
+// Not thread-safe: one thread (the UI thread) drives the context, the
+// renderer, its targets and mesh uploads; a generation thread hands meshes over.
+// Destroy targets before their renderer, and the renderer before the context.
 #pragma once
 
 #include <vulkan/vulkan.h>

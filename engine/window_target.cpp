@@ -20,6 +20,10 @@ Result<std::vector<std::string>> window_instance_extensions() {
 Result<std::unique_ptr<WindowTarget>> WindowTarget::create(Renderer& renderer, GLFWwindow* window,
                                                            const WindowOptions& options) {
   Context& context = renderer.context();
+  if (!context.surface_enabled())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "window: the Vulkan context was made without window-system extensions; pass "
+                      "window_instance_extensions() in ContextOptions::instance_extensions");
   if (!context.has_swapchain())
     return make_error(ErrorCode::kUnsupported, "window: " + context.device_name() + " has no VK_KHR_swapchain");
   std::unique_ptr<WindowTarget> target(new WindowTarget(renderer, window));

@@ -60,5 +60,15 @@ TEST_F(WindowRender, RendersResizesAndRebuildsTheSwapchain) {
   EXPECT_EQ(target_->extent().height, 180u);
 }
 
+using HeadlessContext = VulkanTest;
+
+TEST_F(HeadlessContext, WindowTargetAsksForWindowExtensions) {
+  // The fixture's context is headless: a window target must refuse with advice, not crash.
+  auto target = WindowTarget::create(*renderer_, nullptr, WindowOptions{});
+  ASSERT_FALSE(target.ok());
+  EXPECT_NE(target.error().message.find("window_instance_extensions()"), std::string::npos)
+      << target.error().message;
+}
+
 }  // namespace
 }  // namespace cubeforge::engine::testing

@@ -1,0 +1,34 @@
+// Types shared by every CUDA kernel-family header, spelled so that plain C++
+// translation units can include those headers without the CUDA toolkit's.
+//
+// A stream is the runtime's opaque `CUstream_st*` (the same type as
+// `cudaStream_t`); nullptr means the legacy default stream. Device buffers are
+// passed as typed raw pointers with their sizes alongside; half-precision
+// buffers are `uint16_t` bit patterns (bf16), as the safetensors reader hands
+// them out. Every entry point validates its arguments on the host and returns a
+// Status; kernels themselves never fail.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "inference/core/result.h"
+#include "inference/tensor/dtype.h"
+
+struct CUstream_st;
+
+namespace cubeforge::cuda {
+
+using Stream = CUstream_st*;
+
+// Number of CUDA devices the runtime sees; 0 when there is no driver, no device,
+// or the runtime reports any error (a machine without a GPU is not an error).
+int device_count();
+
+// "NVIDIA H200, compute 9.0, 132 SMs, 139.8 GiB" for device 0, or why there is none.
+std::string device_summary();
+
+// Multiprocessor count of the current device (cached per device); 1 when unknown.
+int multiprocessor_count();
+
+}  // namespace cubeforge::cuda

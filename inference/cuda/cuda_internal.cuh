@@ -1,0 +1,76 @@
+// Helpers shared by the kernel families' .cu files (never included by plain C++):
+// turning runtime errors into Status values, launch checks, bf16 widening, and
+// deterministic warp/block reductions.
+//
+// Reductions here always combine in a fixed order (butterfly shuffles, then one
+// warp over the per-warp results), so a kernel gives bit-identical results from
+// run to run; graph replay is compared bit for bit against eager launches.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include "inference/cuda/cuda_api.h"
+
+namespace cubeforge::cuda::detail {
+
+inline Status cuda_status(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return ok_status();
+  ErrorCode code = error == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal;
+  return make_error(code, std::string(what) + ": " + cudaGetErrorName(error) + " (" +
+                              cudaGetErrorString(error) + ")");
+}
+
+// After a kernel launch: reports a bad configuration (grid, shared memory,
+// missing sm_90 image) as an error naming the kernel family.
+inline Status launch_status(const char* kernel) {
+  return cuda_status(cudaGetLastError(), kernel);
+}
+
+inline Error invalid(std::string message) {
+  return make_error(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+inline bool aligned(const void* pointer, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+
+// Two bf16 packed in one 32-bit word, element 2i in the low half (little endian).
+__device__ __forceinline__ float bf16_low(uint32_t word) { return __uint_as_float(word << 16); }
+__device__ __forceinline__ float bf16_high(uint32_t word) { return __uint_as_float(word & 0xffff0000u); }
+
+__device__ __forceinline__ float warp_sum(float value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(kFullMask, value, offset);
+  return value;
+}
+
+__device__ __forceinline__ float warp_max(float value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    value = fmaxf(value, __shfl_xor_sync(kFullMask, value, offset));
+  return value;
+}
+
+// Sum over the block, returned to every thread. `scratch` holds 32 floats;
+// blockDim.x must be a multiple of 32. Contains two __syncthreads.
+__device__ __forceinline__ float block_sum(float value, float* scratch) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  const int warps = blockDim.x / kWarpSize;
+  value = warp_sum(value);
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  float total = lane < warps ? scratch[lane] : 0.0f;
+  total = warp_sum(total);
+  __syncthreads();  // scratch may be reused by the caller's next reduction
+  return total;
+}
+
+}  // namespace cubeforge::cuda::detail

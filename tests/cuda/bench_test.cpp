@@ -1,0 +1,227 @@
+// Benchmarks that print figures for the device check (lines starting with
+// "[bench]"): the memory bandwidth ceiling, and a full v0.5-sized decode step
+// (24 layers of c_qk, c_v, qk-norm/RoPE, attention over a full 1102-slot
+// cache, c_proj, SwiGLU, down projection, then ln_f, lm_head and sampling;
+// about 1.86 GB of bf16 weights) eager and as a replayed graph, as achieved
+// weight GB/s and the fraction of the measured read bandwidth. Weights are
+// constant bytes: speed does not depend on their values. They assert only
+// that the numbers are sane, so they pass wherever the kernels run.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+
+#include "cuda_test_support.h"
+#include "inference/cuda/attention.h"
+#include "inference/cuda/bandwidth.h"
+#include "inference/cuda/decode_graph.h"
+#include "inference/cuda/matvec.h"
+#include "inference/cuda/norm.h"
+#include "inference/cuda/sampling.h"
+
+namespace cubeforge::cuda::testing {
+namespace {
+
+class CudaBench : public CudaTest {};
+
+TEST_F(CudaBench, MemoryBandwidth) {
+  std::printf("[bench] device: %s\n", device_summary().c_str());
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(BandwidthReport report, measure_device_bandwidth(std::size_t(1) << 30, 10));
+  std::printf("[bench] bandwidth: copy %.0f GB/s (read+write), streaming read %.0f GB/s, buffer %.2f GB\n",
+              report.copy_gb_per_s, report.read_gb_per_s, double(report.bytes) / 1e9);
+  EXPECT_GT(report.read_gb_per_s, 50.0);
+  EXPECT_GT(report.copy_gb_per_s, 50.0);
+}
+
+constexpr int kLayers = 24, kWidth = 1536, kHeads = 12, kHeadDim = 128, kHidden = 4 * kWidth;
+constexpr int kVocab = 16384, kVocabRows = kVocab + 3, kCondLength = 78, kTokens = 1024;
+constexpr int kCapacity = kCondLength + kTokens, kBatch = 2;
+
+struct LayerWeights {
+  const std::uint16_t *c_qk, *c_v, *c_proj, *gate, *up, *down;
+};
+
+TEST_F(CudaBench, DecodeStepV05Shapes) {
+  const std::size_t per_layer = std::size_t(kWidth) * (2 * kWidth + kWidth + kWidth + 3 * kHidden);
+  const std::size_t weight_count = per_layer * kLayers + std::size_t(kVocabRows) * kWidth;
+  const double weight_bytes = double(weight_count) * 2;
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto weights, DeviceBuffer<std::uint16_t>::allocate(weight_count, "weights"));
+  CUBEFORGE_ASSERT_OK(weights.fill_bytes(0x3c));  // bf16 0x3c3c ≈ 0.0115 everywhere
+  std::vector<LayerWeights> layers(kLayers);
+  const std::uint16_t* cursor = weights.data();
+  auto take = [&](std::size_t count) {
+    const std::uint16_t* at = cursor;
+    cursor += count;
+    return at;
+  };
+  for (LayerWeights& layer : layers) {
+    layer.c_qk = take(std::size_t(2) * kWidth * kWidth);
+    layer.c_v = take(std::size_t(kWidth) * kWidth);
+    layer.c_proj = take(std::size_t(kWidth) * kWidth);
+    layer.gate = take(std::size_t(kHidden) * kWidth);
+    layer.up = take(std::size_t(kHidden) * kWidth);
+    layer.down = take(std::size_t(kWidth) * kHidden);
+  }
+  const std::uint16_t* lm_head = take(std::size_t(kVocabRows) * kWidth);
+
+  const std::size_t cache_per_layer = std::size_t(kBatch) * kHeads * kCapacity * kHeadDim;
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_cache, DeviceBuffer<std::uint16_t>::allocate(cache_per_layer * kLayers, "k"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_cache, DeviceBuffer<std::uint16_t>::allocate(cache_per_layer * kLayers, "v"));
+  CUBEFORGE_ASSERT_OK(key_cache.fill_bytes(0x3c));
+  CUBEFORGE_ASSERT_OK(value_cache.fill_bytes(0x3c));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto norms, upload(std::vector<float>(kHeadDim, 1.0f), "norm weights"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto bias, upload(std::vector<float>(kHidden, 0.01f), "biases"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto x, upload(std::vector<float>(kBatch * kWidth, 0.5f), "x"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto normed, DeviceBuffer<float>::allocate(kBatch * kWidth, "normed"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto qk, DeviceBuffer<float>::allocate(kBatch * 2 * kWidth, "qk"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto v, DeviceBuffer<float>::allocate(kBatch * kWidth, "v"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto q, DeviceBuffer<float>::allocate(kBatch * kWidth, "q"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto attended, DeviceBuffer<float>::allocate(kBatch * kWidth, "attended"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto hidden, DeviceBuffer<float>::allocate(kBatch * kHidden, "hidden"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto logits, DeviceBuffer<float>::allocate(kBatch * kVocabRows, "logits"));
+  const std::size_t workspace_bytes = attention_decode_workspace_bytes(kBatch, kHeads, kHeadDim, kCapacity);
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto workspace, DeviceBuffer<float>::allocate(workspace_bytes / 4, "workspace"));
+  // The last token of a generation: the attention reads every cache slot.
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, upload(std::vector<int>{kTokens - 1}, "position"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto step, upload(std::vector<int>{kTokens - 1}, "step"));
+  const std::uint16_t* wte = lm_head;  // same shape; any embedding rows will do
+
+  auto projection = [&](const std::uint16_t* weight, int rows, int cols, const float* input, float* output) {
+    MatvecArgs args;
+    args.weight = weight;
+    args.rows = rows;
+    args.cols = cols;
+    args.input = input;
+    args.batch = kBatch;
+    args.output = output;
+    return args;
+  };
+  auto record = [&](Stream stream, bool weights_only) -> Status {
+    for (int l = 0; l < kLayers; ++l) {
+      const LayerWeights& w = layers[l];
+      if (!weights_only)
+        CUBEFORGE_TRY(layer_norm_rows(x.data(), kWidth, normed.data(), kWidth, kBatch, kWidth, 1e-6f, stream));
+      CUBEFORGE_TRY(matvec(projection(w.c_qk, 2 * kWidth, kWidth, normed.data(), qk.data()), stream));
+      MatvecArgs value = projection(w.c_v, kWidth, kWidth, normed.data(), v.data());
+      value.bias = bias.data();
+      CUBEFORGE_TRY(matvec(value, stream));
+      if (!weights_only) {
+        QkNormRopeArgs rope;
+        rope.batch = kBatch;
+        rope.heads = kHeads;
+        rope.head_dim = kHeadDim;
+        rope.query = qk.data();
+        rope.query_stride = 2 * kWidth;
+        rope.key = qk.data() + kWidth;
+        rope.key_stride = 2 * kWidth;
+        rope.value = v.data();
+        rope.value_stride = kWidth;
+        rope.query_norm_weight = rope.key_norm_weight = norms.data();
+        rope.position = position.data();
+        rope.cache_slot_offset = kCondLength;
+        rope.query_out = q.data();
+        rope.key_cache = key_cache.data() + cache_per_layer * l;
+        rope.value_cache = value_cache.data() + cache_per_layer * l;
+        rope.cache_capacity = kCapacity;
+        CUBEFORGE_TRY(qk_norm_rope_cache_write(rope, stream));
+        AttentionDecodeArgs attention;
+        attention.batch = kBatch;
+        attention.heads = kHeads;
+        attention.head_dim = kHeadDim;
+        attention.query = q.data();
+        attention.key_cache = key_cache.data() + cache_per_layer * l;
+        attention.value_cache = value_cache.data() + cache_per_layer * l;
+        attention.cache_capacity = kCapacity;
+        attention.position = position.data();
+        attention.length_offset = kCondLength + 1;
+        attention.output = attended.data();
+        attention.workspace = workspace.data();
+        attention.workspace_bytes = workspace_bytes;
+        CUBEFORGE_TRY(attention_decode(attention, stream));
+      }
+      MatvecArgs output_projection = projection(w.c_proj, kWidth, kWidth, attended.data(), x.data());
+      output_projection.bias = bias.data();
+      output_projection.residual = x.data();
+      CUBEFORGE_TRY(matvec(output_projection, stream));
+      if (!weights_only)
+        CUBEFORGE_TRY(layer_norm_rows(x.data(), kWidth, normed.data(), kWidth, kBatch, kWidth, 1e-6f, stream));
+      MatvecArgs swiglu = projection(w.gate, kHidden, kWidth, normed.data(), hidden.data());
+      swiglu.up_weight = w.up;
+      swiglu.bias = swiglu.up_bias = bias.data();
+      swiglu.swiglu = true;
+      CUBEFORGE_TRY(matvec(swiglu, stream));
+      MatvecArgs down = projection(w.down, kWidth, kHidden, hidden.data(), x.data());
+      down.bias = bias.data();
+      down.residual = x.data();
+      CUBEFORGE_TRY(matvec(down, stream));
+    }
+    if (!weights_only)
+      CUBEFORGE_TRY(layer_norm_rows(x.data(), kWidth, normed.data(), kWidth, kBatch, kWidth, 1e-6f, stream));
+    CUBEFORGE_TRY(matvec(projection(lm_head, kVocabRows, kWidth, normed.data(), logits.data()), stream));
+    if (weights_only) return ok_status();
+    CfgSampleArgs sample;
+    sample.logits = logits.data();
+    sample.logits_stride = kVocabRows;
+    sample.rows = kBatch;
+    sample.vocab = kVocab;
+    sample.total_steps = kTokens;
+    sample.step = step.data();
+    sample.advance_step = false;  // stay on the last token: every replay reads the whole cache
+    sample.sampling = {.temperature = 1.0f, .top_k = 50, .top_p = 0.9f, .seed = 1};
+    sample.embedding = wte;
+    sample.embedding_dim = kWidth;
+    sample.next_input = x.data();
+    sample.next_input_stride = kWidth;
+    sample.next_input_rows = kBatch;
+    return cfg_sample_and_embed(sample, stream);
+  };
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&stop), cudaSuccess);
+  auto time_per_step = [&](CudaDecodeGraph& graph, int repeats) -> double {
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(graph.launch().ok());  // warm-up (and capture)
+    cudaEventRecord(start, stream);
+    for (int i = 0; i < repeats; ++i) EXPECT_TRUE(graph.launch().ok());
+    cudaEventRecord(stop, stream);
+    EXPECT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+    float milliseconds = 0.0f;
+    cudaEventElapsedTime(&milliseconds, start, stop);
+    return double(milliseconds) / repeats;
+  };
+  auto read_bandwidth = measure_device_bandwidth(std::size_t(1) << 30, 5);
+  const double ceiling = read_bandwidth.ok() ? read_bandwidth->read_gb_per_s : 0.0;
+
+  struct Variant {
+    const char* name;
+    bool weights_only;
+    CudaDecodeGraph::Mode mode;
+  };
+  const Variant variants[] = {
+      {"matvecs only, eager", true, CudaDecodeGraph::Mode::kEager},
+      {"matvecs only, graph", true, CudaDecodeGraph::Mode::kGraph},
+      {"full step, eager", false, CudaDecodeGraph::Mode::kEager},
+      {"full step, graph", false, CudaDecodeGraph::Mode::kGraph},
+  };
+  for (const Variant& variant : variants) {
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(
+        CudaDecodeGraph graph,
+        CudaDecodeGraph::create(stream, [&, variant](Stream s) { return record(s, variant.weights_only); },
+                                variant.mode));
+    const double milliseconds = time_per_step(graph, 20);
+    const double gb_per_s = weight_bytes / (milliseconds * 1e-3) / 1e9;
+    std::printf("[bench] v0.5 decode, %s: %.3f ms/token, weights %.2f GB at %.0f GB/s = %.0f%% of the %.0f GB/s read "
+                "ceiling (floor %.3f ms)\n",
+                variant.name, milliseconds, weight_bytes / 1e9, gb_per_s, ceiling > 0 ? 100.0 * gb_per_s / ceiling : 0.0,
+                ceiling, ceiling > 0 ? weight_bytes / (ceiling * 1e9) * 1e3 : 0.0);
+    EXPECT_GT(milliseconds, 0.0);
+  }
+  CUBEFORGE_ASSERT_OK(synchronize_device());
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace cubeforge::cuda::testing
