@@ -17,6 +17,7 @@ Result<std::unique_ptr<OffscreenTarget>> OffscreenTarget::create(Renderer& rende
   CUBEFORGE_ASSIGN_OR_RETURN(target->render_pass_,
                              create_scene_render_pass(renderer.context(), kColorFormat, target->samples_,
                                                       VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
+  CUBEFORGE_TRY(renderer.prepare({target->render_pass_, VK_NULL_HANDLE, {}, kColorFormat, target->samples_}));
   CUBEFORGE_TRY(target->create_images());
   return target;
 }

@@ -31,7 +31,7 @@ struct Options {
   uint32_t width = 512, height = 512;
   int frames = 5;
   int uploads = 5;
-  int updates = 20;
+  int updates = 10;
   bool json = false;
   bool interop = true;
   std::string device;
