@@ -113,6 +113,7 @@ class Context {
   // VK_KHR_external_memory_fd + VK_KHR_external_semaphore_fd: needed for CUDA interop.
   bool has_external_fd_interop() const { return has_external_memory_fd_ && has_external_semaphore_fd_; }
   bool has_external_memory_fd() const { return has_external_memory_fd_; }
+  bool has_external_semaphore_fd() const { return has_external_semaphore_fd_; }
   VkSampleCountFlagBits max_samples() const { return max_samples_; }
   VkFormat depth_format() const { return VK_FORMAT_D32_SFLOAT; }
 

@@ -48,9 +48,12 @@ void SharedBuffer::reset() {
 }
 
 Result<std::unique_ptr<CudaInterop>> CudaInterop::create(Context& context) {
-  if (!context.has_external_fd_interop())
-    return make_error(ErrorCode::kUnsupported, "CUDA interop: " + context.device_name() +
-                                                   " lacks VK_KHR_external_memory_fd/VK_KHR_external_semaphore_fd");
+  if (!context.has_external_fd_interop()) {
+    std::string missing = context.has_external_memory_fd() ? "" : "VK_KHR_external_memory_fd";
+    if (!context.has_external_semaphore_fd())
+      missing += std::string(missing.empty() ? "" : " and ") + "VK_KHR_external_semaphore_fd";
+    return make_error(ErrorCode::kUnsupported, "CUDA interop: " + context.device_name() + " lacks " + missing);
+  }
   int device_count = 0;
   cudaError_t status = cudaGetDeviceCount(&device_count);
   if (status != cudaSuccess || device_count == 0) {

@@ -6,17 +6,26 @@
 #include "engine/vk_check.h"
 
 namespace cubeforge::engine {
+namespace {
+
+Status check_size(uint32_t width, uint32_t height) {
+  if (width == 0 || height == 0 || width > 16384 || height > 16384)
+    return make_error(ErrorCode::kInvalidArgument, "offscreen target: size " + std::to_string(width) + "x" +
+                                                       std::to_string(height) + " must be 1..16384 each way");
+  return ok_status();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<OffscreenTarget>> OffscreenTarget::create(Renderer& renderer, const OffscreenOptions& options) {
-  if (options.width == 0 || options.height == 0 || options.width > 16384 || options.height > 16384)
-    return make_error(ErrorCode::kInvalidArgument, "offscreen target: size " + std::to_string(options.width) + "x" +
-                                                       std::to_string(options.height) + " must be 1..16384 each way");
+  CUBEFORGE_TRY(check_size(options.width, options.height));
   std::unique_ptr<OffscreenTarget> target(new OffscreenTarget(renderer));
   target->extent_ = {options.width, options.height};
   target->samples_ = choose_samples(renderer.context(), options.samples);
   CUBEFORGE_ASSIGN_OR_RETURN(target->render_pass_,
                              create_scene_render_pass(renderer.context(), kColorFormat, target->samples_,
                                                       VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL));
+  CUBEFORGE_TRY(renderer.prepare({target->render_pass_, VK_NULL_HANDLE, {}, kColorFormat, target->samples_}));
   CUBEFORGE_TRY(target->create_images());
   return target;
 }
@@ -78,9 +87,7 @@ Status OffscreenTarget::create_images() {
 }
 
 Status OffscreenTarget::resize(uint32_t width, uint32_t height) {
-  if (width == 0 || height == 0 || width > 16384 || height > 16384)
-    return make_error(ErrorCode::kInvalidArgument, "offscreen target: size " + std::to_string(width) + "x" +
-                                                       std::to_string(height) + " must be 1..16384 each way");
+  CUBEFORGE_TRY(check_size(width, height));
   if (width == extent_.width && height == extent_.height) return ok_status();
   context_.wait_idle();
   destroy_images();
@@ -106,7 +113,6 @@ Result<uint64_t> OffscreenTarget::render_internal(const OrbitCamera& camera, con
       region.imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1};
       vkCmdCopyImageToBuffer(cmd, color, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback, 1, &region);
     }
-    std::vector<VkImageMemoryBarrier> barriers;
     if (read_depth) {
       VkImageMemoryBarrier to_transfer{VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER};
       to_transfer.srcAccessMask = VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT;

@@ -394,6 +394,12 @@ Result<const Renderer::PassPipelines*> Renderer::pipelines_for(const RenderPassT
   return &pipelines_.back();
 }
 
+Status Renderer::prepare(const RenderPassTarget& target) {
+  CUBEFORGE_ASSIGN_OR_RETURN(const PassPipelines* pipelines, pipelines_for(target));
+  (void)pipelines;
+  return ok_status();
+}
+
 FrameResources& Renderer::acquire_frame() {
   FrameResources& frame = frames_[frame_counter_++ % kFramesInFlight];
   context_.wait_for(frame.submitted_value);

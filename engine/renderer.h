@@ -95,6 +95,10 @@ class Renderer {
   // Bounds of the mesh on screen (empty when there is none), for OrbitCamera::frame.
   Bounds3 mesh_bounds() const;
 
+  // Builds the pipelines for a target's render pass now (targets call it when
+  // created), so recording a frame cannot fail half-way through a swapchain acquire.
+  Status prepare(const RenderPassTarget& target);
+
   // Frame protocol used by the targets: acquire -> record -> submit.
   FrameResources& acquire_frame();
   Status record(FrameResources& frame, const RenderPassTarget& target, const OrbitCamera& camera,

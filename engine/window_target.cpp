@@ -69,6 +69,7 @@ Result<std::unique_ptr<WindowTarget>> WindowTarget::create(Renderer& renderer, G
   CUBEFORGE_ASSIGN_OR_RETURN(target->render_pass_,
                              create_scene_render_pass(context, target->format_.format, target->samples_,
                                                       VK_IMAGE_LAYOUT_PRESENT_SRC_KHR));
+  CUBEFORGE_TRY(renderer.prepare({target->render_pass_, VK_NULL_HANDLE, {}, target->format_.format, target->samples_}));
   CUBEFORGE_TRY(target->build_swapchain());
   return target;
 }

@@ -259,5 +259,27 @@ TEST_F(OffscreenRender, AutoFramingKeepsTheMeshInView) {
   EXPECT_GT(coverage.area_px, 0.1 * 128 * 96);
 }
 
+TEST_F(OffscreenRender, ResizeKeepsTheProjectionRight) {
+  const double radius = 0.8, distance = 3.0;
+  ASSERT_TRUE(renderer_->meshes().upload(make_uv_sphere(float(radius), 48, 96)).ok());
+  auto target = make_offscreen(64, 64);
+  ASSERT_TRUE(target);
+  ASSERT_TRUE(target->render_and_read(camera_at(distance, 0, 0), measurement_settings()).ok());
+  EXPECT_FALSE(target->resize(0, 10).ok());
+  ASSERT_TRUE(target->resize(160, 120).ok());
+  auto image = target->render_and_read(camera_at(distance, 0, 0), measurement_settings());
+  ASSERT_TRUE(image.ok()) << image.error().to_string();
+  ASSERT_EQ(image->width, 160u);
+  ASSERT_EQ(image->height, 120u);
+  ASSERT_EQ(image->rgba.size(), size_t(160) * 120 * 4);
+  // The vertical field of view is fixed: the silhouette scales with the height.
+  Pinhole pinhole({0, 0, 0}, distance, 0, 0, kFovY, 160, 120);
+  double r = pinhole.focal_px * std::tan(std::asin(radius / distance));
+  Coverage coverage = measure_coverage(image->rgba, 160, 120);
+  EXPECT_NEAR(coverage.area_px / (kPi * r * r), 1.0, 0.01);
+  EXPECT_NEAR(coverage.cx, 80.0, 0.1);
+  EXPECT_NEAR(coverage.cy, 60.0, 0.1);
+}
+
 }  // namespace
 }  // namespace cubeforge::engine::testing
