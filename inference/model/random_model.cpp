@@ -110,42 +110,36 @@ Result<SafetensorsFile> make_random_weights(const std::vector<ExpectedTensor>& t
   }
   header += "}";
   while ((header.size() + 8) % 64 != 0) header.push_back(' ');
-  std::vector<std::byte> image;
-  try {
-    image.reserve(8 + header.size() + offset);
-    image.resize(8 + header.size() + offset);
-  } catch (const std::bad_alloc&) {
-    return make_error(ErrorCode::kOutOfMemory, "not enough memory for " + std::to_string(offset >> 20) + " MiB of random weights");
-  }
   const uint64_t header_size = header.size();
-  for (int i = 0; i < 8; ++i) image[size_t(i)] = std::byte((header_size >> (8 * i)) & 0xff);
-  std::memcpy(image.data() + 8, header.data(), header.size());
-  std::byte* data = image.data() + 8 + header.size();
-
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    const auto& tensor = tensors[t];
-    int64_t count = 1;
-    for (int64_t d : tensor.shape) count *= d;
-    const bool is_norm = ends_with(tensor.name, "norm.weight") || ends_with(tensor.name, "ln_f.weight") ||
-                         ends_with(tensor.name, "cb_weight");
-    const bool is_bias = ends_with(tensor.name, ".bias") || ends_with(tensor.name, "cb_bias");
-    const int64_t fan_in = tensor.shape.size() >= 2 ? tensor.shape.back() : 1;
-    const float scale = is_bias ? 0.02f : std::sqrt(3.0f / float(fan_in));
-    const uint64_t stream = mix(seed * 0x100000001b3ull + t);
-    std::byte* out = data + offsets[t];
-    parallel_for(count, 1 << 16, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) {
-        const float v = is_norm ? 1.0f : scale * uniform_signed(stream, uint64_t(i));
-        if (dtype == DType::kF32) {
-          std::memcpy(out + size_t(i) * 4, &v, 4);
-        } else {
-          const uint16_t h = dtype == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
-          std::memcpy(out + size_t(i) * 2, &h, 2);
+  auto fill = [&](std::span<std::byte> image) {
+    for (int i = 0; i < 8; ++i) image[size_t(i)] = std::byte((header_size >> (8 * i)) & 0xff);
+    std::memcpy(image.data() + 8, header.data(), header.size());
+    std::byte* data = image.data() + 8 + header.size();
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const auto& tensor = tensors[t];
+      int64_t count = 1;
+      for (int64_t d : tensor.shape) count *= d;
+      const bool is_norm = ends_with(tensor.name, "norm.weight") || ends_with(tensor.name, "ln_f.weight") ||
+                           ends_with(tensor.name, "cb_weight");
+      const bool is_bias = ends_with(tensor.name, ".bias") || ends_with(tensor.name, "cb_bias");
+      const int64_t fan_in = tensor.shape.size() >= 2 ? tensor.shape.back() : 1;
+      const float scale = is_bias ? 0.02f : std::sqrt(3.0f / float(fan_in));
+      const uint64_t stream = mix(seed * 0x100000001b3ull + t);
+      std::byte* out = data + offsets[t];
+      parallel_for(count, 1 << 16, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const float v = is_norm ? 1.0f : scale * uniform_signed(stream, uint64_t(i));
+          if (dtype == DType::kF32) {
+            std::memcpy(out + size_t(i) * 4, &v, 4);
+          } else {
+            const uint16_t h = dtype == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+            std::memcpy(out + size_t(i) * 2, &h, 2);
+          }
         }
-      }
-    });
-  }
-  return SafetensorsFile::from_bytes(std::move(image), std::move(name));
+      });
+    }
+  };
+  return SafetensorsFile::build_in_memory(8 + header.size() + offset, std::move(name), fill);
 }
 
 }  // namespace cubeforge

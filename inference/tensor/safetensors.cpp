@@ -240,6 +240,24 @@ Result<SafetensorsFile> SafetensorsFile::from_bytes(std::vector<std::byte> bytes
   return file;
 }
 
+Result<SafetensorsFile> SafetensorsFile::build_in_memory(size_t size, std::string name,
+                                                        const std::function<void(std::span<std::byte>)>& fill) {
+  SafetensorsFile file;
+  file.storage_ = std::make_unique<Storage>();
+  file.name_ = std::move(name);
+  void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED)
+    return make_error(ErrorCode::kOutOfMemory, "cannot allocate " + std::to_string(size >> 20) + " MiB for '" +
+                                                   file.name_ + "'; free memory or choose a smaller model");
+  ::madvise(mapping, size, MADV_HUGEPAGE);  // fewer page faults and TLB misses; advisory only
+  file.storage_->mapping = mapping;
+  file.storage_->mapping_size = size;
+  fill(std::span<std::byte>(static_cast<std::byte*>(mapping), size));
+  file.bytes_ = std::span<const std::byte>(static_cast<const std::byte*>(mapping), size);
+  CUBEFORGE_ASSIGN_OR_RETURN(file.header_, parse_safetensors_header(file.bytes_, file.name_));
+  return file;
+}
+
 bool SafetensorsFile::contains(std::string_view tensor) const {
   auto it = std::lower_bound(header_.tensors.begin(), header_.tensors.end(), tensor,
                              [](const TensorEntry& e, std::string_view n) { return e.name < n; });
