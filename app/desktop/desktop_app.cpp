@@ -36,6 +36,7 @@
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
 #include "engine/renderer.h"
+#include "engine/sampled_image.h"
 #include "engine/window_target.h"
 #include "inference/geometry/mesh_io.h"
 
@@ -72,6 +73,11 @@ FrameTimeSummary summarise(std::vector<float> times) {
 }
 
 // Tooltip on the last item, shown even when it is disabled (the reason it is).
+// Default panel layout (first run; then imgui.ini): settings on the left,
+// history and export in the middle, statistics on the right, the log along
+// the bottom, the viewport behind them all.
+constexpr float kLogHeight = 130.f;
+
 void reason_tooltip(const std::string& text) {
   if (!text.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", text.c_str());
 }
@@ -113,6 +119,7 @@ class DesktopApp {
   void handle_run_finished(worker_message::RunFinished& finished);
   void run_script_step();
   void handle_viewport_input(float frame_seconds);
+  void update_viewport();
   void draw_panels();
   void draw_generate_panel();
   void draw_settings();
@@ -138,7 +145,18 @@ class DesktopApp {
   bool glfw_ready_ = false;
   std::shared_ptr<engine::ValidationCounter> validation_;
   std::unique_ptr<engine::Context> context_;
+  // Two renderers: the window's draws only the background and the ImGui
+  // overlay each frame; the viewport's holds the mesh and draws the 3D view
+  // into an offscreen image only when something in it changed. On a software
+  // rasteriser that keeps frames cheap while nothing moves (during decoding).
   std::unique_ptr<engine::Renderer> renderer_;
+  std::unique_ptr<engine::Renderer> viewport_renderer_;
+  std::unique_ptr<engine::OffscreenTarget> viewport_target_;
+  std::unique_ptr<engine::SampledImage> viewport_texture_;
+  bool viewport_dirty_ = true;
+  engine::OrbitCamera drawn_camera_;
+  engine::SceneSettings drawn_scene_;
+  int viewport_renders_ = 0;
   std::unique_ptr<engine::WindowTarget> target_;
   std::unique_ptr<engine::OffscreenTarget> capture_target_;  // screenshots and thumbnails
   VkDescriptorPool imgui_pool_ = VK_NULL_HANDLE;
@@ -183,6 +201,8 @@ class DesktopApp {
   // Script
   std::vector<ScriptCommand> script_;
   size_t script_next_ = 0;
+  int idle_frames_left_ = 0;
+  std::vector<float> idle_frame_ms_;
   bool quit_ = false;
   bool script_mode_ = false;
 };
@@ -232,6 +252,12 @@ bool DesktopApp::start_window_and_engine() {
     return false;
   }
   renderer_ = std::move(renderer).value();
+  auto viewport_renderer = engine::Renderer::create(*context_);
+  if (!viewport_renderer.ok()) {
+    log_error("viewport renderer: " + viewport_renderer.error().to_string());
+    return false;
+  }
+  viewport_renderer_ = std::move(viewport_renderer).value();
 
   int width = options_.width > 0 ? options_.width : settings_.window_width;
   int height = options_.height > 0 ? options_.height : settings_.window_height;
@@ -253,6 +279,23 @@ bool DesktopApp::start_window_and_engine() {
     return false;
   }
   target_ = std::move(target).value();
+  engine::OffscreenOptions viewport_options;
+  viewport_options.width = std::max(1u, target_->extent().width);
+  viewport_options.height = std::max(1u, target_->extent().height);
+  if (context_->properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+    viewport_options.samples = VK_SAMPLE_COUNT_1_BIT;
+  auto viewport_target = engine::OffscreenTarget::create(*viewport_renderer_, viewport_options);
+  if (!viewport_target.ok()) {
+    log_error("viewport image: " + viewport_target.error().to_string());
+    return false;
+  }
+  viewport_target_ = std::move(viewport_target).value();
+  auto viewport_texture = engine::SampledImage::create(*context_, viewport_target_->color_view());
+  if (!viewport_texture.ok()) {
+    log_error("viewport texture: " + viewport_texture.error().to_string());
+    return false;
+  }
+  viewport_texture_ = std::move(viewport_texture).value();
   log("viewport on " + context_->device_name());
   return true;
 }
@@ -311,7 +354,10 @@ void DesktopApp::shutdown() {
   }
   thumbnails_.clear();
   capture_target_.reset();
+  viewport_texture_.reset();
+  viewport_target_.reset();
   target_.reset();
+  viewport_renderer_.reset();
   renderer_.reset();
   context_.reset();
   if (window_) glfwDestroyWindow(window_);
@@ -389,7 +435,7 @@ Status DesktopApp::screenshot(const std::string& path) {
     engine::OffscreenOptions offscreen;
     offscreen.width = extent.width;
     offscreen.height = extent.height;
-    CUBEFORGE_ASSIGN_OR_RETURN(capture_target_, engine::OffscreenTarget::create(*renderer_, offscreen));
+    CUBEFORGE_ASSIGN_OR_RETURN(capture_target_, engine::OffscreenTarget::create(*viewport_renderer_, offscreen));
   } else if (capture_target_->extent().width != extent.width || capture_target_->extent().height != extent.height) {
     CUBEFORGE_TRY(capture_target_->resize(extent.width, extent.height));
   }
@@ -397,15 +443,16 @@ Status DesktopApp::screenshot(const std::string& path) {
 }
 
 void DesktopApp::show_mesh(const Mesh& mesh, bool frame_camera) {
-  Status uploaded = renderer_->meshes().upload(mesh);
+  Status uploaded = viewport_renderer_->meshes().upload(mesh);
   if (!uploaded.ok()) {
     log_error("viewport upload: " + uploaded.error().to_string());
     return;
   }
+  viewport_dirty_ = true;
   if (frame_camera && !mesh.empty()) {
     VkExtent2D extent = target_->extent();
     float aspect = extent.height > 0 ? float(extent.width) / float(extent.height) : 1.f;
-    camera_.frame(renderer_->mesh_bounds(), aspect);
+    camera_.frame(viewport_renderer_->mesh_bounds(), aspect);
   }
 }
 
@@ -568,12 +615,12 @@ void DesktopApp::handle_run_finished(worker_message::RunFinished& finished) {
     return;
   }
   // The thumbnail: a small offscreen render of the framed mesh.
-  auto thumbnail = engine::OffscreenTarget::create(*renderer_, engine::OffscreenOptions{128, 128});
+  auto thumbnail = engine::OffscreenTarget::create(*viewport_renderer_, engine::OffscreenOptions{128, 128});
   if (thumbnail.ok()) {
     engine::OrbitCamera view;
     view.yaw_degrees = 30.f;
     view.pitch_degrees = 20.f;
-    view.frame(renderer_->mesh_bounds(), 1.f);
+    view.frame(viewport_renderer_->mesh_bounds(), 1.f);
     Status written = engine::save_screenshot(**thumbnail, view, scene_, history_->thumbnail_path(*added).string());
     if (!written.ok()) log_error("history thumbnail: " + written.error().to_string());
   } else {
@@ -617,6 +664,10 @@ void DesktopApp::run_script_step() {
       break;
     case ScriptCommand::Kind::kWait:
       break;
+    case ScriptCommand::Kind::kIdle:
+      idle_frames_left_ = std::stoi(command.argument);
+      idle_frame_ms_.clear();
+      break;
     case ScriptCommand::Kind::kExport: {
       Status exported = export_current(command.argument);
       if (exported.ok()) log("exported " + command.argument);
@@ -654,6 +705,41 @@ void DesktopApp::handle_viewport_input(float frame_seconds) {
     start_generation();
 }
 
+// Renders the 3D view when it changed (mesh, camera, view settings, size) and
+// puts it behind the panels. The offscreen pass's dependencies order its
+// writes after the previous window frame's reads of the same image.
+void DesktopApp::update_viewport() {
+  VkExtent2D extent = target_->extent();
+  if (extent.width > 0 && extent.height > 0 &&
+      (extent.width != viewport_target_->extent().width || extent.height != viewport_target_->extent().height)) {
+    Status resized = viewport_target_->resize(extent.width, extent.height);
+    if (!resized.ok()) {
+      log_error("viewport resize: " + resized.error().to_string());
+    } else {
+      viewport_texture_->set_view(viewport_target_->color_view());
+      viewport_dirty_ = true;
+    }
+  }
+  auto same_camera = [](const engine::OrbitCamera& a, const engine::OrbitCamera& b) {
+    return a.target == b.target && a.distance == b.distance && a.yaw_degrees == b.yaw_degrees &&
+           a.pitch_degrees == b.pitch_degrees && a.fov_y_degrees == b.fov_y_degrees &&
+           a.near_plane == b.near_plane && a.far_plane == b.far_plane;
+  };
+  if (!same_camera(camera_, drawn_camera_) || scene_.shading != drawn_scene_.shading ||
+      scene_.wireframe != drawn_scene_.wireframe || scene_.grid != drawn_scene_.grid)
+    viewport_dirty_ = true;
+  if (viewport_dirty_) {
+    auto rendered = viewport_target_->render(camera_, scene_);
+    if (!rendered.ok()) log_error("viewport: " + rendered.error().to_string());
+    viewport_dirty_ = false;
+    drawn_camera_ = camera_;
+    drawn_scene_ = scene_;
+    ++viewport_renders_;
+  }
+  ImGui::GetBackgroundDrawList()->AddImage(reinterpret_cast<ImTextureID>(viewport_texture_->descriptor_set()),
+                                           ImVec2(0, 0), ImGui::GetIO().DisplaySize);
+}
+
 // --- panels ----------------------------------------------------------------
 
 void DesktopApp::draw_panels() {
@@ -666,8 +752,9 @@ void DesktopApp::draw_panels() {
 }
 
 void DesktopApp::draw_generate_panel() {
+  const ImVec2 display = ImGui::GetIO().DisplaySize;
   ImGui::SetNextWindowPos(ImVec2(8, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(340, 560), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(340, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
   ImGui::Begin("Generate");
   const bool busy = worker_.busy();
   ImGui::TextUnformatted("Prompt (Ctrl+Enter generates)");
@@ -829,8 +916,9 @@ void DesktopApp::draw_token_grid() {
 }
 
 void DesktopApp::draw_stats_panel() {
-  ImGui::SetNextWindowPos(ImVec2(ImGui::GetIO().DisplaySize.x - 368, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(360, 420), ImGuiCond_FirstUseEver);
+  const ImVec2 display = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos(ImVec2(display.x - 352, 8), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(344, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
   ImGui::Begin("Live statistics");
   const int done = progress_.tokens_done(), count = progress_.token_count();
   char overlay[64];
@@ -900,8 +988,9 @@ void DesktopApp::draw_stats_panel() {
 }
 
 void DesktopApp::draw_history_panel() {
+  const float middle_height = (ImGui::GetIO().DisplaySize.y - kLogHeight - 24) / 2 - 4;
   ImGui::SetNextWindowPos(ImVec2(356, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(240, 200), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(228, middle_height), ImGuiCond_FirstUseEver);
   ImGui::Begin("History");
   if (!history_) {
     ImGui::TextDisabled("history unavailable (see Log)");
@@ -950,8 +1039,9 @@ void DesktopApp::draw_history_panel() {
 }
 
 void DesktopApp::draw_view_panel() {
-  ImGui::SetNextWindowPos(ImVec2(356, 216), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(240, 230), ImGuiCond_FirstUseEver);
+  const float middle_height = (ImGui::GetIO().DisplaySize.y - kLogHeight - 24) / 2 - 4;
+  ImGui::SetNextWindowPos(ImVec2(356, 16 + middle_height), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(228, middle_height), ImGuiCond_FirstUseEver);
   ImGui::Begin("Export and view");
   ImGui::InputText("Folder", &settings_.export_folder);
   ImGui::InputText("Name", &settings_.export_template);
@@ -978,10 +1068,10 @@ void DesktopApp::draw_view_panel() {
     else ImGui::TextWrapped("%s", export_result_.c_str());
   }
   ImGui::Separator();
-  ImGui::BeginDisabled(!renderer_->supports_wireframe());
+  ImGui::BeginDisabled(!viewport_renderer_->supports_wireframe());
   ImGui::Checkbox("Wireframe", &settings_.wireframe);
   ImGui::EndDisabled();
-  if (!renderer_->supports_wireframe()) reason_tooltip("this Vulkan device has no fillModeNonSolid");
+  if (!viewport_renderer_->supports_wireframe()) reason_tooltip("this Vulkan device has no fillModeNonSolid");
   ImGui::SameLine();
   ImGui::Checkbox("Flat", &settings_.flat_shading);
   ImGui::SameLine();
@@ -992,8 +1082,8 @@ void DesktopApp::draw_view_panel() {
     camera_ = engine::OrbitCamera{};
     camera_.pitch_degrees = 20.f;
     VkExtent2D extent = target_->extent();
-    if (!renderer_->mesh_bounds().empty && extent.height > 0)
-      camera_.frame(renderer_->mesh_bounds(), float(extent.width) / extent.height);
+    if (!viewport_renderer_->mesh_bounds().empty && extent.height > 0)
+      camera_.frame(viewport_renderer_->mesh_bounds(), float(extent.width) / extent.height);
   }
   ImGui::SameLine();
   if (ImGui::Button("Screenshot")) {
@@ -1012,8 +1102,8 @@ void DesktopApp::draw_view_panel() {
 
 void DesktopApp::draw_log_panel() {
   ImGuiIO& io = ImGui::GetIO();
-  ImGui::SetNextWindowPos(ImVec2(8, io.DisplaySize.y - 150), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - 16, 142), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowPos(ImVec2(8, io.DisplaySize.y - kLogHeight - 8), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - 16, kLogHeight), ImGuiCond_FirstUseEver);
   ImGui::Begin("Log");
   for (const LogLine& line : log_lines_) {
     if (line.error) ImGui::TextColored(ImVec4(1.f, 0.45f, 0.4f, 1.f), "%s", line.text.c_str());
@@ -1090,7 +1180,16 @@ int DesktopApp::run() {
 
     const bool idle = !worker_.busy();
     handle_messages();
-    if (script_mode_ && idle) {
+    if (idle_frames_left_ > 0) {
+      idle_frame_ms_.push_back(frame_ms);
+      if (--idle_frames_left_ == 0) {
+        FrameTimeSummary s = summarise(idle_frame_ms_);
+        char line[200];
+        std::snprintf(line, sizeof line, "frame times while idle: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d frames)",
+                      s.mean_ms, s.p95_ms, s.max_ms, s.frames);
+        log(line);
+      }
+    } else if (script_mode_ && idle) {
       if (script_next_ < script_.size()) run_script_step();
       else quit_ = true;
     }
@@ -1104,13 +1203,18 @@ int DesktopApp::run() {
     ImGui::NewFrame();
     handle_viewport_input(frame_ms / 1000.f);
     draw_panels();
+    scene_.wireframe = settings_.wireframe && viewport_renderer_->supports_wireframe();
+    scene_.shading = settings_.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
+    scene_.grid = settings_.grid;
+    update_viewport();
     ImGui::Render();
     ImDrawData* draw_data = ImGui::GetDrawData();
 
-    scene_.wireframe = settings_.wireframe && renderer_->supports_wireframe();
-    scene_.shading = settings_.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
-    scene_.grid = settings_.grid;
-    auto status = target_->draw_frame(camera_, scene_,
+    // The window pass: its renderer has no mesh, so this is the background
+    // (hidden under the viewport image) and the ImGui overlay.
+    engine::SceneSettings window_scene;
+    window_scene.grid = false;
+    auto status = target_->draw_frame(camera_, window_scene,
                                       [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(draw_data, cmd); });
     if (!status.ok()) {
       log_error("drawing the window: " + status.error().to_string());

@@ -16,7 +16,7 @@ void print_usage() {
       "                  else $XDG_DATA_HOME/cubeforge, else ~/.local/share/cubeforge)\n"
       "  --size WxH      window size in pixels\n"
       "  --script FILE   run commands from FILE (model, prompt, set, generate, latency, cancel,\n"
-      "                  wait, export, screenshot, quit), one per line\n");
+      "                  wait, idle, export, screenshot, quit), one per line\n");
 }
 
 }  // namespace

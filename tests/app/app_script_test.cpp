@@ -67,6 +67,7 @@ TEST_F(AppScript, GeneratesShowsExportsAndKeepsHistory) {
                                  << "set progressive_preview on\n"
                                  << "set preview_every 6\n"
                                  << "set grid off\n"
+                                 << "idle 20\n"
                                  << "generate\n"
                                  << "wait\n"
                                  << "export " << (dir / "dragon.glb").string() << "\n"
@@ -80,6 +81,7 @@ TEST_F(AppScript, GeneratesShowsExportsAndKeepsHistory) {
   ASSERT_TRUE(log.ok()) << "the app wrote no log in " << data;
   EXPECT_EQ(code, 0) << *log;
   EXPECT_EQ(log->find("error"), std::string::npos) << *log;
+  EXPECT_NE(log->find("frame times while idle"), std::string::npos) << *log;
   EXPECT_NE(log->find("frame times while generating"), std::string::npos) << *log;
 
   // The screenshot shows the mesh: the same view without a mesh differs in a

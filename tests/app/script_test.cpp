@@ -15,15 +15,16 @@ TEST(Script, ParsesEveryCommandSkippingCommentsAndBlanks) {
       "set resolution 5\n"
       "generate\r\n"
       "wait\n"
+      "idle 30\n"
       "latency\n"
       "cancel\n"
       "export /tmp/out.glb\n"
       "screenshot shot.png\n"
       "quit\n");
   ASSERT_TRUE(script.ok()) << script.error().to_string();
-  ASSERT_EQ(script->size(), 10u);
+  ASSERT_EQ(script->size(), 11u);
   using K = ScriptCommand::Kind;
-  const std::vector<K> kinds = {K::kModel,   K::kPrompt, K::kSet,    K::kGenerate,   K::kWait,
+  const std::vector<K> kinds = {K::kModel,   K::kPrompt, K::kSet,    K::kGenerate,   K::kWait,      K::kIdle,
                                 K::kLatency, K::kCancel, K::kExport, K::kScreenshot, K::kQuit};
   for (size_t i = 0; i < kinds.size(); ++i) EXPECT_EQ((*script)[i].kind, kinds[i]) << i;
   EXPECT_EQ((*script)[0].argument, "../models/tiny");
@@ -40,6 +41,7 @@ TEST(Script, ErrorsNameTheLine) {
   EXPECT_FALSE(parse_script("export\n").ok());           // needs a path
   EXPECT_FALSE(parse_script("generate now\n").ok());     // takes nothing
   EXPECT_FALSE(parse_script("set resolution\n").ok());   // needs a value
+  EXPECT_FALSE(parse_script("idle soon\n").ok());        // a number of frames
   EXPECT_FALSE(load_script("/nonexistent/script.txt").ok());
 }
 

@@ -28,7 +28,8 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
       {"model", ScriptCommand::Kind::kModel, true},       {"prompt", ScriptCommand::Kind::kPrompt, true},
       {"set", ScriptCommand::Kind::kSet, true},           {"generate", ScriptCommand::Kind::kGenerate, false},
       {"latency", ScriptCommand::Kind::kLatency, false},  {"cancel", ScriptCommand::Kind::kCancel, false},
-      {"wait", ScriptCommand::Kind::kWait, false},        {"export", ScriptCommand::Kind::kExport, true},
+      {"wait", ScriptCommand::Kind::kWait, false},        {"idle", ScriptCommand::Kind::kIdle, true},
+      {"export", ScriptCommand::Kind::kExport, true},
       {"screenshot", ScriptCommand::Kind::kScreenshot, true}, {"quit", ScriptCommand::Kind::kQuit, false},
   };
   std::vector<ScriptCommand> commands;
@@ -55,6 +56,10 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
     if (match->kind == ScriptCommand::Kind::kSet && argument.find_first_of(" \t") == std::string::npos)
       return make_error(ErrorCode::kInvalidArgument,
                         "script line " + std::to_string(line) + ": 'set' needs a key and a value");
+    if (match->kind == ScriptCommand::Kind::kIdle &&
+        (argument.find_first_not_of("0123456789") != std::string::npos || argument.size() > 6))
+      return make_error(ErrorCode::kInvalidArgument,
+                        "script line " + std::to_string(line) + ": 'idle' takes a number of frames");
     commands.push_back({match->kind, argument, line});
   }
   return commands;

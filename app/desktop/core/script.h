@@ -8,6 +8,8 @@
 //   latency            run the latency demo
 //   cancel             cancel what runs
 //   wait               wait until nothing runs
+//   idle N             let N frames pass, then log their frame times (a baseline
+//                      for the frame times logged while generating)
 //   export PATH        export the current mesh (format from the extension)
 //   screenshot PATH    save the viewport as PNG
 //   quit               close the app
@@ -26,7 +28,7 @@
 namespace cubeforge::app {
 
 struct ScriptCommand {
-  enum class Kind { kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kExport, kScreenshot, kQuit };
+  enum class Kind { kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kIdle, kExport, kScreenshot, kQuit };
   Kind kind = Kind::kWait;
   std::string argument;  // kSet: "KEY VALUE"
   int line = 0;
