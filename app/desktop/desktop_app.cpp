@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <cstdlib>
 #include <unistd.h>
 
 #include "app/desktop/core/app_settings.h"
@@ -238,6 +239,9 @@ bool DesktopApp::start_window_and_engine() {
   context_options.validation_counter = validation_;
   // Script runs (the tests) check that the validation layer stays silent.
   context_options.validation = script_mode_ ? engine::Validation::kIfAvailable : engine::Validation::kOff;
+  // CUBEFORGE_SYNC_VALIDATION=1 adds hazard checks between commands and frames (slow; tests).
+  if (const char* sync = std::getenv("CUBEFORGE_SYNC_VALIDATION"); sync && std::string(sync) == "1")
+    context_options.synchronization_validation = true;
   context_options.instance_extensions = *extensions;
   auto context = engine::Context::create(context_options);
   if (!context.ok()) {
@@ -296,7 +300,8 @@ bool DesktopApp::start_window_and_engine() {
     return false;
   }
   viewport_texture_ = std::move(viewport_texture).value();
-  log("viewport on " + context_->device_name());
+  log("viewport on " + context_->device_name() +
+      (context_->validation_enabled() ? std::string(" (Vulkan validation layer on)") : std::string()));
   return true;
 }
 

@@ -38,8 +38,10 @@ Image read_png(const std::filesystem::path& path) {
   return image;
 }
 
+// Runs the app with the validation layer's synchronization checks on (the app
+// logs any validation error, which fails the log checks below).
 int run_app(const std::string& arguments) {
-  std::string command = std::string("'") + CUBEFORGE_APP_PATH + "' " + arguments;
+  std::string command = std::string("CUBEFORGE_SYNC_VALIDATION=1 '") + CUBEFORGE_APP_PATH + "' " + arguments;
   int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
@@ -81,6 +83,7 @@ TEST_F(AppScript, GeneratesShowsExportsAndKeepsHistory) {
   ASSERT_TRUE(log.ok()) << "the app wrote no log in " << data;
   EXPECT_EQ(code, 0) << *log;
   EXPECT_EQ(log->find("error"), std::string::npos) << *log;
+  EXPECT_NE(log->find("(Vulkan validation layer on)"), std::string::npos) << *log;
   EXPECT_NE(log->find("frame times while idle"), std::string::npos) << *log;
   EXPECT_NE(log->find("frame times while generating"), std::string::npos) << *log;
 

@@ -170,6 +170,24 @@ TEST_F(WorkerOnFixture, LatencyDemoComparesWithAndWithoutTheKvCache) {
   EXPECT_EQ(only<worker_message::LatencyDemoFinished>(messages).size(), 1u);
 }
 
+TEST(GenerationWorker, LoadingReportsProgressAndCanBeCancelled) {
+  const auto folder = testing::oracle_model_folder();
+  if (folder.empty()) GTEST_SKIP() << "fixture model folder absent";
+  GenerationWorker worker(1);
+  ASSERT_TRUE(worker.load_model(folder));
+  worker.cancel();  // seen at the next progress step
+  auto messages = wait_for(worker);
+  auto failed = only<worker_message::LoadFailed>(messages);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].error.code, ErrorCode::kCancelled);
+  EXPECT_TRUE(only<worker_message::ModelLoaded>(messages).empty());
+  EXPECT_FALSE(worker.has_model());
+  // A later load of the same folder goes through.
+  ASSERT_TRUE(worker.load_model(folder));
+  EXPECT_EQ(only<worker_message::ModelLoaded>(wait_for(worker)).size(), 1u);
+  EXPECT_TRUE(worker.has_model());
+}
+
 TEST(GenerationWorker, BadModelFolderIsAMessageNotACrash) {
   GenerationWorker worker(1);
   EXPECT_FALSE(worker.generate(GenerationRequest{}, PreviewOptions{}));  // no model yet
