@@ -32,12 +32,11 @@
 #include "app/desktop/core/generation_worker.h"
 #include "app/desktop/core/history_store.h"
 #include "app/desktop/core/script.h"
-#include "app/desktop/thumbnail_texture.h"
+#include "app/desktop/thumbnail_mosaic.h"
 #include "engine/context.h"
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
 #include "engine/renderer.h"
-#include "engine/sampled_image.h"
 #include "engine/window_target.h"
 #include "inference/geometry/mesh_io.h"
 
@@ -75,9 +74,13 @@ FrameTimeSummary summarise(std::vector<float> times) {
 
 // Tooltip on the last item, shown even when it is disabled (the reason it is).
 // Default panel layout (first run; then imgui.ini): settings on the left,
-// history and export in the middle, statistics on the right, the log along
-// the bottom, the viewport behind them all.
-constexpr float kLogHeight = 130.f;
+// statistics and history on the right, export and view controls low in the
+// middle, the log along the bottom, the viewport behind them all with its
+// centre left free.
+constexpr float kLogHeight = 110.f;
+constexpr float kSideWidth = 300.f;
+constexpr float kViewPanelHeight = 118.f;
+constexpr int kThumbnailCells = 20;  // history thumbnails: 20x20 mosaic cells
 
 void reason_tooltip(const std::string& text) {
   if (!text.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", text.c_str());
@@ -120,7 +123,6 @@ class DesktopApp {
   void handle_run_finished(worker_message::RunFinished& finished);
   void run_script_step();
   void handle_viewport_input(float frame_seconds);
-  void update_viewport();
   void draw_panels();
   void draw_generate_panel();
   void draw_settings();
@@ -146,18 +148,10 @@ class DesktopApp {
   bool glfw_ready_ = false;
   std::shared_ptr<engine::ValidationCounter> validation_;
   std::unique_ptr<engine::Context> context_;
-  // Two renderers: the window's draws only the background and the ImGui
-  // overlay each frame; the viewport's holds the mesh and draws the 3D view
-  // into an offscreen image only when something in it changed. On a software
-  // rasteriser that keeps frames cheap while nothing moves (during decoding).
+  // The 3D view fills the window behind the ImGui panels. (Debian's ImGui
+  // 1.86 Vulkan backend binds only its font texture, so an offscreen view
+  // cannot be shown through ImGui::Image.)
   std::unique_ptr<engine::Renderer> renderer_;
-  std::unique_ptr<engine::Renderer> viewport_renderer_;
-  std::unique_ptr<engine::OffscreenTarget> viewport_target_;
-  std::unique_ptr<engine::SampledImage> viewport_texture_;
-  bool viewport_dirty_ = true;
-  engine::OrbitCamera drawn_camera_;
-  engine::SceneSettings drawn_scene_;
-  int viewport_renders_ = 0;
   std::unique_ptr<engine::WindowTarget> target_;
   std::unique_ptr<engine::OffscreenTarget> capture_target_;  // screenshots and thumbnails
   VkDescriptorPool imgui_pool_ = VK_NULL_HANDLE;
@@ -188,8 +182,8 @@ class DesktopApp {
 
   // History and export
   std::optional<HistoryStore> history_;
-  // Thumbnails uploaded so far by entry id; null when the PNG could not be read.
-  std::map<std::string, std::unique_ptr<ThumbnailTexture>> thumbnails_;
+  // Thumbnails read so far by entry id; empty when the PNG could not be read.
+  std::map<std::string, ThumbnailMosaic> thumbnails_;
   std::string export_result_;
   bool export_failed_ = false;
 
@@ -256,12 +250,6 @@ bool DesktopApp::start_window_and_engine() {
     return false;
   }
   renderer_ = std::move(renderer).value();
-  auto viewport_renderer = engine::Renderer::create(*context_);
-  if (!viewport_renderer.ok()) {
-    log_error("viewport renderer: " + viewport_renderer.error().to_string());
-    return false;
-  }
-  viewport_renderer_ = std::move(viewport_renderer).value();
 
   int width = options_.width > 0 ? options_.width : settings_.window_width;
   int height = options_.height > 0 ? options_.height : settings_.window_height;
@@ -283,23 +271,6 @@ bool DesktopApp::start_window_and_engine() {
     return false;
   }
   target_ = std::move(target).value();
-  engine::OffscreenOptions viewport_options;
-  viewport_options.width = std::max(1u, target_->extent().width);
-  viewport_options.height = std::max(1u, target_->extent().height);
-  if (context_->properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
-    viewport_options.samples = VK_SAMPLE_COUNT_1_BIT;
-  auto viewport_target = engine::OffscreenTarget::create(*viewport_renderer_, viewport_options);
-  if (!viewport_target.ok()) {
-    log_error("viewport image: " + viewport_target.error().to_string());
-    return false;
-  }
-  viewport_target_ = std::move(viewport_target).value();
-  auto viewport_texture = engine::SampledImage::create(*context_, viewport_target_->color_view());
-  if (!viewport_texture.ok()) {
-    log_error("viewport texture: " + viewport_texture.error().to_string());
-    return false;
-  }
-  viewport_texture_ = std::move(viewport_texture).value();
   log("viewport on " + context_->device_name() +
       (context_->validation_enabled() ? std::string(" (Vulkan validation layer on)") : std::string()));
   return true;
@@ -359,10 +330,7 @@ void DesktopApp::shutdown() {
   }
   thumbnails_.clear();
   capture_target_.reset();
-  viewport_texture_.reset();
-  viewport_target_.reset();
   target_.reset();
-  viewport_renderer_.reset();
   renderer_.reset();
   context_.reset();
   if (window_) glfwDestroyWindow(window_);
@@ -440,7 +408,7 @@ Status DesktopApp::screenshot(const std::string& path) {
     engine::OffscreenOptions offscreen;
     offscreen.width = extent.width;
     offscreen.height = extent.height;
-    CUBEFORGE_ASSIGN_OR_RETURN(capture_target_, engine::OffscreenTarget::create(*viewport_renderer_, offscreen));
+    CUBEFORGE_ASSIGN_OR_RETURN(capture_target_, engine::OffscreenTarget::create(*renderer_, offscreen));
   } else if (capture_target_->extent().width != extent.width || capture_target_->extent().height != extent.height) {
     CUBEFORGE_TRY(capture_target_->resize(extent.width, extent.height));
   }
@@ -448,16 +416,15 @@ Status DesktopApp::screenshot(const std::string& path) {
 }
 
 void DesktopApp::show_mesh(const Mesh& mesh, bool frame_camera) {
-  Status uploaded = viewport_renderer_->meshes().upload(mesh);
+  Status uploaded = renderer_->meshes().upload(mesh);
   if (!uploaded.ok()) {
     log_error("viewport upload: " + uploaded.error().to_string());
     return;
   }
-  viewport_dirty_ = true;
   if (frame_camera && !mesh.empty()) {
     VkExtent2D extent = target_->extent();
     float aspect = extent.height > 0 ? float(extent.width) / float(extent.height) : 1.f;
-    camera_.frame(viewport_renderer_->mesh_bounds(), aspect);
+    camera_.frame(renderer_->mesh_bounds(), aspect);
   }
 }
 
@@ -620,12 +587,12 @@ void DesktopApp::handle_run_finished(worker_message::RunFinished& finished) {
     return;
   }
   // The thumbnail: a small offscreen render of the framed mesh.
-  auto thumbnail = engine::OffscreenTarget::create(*viewport_renderer_, engine::OffscreenOptions{128, 128});
+  auto thumbnail = engine::OffscreenTarget::create(*renderer_, engine::OffscreenOptions{128, 128});
   if (thumbnail.ok()) {
     engine::OrbitCamera view;
     view.yaw_degrees = 30.f;
     view.pitch_degrees = 20.f;
-    view.frame(viewport_renderer_->mesh_bounds(), 1.f);
+    view.frame(renderer_->mesh_bounds(), 1.f);
     Status written = engine::save_screenshot(**thumbnail, view, scene_, history_->thumbnail_path(*added).string());
     if (!written.ok()) log_error("history thumbnail: " + written.error().to_string());
   } else {
@@ -710,41 +677,6 @@ void DesktopApp::handle_viewport_input(float frame_seconds) {
     start_generation();
 }
 
-// Renders the 3D view when it changed (mesh, camera, view settings, size) and
-// puts it behind the panels. The offscreen pass's dependencies order its
-// writes after the previous window frame's reads of the same image.
-void DesktopApp::update_viewport() {
-  VkExtent2D extent = target_->extent();
-  if (extent.width > 0 && extent.height > 0 &&
-      (extent.width != viewport_target_->extent().width || extent.height != viewport_target_->extent().height)) {
-    Status resized = viewport_target_->resize(extent.width, extent.height);
-    if (!resized.ok()) {
-      log_error("viewport resize: " + resized.error().to_string());
-    } else {
-      viewport_texture_->set_view(viewport_target_->color_view());
-      viewport_dirty_ = true;
-    }
-  }
-  auto same_camera = [](const engine::OrbitCamera& a, const engine::OrbitCamera& b) {
-    return a.target == b.target && a.distance == b.distance && a.yaw_degrees == b.yaw_degrees &&
-           a.pitch_degrees == b.pitch_degrees && a.fov_y_degrees == b.fov_y_degrees &&
-           a.near_plane == b.near_plane && a.far_plane == b.far_plane;
-  };
-  if (!same_camera(camera_, drawn_camera_) || scene_.shading != drawn_scene_.shading ||
-      scene_.wireframe != drawn_scene_.wireframe || scene_.grid != drawn_scene_.grid)
-    viewport_dirty_ = true;
-  if (viewport_dirty_) {
-    auto rendered = viewport_target_->render(camera_, scene_);
-    if (!rendered.ok()) log_error("viewport: " + rendered.error().to_string());
-    viewport_dirty_ = false;
-    drawn_camera_ = camera_;
-    drawn_scene_ = scene_;
-    ++viewport_renders_;
-  }
-  ImGui::GetBackgroundDrawList()->AddImage(reinterpret_cast<ImTextureID>(viewport_texture_->descriptor_set()),
-                                           ImVec2(0, 0), ImGui::GetIO().DisplaySize);
-}
-
 // --- panels ----------------------------------------------------------------
 
 void DesktopApp::draw_panels() {
@@ -759,7 +691,7 @@ void DesktopApp::draw_panels() {
 void DesktopApp::draw_generate_panel() {
   const ImVec2 display = ImGui::GetIO().DisplaySize;
   ImGui::SetNextWindowPos(ImVec2(8, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(340, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(kSideWidth, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
   ImGui::Begin("Generate");
   const bool busy = worker_.busy();
   ImGui::TextUnformatted("Prompt (Ctrl+Enter generates)");
@@ -922,8 +854,8 @@ void DesktopApp::draw_token_grid() {
 
 void DesktopApp::draw_stats_panel() {
   const ImVec2 display = ImGui::GetIO().DisplaySize;
-  ImGui::SetNextWindowPos(ImVec2(display.x - 352, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(344, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowPos(ImVec2(display.x - kSideWidth - 8, 8), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(kSideWidth, (display.y - kLogHeight - 24) * 0.62f), ImGuiCond_FirstUseEver);
   ImGui::Begin("Live statistics");
   const int done = progress_.tokens_done(), count = progress_.token_count();
   char overlay[64];
@@ -937,9 +869,9 @@ void DesktopApp::draw_stats_panel() {
   const auto& rate = progress_.tokens_per_second();
   char label[64];
   std::snprintf(label, sizeof label, "TPOT %.2f ms", tpot.empty() ? 0.f : tpot.back());
-  ImGui::PlotLines("##tpot", tpot.data(), static_cast<int>(tpot.size()), 0, label, 0.f, FLT_MAX, ImVec2(-1, 48));
+  ImGui::PlotLines("##tpot", tpot.data(), static_cast<int>(tpot.size()), 0, label, 0.f, FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 48));
   std::snprintf(label, sizeof label, "%.1f tokens/s", rate.empty() ? 0.f : rate.back());
-  ImGui::PlotLines("##rate", rate.data(), static_cast<int>(rate.size()), 0, label, 0.f, FLT_MAX, ImVec2(-1, 48));
+  ImGui::PlotLines("##rate", rate.data(), static_cast<int>(rate.size()), 0, label, 0.f, FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x, 48));
   draw_token_grid();
   if (ImGui::BeginTable("stages", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
     for (int s = 0; s < kAppStageCount; ++s) {
@@ -966,7 +898,7 @@ void DesktopApp::draw_stats_panel() {
   std::vector<float> frames(frame_ms_.begin(), frame_ms_.end());
   FrameTimeSummary recent = summarise(frames);
   std::snprintf(label, sizeof label, "frame %.1f ms (max %.1f)", recent.mean_ms, recent.max_ms);
-  ImGui::PlotLines("##frames", frames.data(), static_cast<int>(frames.size()), 0, label, 0.f, 50.f, ImVec2(-1, 40));
+  ImGui::PlotLines("##frames", frames.data(), static_cast<int>(frames.size()), 0, label, 0.f, 50.f, ImVec2(ImGui::GetContentRegionAvail().x, 40));
   if (last_generation_frames_.frames > 0)
     ImGui::Text("While generating: mean %.1f ms, p95 %.1f ms, max %.1f ms", last_generation_frames_.mean_ms,
                 last_generation_frames_.p95_ms, last_generation_frames_.max_ms);
@@ -979,9 +911,9 @@ void DesktopApp::draw_stats_panel() {
       total_bars.push_back(bar.available ? static_cast<float>(bar.total_ms) : 0.f);
     }
     ImGui::PlotHistogram("TPOT ms", tpot_bars.data(), static_cast<int>(tpot_bars.size()), 0, nullptr, 0.f, FLT_MAX,
-                         ImVec2(-80, 50));
+                         ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
     ImGui::PlotHistogram("total ms", total_bars.data(), static_cast<int>(total_bars.size()), 0, nullptr, 0.f,
-                         FLT_MAX, ImVec2(-80, 50));
+                         FLT_MAX, ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
     for (const auto& bar : latency_bars_) {
       if (bar.available)
         ImGui::Text("%-24s TPOT %7.2f ms  total %7.0f ms", bar.label.c_str(), bar.mean_tpot_ms, bar.total_ms);
@@ -993,9 +925,10 @@ void DesktopApp::draw_stats_panel() {
 }
 
 void DesktopApp::draw_history_panel() {
-  const float middle_height = (ImGui::GetIO().DisplaySize.y - kLogHeight - 24) / 2 - 4;
-  ImGui::SetNextWindowPos(ImVec2(356, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(228, middle_height), ImGuiCond_FirstUseEver);
+  const ImVec2 display = ImGui::GetIO().DisplaySize;
+  const float column = display.y - kLogHeight - 24, stats = column * 0.62f;
+  ImGui::SetNextWindowPos(ImVec2(display.x - kSideWidth - 8, 16 + stats), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(kSideWidth, column - stats - 8), ImGuiCond_FirstUseEver);
   ImGui::Begin("History");
   if (!history_) {
     ImGui::TextDisabled("history unavailable (see Log)");
@@ -1005,18 +938,28 @@ void DesktopApp::draw_history_panel() {
     const auto& entries = history_->entries();
     std::optional<HistoryEntry> chosen;
     std::optional<std::string> removed;
-    bool uploaded_one = false;  // at most one thumbnail upload per frame keeps frames short
+    bool loaded_one = false;  // at most one thumbnail read per frame keeps frames short
     const float thumb = 40.f;
     for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
       ImGui::PushID(it->id.c_str());
       auto found = thumbnails_.find(it->id);
-      if (found == thumbnails_.end() && !uploaded_one) {
-        uploaded_one = true;
-        auto loaded = ThumbnailTexture::load(*context_, history_->thumbnail_path(*it));
-        found = thumbnails_.emplace(it->id, loaded.ok() ? std::move(*loaded) : nullptr).first;
+      if (found == thumbnails_.end() && !loaded_one) {
+        loaded_one = true;
+        auto loaded = load_thumbnail_mosaic(history_->thumbnail_path(*it), kThumbnailCells);
+        found = thumbnails_.emplace(it->id, loaded.ok() ? std::move(*loaded) : ThumbnailMosaic{}).first;
       }
-      if (found != thumbnails_.end() && found->second) ImGui::Image(found->second->texture_id(), ImVec2(thumb, thumb));
-      else ImGui::Dummy(ImVec2(thumb, thumb));
+      ImVec2 origin = ImGui::GetCursorScreenPos();
+      if (found != thumbnails_.end() && found->second.cells > 0) {
+        const ThumbnailMosaic& mosaic = found->second;
+        const float cell = thumb / mosaic.cells;
+        ImDrawList* draw = ImGui::GetWindowDrawList();
+        for (int y = 0; y < mosaic.cells; ++y)
+          for (int x = 0; x < mosaic.cells; ++x)
+            draw->AddRectFilled(ImVec2(origin.x + x * cell, origin.y + y * cell),
+                                ImVec2(origin.x + (x + 1) * cell, origin.y + (y + 1) * cell),
+                                mosaic.colors[size_t(y) * mosaic.cells + x]);
+      }
+      ImGui::Dummy(ImVec2(thumb, thumb));
       ImGui::SameLine();
       char line[160];
       std::snprintf(line, sizeof line, "%s\nseed %llu  %.0f ms", it->prompt.c_str(),
@@ -1034,7 +977,6 @@ void DesktopApp::draw_history_panel() {
     }
     if (chosen && !worker_.busy()) restore_history(*chosen);
     if (removed) {
-      context_->wait_idle();  // frames in flight may still sample its thumbnail
       thumbnails_.erase(*removed);
       Status status = history_->remove(*removed);
       if (!status.ok()) log_error("history: " + status.error().to_string());
@@ -1044,9 +986,10 @@ void DesktopApp::draw_history_panel() {
 }
 
 void DesktopApp::draw_view_panel() {
-  const float middle_height = (ImGui::GetIO().DisplaySize.y - kLogHeight - 24) / 2 - 4;
-  ImGui::SetNextWindowPos(ImVec2(356, 16 + middle_height), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(228, middle_height), ImGuiCond_FirstUseEver);
+  const ImVec2 display = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos(ImVec2(kSideWidth + 16, display.y - kLogHeight - 16 - kViewPanelHeight),
+                          ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(display.x - 2 * kSideWidth - 32, kViewPanelHeight), ImGuiCond_FirstUseEver);
   ImGui::Begin("Export and view");
   ImGui::InputText("Folder", &settings_.export_folder);
   ImGui::InputText("Name", &settings_.export_template);
@@ -1073,10 +1016,10 @@ void DesktopApp::draw_view_panel() {
     else ImGui::TextWrapped("%s", export_result_.c_str());
   }
   ImGui::Separator();
-  ImGui::BeginDisabled(!viewport_renderer_->supports_wireframe());
+  ImGui::BeginDisabled(!renderer_->supports_wireframe());
   ImGui::Checkbox("Wireframe", &settings_.wireframe);
   ImGui::EndDisabled();
-  if (!viewport_renderer_->supports_wireframe()) reason_tooltip("this Vulkan device has no fillModeNonSolid");
+  if (!renderer_->supports_wireframe()) reason_tooltip("this Vulkan device has no fillModeNonSolid");
   ImGui::SameLine();
   ImGui::Checkbox("Flat", &settings_.flat_shading);
   ImGui::SameLine();
@@ -1087,8 +1030,8 @@ void DesktopApp::draw_view_panel() {
     camera_ = engine::OrbitCamera{};
     camera_.pitch_degrees = 20.f;
     VkExtent2D extent = target_->extent();
-    if (!viewport_renderer_->mesh_bounds().empty && extent.height > 0)
-      camera_.frame(viewport_renderer_->mesh_bounds(), float(extent.width) / extent.height);
+    if (!renderer_->mesh_bounds().empty && extent.height > 0)
+      camera_.frame(renderer_->mesh_bounds(), float(extent.width) / extent.height);
   }
   ImGui::SameLine();
   if (ImGui::Button("Screenshot")) {
@@ -1208,18 +1151,12 @@ int DesktopApp::run() {
     ImGui::NewFrame();
     handle_viewport_input(frame_ms / 1000.f);
     draw_panels();
-    scene_.wireframe = settings_.wireframe && viewport_renderer_->supports_wireframe();
+    scene_.wireframe = settings_.wireframe && renderer_->supports_wireframe();
     scene_.shading = settings_.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
     scene_.grid = settings_.grid;
-    update_viewport();
     ImGui::Render();
     ImDrawData* draw_data = ImGui::GetDrawData();
-
-    // The window pass: its renderer has no mesh, so this is the background
-    // (hidden under the viewport image) and the ImGui overlay.
-    engine::SceneSettings window_scene;
-    window_scene.grid = false;
-    auto status = target_->draw_frame(camera_, window_scene,
+    auto status = target_->draw_frame(camera_, scene_,
                                       [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(draw_data, cmd); });
     if (!status.ok()) {
       log_error("drawing the window: " + status.error().to_string());
