@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <thread>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -80,7 +81,8 @@ FrameTimeSummary summarise(std::vector<float> times) {
 constexpr float kLogHeight = 110.f;
 constexpr float kSideWidth = 300.f;
 constexpr float kViewPanelHeight = 118.f;
-constexpr int kThumbnailCells = 20;  // history thumbnails: 20x20 mosaic cells
+constexpr int kThumbnailCells = 20;
+constexpr double kFramePeriodMs = 1000.0 / 60.0;  // history thumbnails: 20x20 mosaic cells
 
 void reason_tooltip(const std::string& text) {
   if (!text.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", text.c_str());
@@ -1163,6 +1165,13 @@ int DesktopApp::run() {
       break;
     }
     if (*status == engine::FrameStatus::kMinimised) glfwWaitEventsTimeout(0.05);
+    // Without vsync (scripts) frames are paced to 60 per second as a display
+    // would, so the UI does not take cores from generation for frames nobody sees.
+    if (script_mode_) {
+      const double spent_ms = ms_between(now, Clock::now());
+      if (spent_ms < kFramePeriodMs)
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kFramePeriodMs - spent_ms));
+    }
   }
 
   worker_.cancel();
