@@ -80,7 +80,7 @@ FrameTimeSummary summarise(std::vector<float> times) {
 // centre left free.
 constexpr float kLogHeight = 110.f;
 constexpr float kSideWidth = 300.f;
-constexpr float kViewPanelHeight = 118.f;
+constexpr float kViewPanelHeight = 150.f;
 constexpr int kThumbnailCells = 20;
 constexpr double kFramePeriodMs = 1000.0 / 60.0;  // history thumbnails: 20x20 mosaic cells
 
@@ -899,6 +899,7 @@ void DesktopApp::draw_stats_panel() {
   }
   std::vector<float> frames(frame_ms_.begin(), frame_ms_.end());
   FrameTimeSummary recent = summarise(frames);
+  // When nothing runs, frames wait for input, so only frames while working say much.
   std::snprintf(label, sizeof label, "frame %.1f ms (max %.1f)", recent.mean_ms, recent.max_ms);
   ImGui::PlotLines("##frames", frames.data(), static_cast<int>(frames.size()), 0, label, 0.f, 50.f, ImVec2(ImGui::GetContentRegionAvail().x, 40));
   if (last_generation_frames_.frames > 0)
@@ -1120,7 +1121,11 @@ int DesktopApp::run() {
 
   auto last_frame = Clock::now();
   while (!glfwWindowShouldClose(window_) && !quit_) {
-    glfwPollEvents();
+    // A person's idle app waits for input (at most a tenth of a second) instead
+    // of drawing frames nobody needs; anything running keeps frames coming.
+    const bool nothing_moves = !script_mode_ && !worker_.busy() && !settings_.turntable && !popup_pending_;
+    if (nothing_moves) glfwWaitEventsTimeout(0.1);
+    else glfwPollEvents();
     auto now = Clock::now();
     const float frame_ms = static_cast<float>(ms_between(last_frame, now));
     last_frame = now;
