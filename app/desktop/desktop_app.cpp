@@ -747,9 +747,20 @@ void DesktopApp::draw_settings() {
         if (ImGui::Selectable(recent.c_str())) model_folder_field_ = recent;
       ImGui::EndCombo();
     }
-    if (!worker_.has_model() && loading_folder_.empty())
+    if (!worker_.has_model() && loading_folder_.empty()) {
       ImGui::TextWrapped("No model loaded. This build has no built-in model: enter a Cube 3D model folder "
                          "(shape_gpt.safetensors, shape_tokenizer.safetensors, config.yaml, clip/) and press Load.");
+      // The reference fixture beside the source tree is a tiny valid model
+      // (random weights): enough to try every part of the app.
+      const auto fixture =
+          (std::filesystem::path(CUBEFORGE_SOURCE_DIR) / ".." / "shared" / "oracle" / "cube3d-v05").lexically_normal();
+      if (std::filesystem::exists(fixture / "shape_gpt.safetensors")) {
+        ImGui::BeginDisabled(busy);
+        if (ImGui::Button("Use the test fixture model")) load_model(fixture.string());
+        ImGui::EndDisabled();
+        reason_tooltip(fixture.string() + ": a tiny model with random weights; shapes are not meaningful");
+      }
+    }
   }
   if (ImGui::CollapsingHeader("Backend and speed", ImGuiTreeNodeFlags_DefaultOpen)) {
     const std::string cuda_reason = cuda_generation_unavailable_reason();
