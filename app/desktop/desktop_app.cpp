@@ -976,8 +976,11 @@ void DesktopApp::draw_history_panel() {
       ImGui::Dummy(ImVec2(thumb, thumb));
       ImGui::SameLine();
       char line[160];
-      std::snprintf(line, sizeof line, "%s\nseed %llu  %.0f ms", it->prompt.c_str(),
-                    static_cast<unsigned long long>(it->seed), it->timings.total_ms);
+      // Latency-demo runs say which variant they were.
+      const std::string run = it->settings.value("run", std::string("generate"));
+      std::snprintf(line, sizeof line, "%s\nseed %llu  %.0f ms%s%s", it->prompt.c_str(),
+                    static_cast<unsigned long long>(it->seed), it->timings.total_ms,
+                    run == "generate" ? "" : "  ", run == "generate" ? "" : run.c_str());
       if (ImGui::Selectable(line, false, 0, ImVec2(0, thumb))) chosen = *it;
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("%s\n%lld faces, first token %.1f ms, TPOT %.2f ms\nthumbnail: %s", it->created.c_str(),
