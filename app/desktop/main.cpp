@@ -4,6 +4,7 @@
 #include <string>
 
 #include "app/desktop/desktop_app.h"
+#include "inference/cpu/blas_kernels.h"
 
 namespace {
 
@@ -22,6 +23,7 @@ void print_usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  cubeforge::cpu::reexec_with_matching_blas_kernels(argv);
   cubeforge::app::LaunchOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
