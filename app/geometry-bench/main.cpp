@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "inference/core/thread_pool.h"
 #include "inference/geometry/analytic_fields.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/mesh_metrics.h"
@@ -63,12 +64,14 @@ int main(int argc, char** argv) {
   const FieldFunction field = [&creature](std::span<const float> xyz, std::span<float> values) -> Status {
     const int64_t count = int64_t(values.size());
     constexpr int64_t kSlice = 1024;
-    bool failed = false;
-#pragma omp parallel for schedule(dynamic, 1) reduction(|| : failed)
-    for (int64_t start = 0; start < count; start += kSlice) {
+    std::atomic<bool> failed{false};
+    const int64_t slices = (count + kSlice - 1) / kSlice;
+    parallel_for_each(slices, true, [&](int64_t slice) {
+      const int64_t start = slice * kSlice;
       const int64_t n = std::min(kSlice, count - start);
-      failed = failed || !creature(xyz.subspan(size_t(start) * 3, size_t(n) * 3), values.subspan(size_t(start), size_t(n))).ok();
-    }
+      if (!creature(xyz.subspan(size_t(start) * 3, size_t(n) * 3), values.subspan(size_t(start), size_t(n))).ok())
+        failed = true;
+    });
     if (failed) return make_error(ErrorCode::kInternal, "creature field failed");
     return ok_status();
   };

@@ -46,9 +46,25 @@ class ThreadPool {
   int shares_ = 0;
 };
 
+// Calls body(i) for every i in [0, count) on the global pool; `parallel`
+// false runs it on the calling thread.
+template <class Body>
+void parallel_for_each(int64_t count, bool parallel, Body&& body);
+
 // Convenience over the global pool.
 inline void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   ThreadPool::global().parallel_for(count, grain, body);
+}
+
+template <class Body>
+void parallel_for_each(int64_t count, bool parallel, Body&& body) {
+  if (!parallel) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  parallel_for(count, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) body(i);
+  });
 }
 
 }  // namespace cubeforge

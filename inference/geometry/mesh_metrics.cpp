@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <numeric>
-#include <tuple>
 #include <string>
+#include <tuple>
 
+#include "inference/core/thread_pool.h"
 #include "inference/geometry/surface_sampling.h"
 
 namespace cubeforge {
@@ -277,12 +279,18 @@ Result<ChamferDistance> chamfer_distance(const Mesh& a, const Mesh& b, const Cha
     const TriangleDistanceIndex index(to);
     const int64_t count = int64_t(points.size() / 3);
     double sum = 0, largest = 0;
-#pragma omp parallel for reduction(+ : sum) reduction(max : largest) schedule(dynamic, 256)
-    for (int64_t p = 0; p < count; ++p) {
-      const double d = index.distance(&points[size_t(p) * 3]);
-      sum += d;
-      largest = std::max(largest, d);
-    }
+    std::mutex merge;
+    parallel_for(count, 256, [&](int64_t begin, int64_t end) {
+      double part_sum = 0, part_largest = 0;
+      for (int64_t p = begin; p < end; ++p) {
+        const double d = index.distance(&points[size_t(p) * 3]);
+        part_sum += d;
+        part_largest = std::max(part_largest, d);
+      }
+      std::lock_guard<std::mutex> lock(merge);
+      sum += part_sum;
+      largest = std::max(largest, part_largest);
+    });
     mean = sum / double(count);
     result.hausdorff = std::max(result.hausdorff, largest);
     return ok_status();
@@ -352,10 +360,9 @@ Result<std::vector<uint8_t>> mesh_inside_grid(const Mesh& mesh, const GridSpec& 
   }
 
   std::vector<uint8_t> inside(size_t(spec.point_count()), 0);
-#pragma omp parallel for schedule(dynamic, 64)
-  for (int64_t column = 0; column < n * n; ++column) {
+  parallel_for_each(n * n, true, [&](int64_t column) {
     std::vector<float>& xs = crossings[size_t(column)];
-    if (xs.empty()) continue;
+    if (xs.empty()) return;
     std::sort(xs.begin(), xs.end());
     size_t passed = 0;
     const int64_t j = column / n, k = column % n;
@@ -363,7 +370,7 @@ Result<std::vector<uint8_t>> mesh_inside_grid(const Mesh& mesh, const GridSpec& 
       while (passed < xs.size() && xs[passed] < axis[size_t(i)]) ++passed;
       inside[size_t(spec.point_index(i, j, k))] = passed & 1;
     }
-  }
+  });
   return inside;
 }
 

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <string>
 
+#include "inference/core/thread_pool.h"
+
 namespace cubeforge {
 
 std::vector<float> grid_axis_coordinates(const GridSpec& spec) {
@@ -220,8 +222,7 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
       // one sign there, so the filled value has it too.
       const int64_t s = cells.stride;
       const int64_t m = cells.m;
-#pragma omp parallel for schedule(static)
-      for (int64_t i = 0; i <= m; ++i) {
+      parallel_for_each((m) + 1, true, [&](int64_t i) {
         for (int64_t j = 0; j <= m; ++j)
           for (int64_t k = 0; k <= m; ++k) {
             if (((i | j | k) & 1) == 0) continue;  // a parent-level point
@@ -239,7 +240,7 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
             }
             values[size_t(index)] = float(sum / 8.0);
           }
-      }
+      });
     }
 
     auto crosses_surface = [&](int64_t cell) {

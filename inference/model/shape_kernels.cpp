@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "inference/core/thread_pool.h"
+
 namespace cubeforge::shape_kernels {
 
 namespace {
@@ -20,8 +22,7 @@ bool has_avx512() {
 }  // namespace
 
 void softmax_rows_scalar(float* scores, int64_t rows, int64_t n, float scale) {
-#pragma omp parallel for schedule(static) if (rows * n > 16384)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_for_each(rows, rows * n > 16384, [&](int64_t r) {
     float* row = scores + r * n;
     float max_value = -std::numeric_limits<float>::infinity();
     for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, row[j] * scale);
@@ -32,18 +33,16 @@ void softmax_rows_scalar(float* scores, int64_t rows, int64_t n, float scale) {
     }
     const float inverse = 1.f / sum;
     for (int64_t j = 0; j < n; ++j) row[j] *= inverse;
-  }
+  });
 }
 
 void gelu_erf_scalar(float* x, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
   // 1 + erf(y) = erfc(-y): no cancellation for negative x.
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * 0.70710678118654752f);
+  parallel_for_each(n, n > 65536, [&](int64_t i) { x[i] = 0.5f * x[i] * std::erfc(-x[i] * 0.70710678118654752f); });
 }
 
 void silu_scalar(float* x, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+  parallel_for_each(n, n > 65536, [&](int64_t i) { x[i] = x[i] / (1.0f + std::exp(-x[i])); });
 }
 
 void softmax_rows(float* scores, int64_t rows, int64_t n, float scale) {

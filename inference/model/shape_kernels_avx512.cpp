@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "inference/core/thread_pool.h"
 #include "inference/model/shape_kernels.h"
 
 namespace cubeforge::shape_kernels {
@@ -92,30 +93,27 @@ void softmax_row(float* row, int64_t n, float scale) {
 }  // namespace
 
 void softmax_rows_avx512(float* scores, int64_t rows, int64_t n, float scale) {
-#pragma omp parallel for schedule(static) if (rows * n > 32768)
-  for (int64_t r = 0; r < rows; ++r) softmax_row(scores + r * n, n, scale);
+  parallel_for_each(rows, rows * n > 32768, [&](int64_t r) { softmax_row(scores + r * n, n, scale); });
 }
 
 void gelu_erf_avx512(float* x, int64_t n) {
   const int64_t blocks = (n + 15) / 16;
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t b = 0; b < blocks; ++b) {
+  parallel_for_each(blocks, n > 65536, [&](int64_t b) {
     const int64_t j = b * 16;
     const __mmask16 m = tail_mask(n - j);
     _mm512_mask_storeu_ps(x + j, m, gelu16(_mm512_maskz_loadu_ps(m, x + j)));
-  }
+  });
 }
 
 void silu_avx512(float* x, int64_t n) {
   const int64_t blocks = (n + 15) / 16;
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t b = 0; b < blocks; ++b) {
+  parallel_for_each(blocks, n > 65536, [&](int64_t b) {
     const int64_t j = b * 16;
     const __mmask16 m = tail_mask(n - j);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + j);
     const __m512 denominator = _mm512_add_ps(_mm512_set1_ps(1.f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), v)));
     _mm512_mask_storeu_ps(x + j, m, _mm512_div_ps(v, denominator));
-  }
+  });
 }
 
 }  // namespace cubeforge::shape_kernels

@@ -11,13 +11,14 @@
 //   ln_f (affine) does use the configured eps.
 #include "inference/model/shape_tokenizer.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
 
-#include <cblas.h>
-
+#include "inference/core/thread_pool.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/shape_kernels.h"
 
@@ -164,8 +165,7 @@ void fourier_embed_rows(const std::vector<float>& weight, const std::vector<floa
   const int64_t F = num_freqs;
   const int64_t dim = 3 * (2 * F + 1);
   const float pi = std::numbers::pi_v<float>;
-#pragma omp parallel for schedule(static) if (count * F > 4096)
-  for (int64_t p = 0; p < count; ++p) {
+  parallel_for_each(count, count * F > 4096, [&](int64_t p) {
     const float* xyz = points + p * 3;
     float* row = out + p * dim;
     float* cosines = row + 3;
@@ -180,7 +180,7 @@ void fourier_embed_rows(const std::vector<float>& weight, const std::vector<floa
         sines[i * F + f] = std::sin(modulated) + std::sin(carried);
       }
     }
-  }
+  });
 }
 
 // Working buffers for the layer functions, grown on demand and reused.
