@@ -8,7 +8,7 @@ packages=(
   # toolchain
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   # inference: BLAS, configuration, weights metadata
-  libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev
+  libopenblas-dev libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   # geometry and files
   libmeshoptimizer-dev libassimp-dev libtinygltf-dev libstb-dev libglm-dev
   # Vulkan engine and desktop app

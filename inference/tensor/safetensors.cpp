@@ -194,6 +194,7 @@ struct SafetensorsFile::Storage {
   }
 };
 
+SafetensorsFile::SafetensorsFile() = default;
 SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
 SafetensorsFile::~SafetensorsFile() = default;
@@ -235,6 +236,24 @@ Result<SafetensorsFile> SafetensorsFile::from_bytes(std::vector<std::byte> bytes
   file.storage_->owned = std::move(bytes);
   file.bytes_ = file.storage_->owned;
   file.name_ = std::move(name);
+  CUBEFORGE_ASSIGN_OR_RETURN(file.header_, parse_safetensors_header(file.bytes_, file.name_));
+  return file;
+}
+
+Result<SafetensorsFile> SafetensorsFile::build_in_memory(size_t size, std::string name,
+                                                        const std::function<void(std::span<std::byte>)>& fill) {
+  SafetensorsFile file;
+  file.storage_ = std::make_unique<Storage>();
+  file.name_ = std::move(name);
+  void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapping == MAP_FAILED)
+    return make_error(ErrorCode::kOutOfMemory, "cannot allocate " + std::to_string(size >> 20) + " MiB for '" +
+                                                   file.name_ + "'; free memory or choose a smaller model");
+  ::madvise(mapping, size, MADV_HUGEPAGE);  // fewer page faults and TLB misses; advisory only
+  file.storage_->mapping = mapping;
+  file.storage_->mapping_size = size;
+  fill(std::span<std::byte>(static_cast<std::byte*>(mapping), size));
+  file.bytes_ = std::span<const std::byte>(static_cast<const std::byte*>(mapping), size);
   CUBEFORGE_ASSIGN_OR_RETURN(file.header_, parse_safetensors_header(file.bytes_, file.name_));
   return file;
 }

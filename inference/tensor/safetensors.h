@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -63,7 +64,13 @@ class SafetensorsFile {
   static Result<SafetensorsFile> open(const std::filesystem::path& path);
   // Takes ownership of an in-memory image (tests, fuzzing).
   static Result<SafetensorsFile> from_bytes(std::vector<std::byte> bytes, std::string name);
+  // Builds an image of `size` bytes in fresh anonymous memory (huge pages
+  // where the kernel allows): `fill` writes header and data, then the header
+  // is validated as for a file. For multi-gigabyte generated models.
+  static Result<SafetensorsFile> build_in_memory(size_t size, std::string name,
+                                                 const std::function<void(std::span<std::byte>)>& fill);
 
+  SafetensorsFile();  // an empty file with no tensors
   SafetensorsFile(SafetensorsFile&&) noexcept;
   SafetensorsFile& operator=(SafetensorsFile&&) noexcept;
   ~SafetensorsFile();
@@ -84,7 +91,6 @@ class SafetensorsFile {
   Result<std::vector<int64_t>> read_i64(std::string_view tensor) const;
 
  private:
-  SafetensorsFile() = default;
   struct Storage;
   std::unique_ptr<Storage> storage_;
   std::span<const std::byte> bytes_;

@@ -1,0 +1,158 @@
+// `cubeforge-cli generate`: a prompt to a mesh file.
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <iostream>
+#include <unistd.h>
+
+#include "app/cli/commands.h"
+#include "app/cli/model_option.h"
+#include "app/cli/progress.h"
+#include "inference/cpu/ops.h"
+#include "inference/geometry/mesh_io.h"
+
+namespace cubeforge::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+struct GenerateOptions {
+  std::string model_dir, prompt, out;
+  uint64_t seed = 0;
+  float guidance = 3.0f;
+  float temperature = 1.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
+  bool sample = false;
+  std::vector<float> bbox;
+  int resolution = 8;
+  std::string attention = "causal";
+  bool no_kv_cache = false;
+  bool dense = false;
+  bool reference_mapping = false;
+  bool keep_floaters = false;
+  int64_t target_faces = 0;
+  int threads = 0;
+  bool json = false;
+  bool quiet = false;
+};
+
+nlohmann::json timings_json(const StageTimings& t) {
+  return {{"text_ms", t.text_ms},           {"prefill_ms", t.prefill_ms},     {"decode_ms", t.decode_ms},
+          {"shape_decode_ms", t.shape_decode_ms}, {"occupancy_ms", t.occupancy_ms}, {"meshing_ms", t.meshing_ms},
+          {"cleanup_ms", t.cleanup_ms},     {"total_ms", t.total_ms()}};
+}
+
+int run_generate(GenerateOptions o) {
+  cpu::set_thread_count(o.threads);
+  if (o.out.empty()) o.out = "cubeforge.glb";
+  auto format = mesh_file_format_from_path(o.out);
+  if (!format.ok()) {
+    std::fprintf(stderr, "generate: %s\n", format.error().to_string().c_str());
+    return 2;
+  }
+  // Fail before minutes of work when the output cannot be written.
+  const std::filesystem::path out_dir = std::filesystem::path(o.out).parent_path().empty()
+                                            ? std::filesystem::path(".")
+                                            : std::filesystem::path(o.out).parent_path();
+  if (!std::filesystem::is_directory(out_dir) || ::access(out_dir.c_str(), W_OK) != 0) {
+    std::fprintf(stderr, "generate: cannot write '%s': the folder '%s' does not exist or is not writable\n",
+                 o.out.c_str(), out_dir.c_str());
+    return 1;
+  }
+  auto model = load_model_or_report(o.model_dir, "generate");
+  if (!model) return 1;
+
+  GenerationRequest request;
+  request.prompt = o.prompt;
+  request.seed = o.seed;
+  request.guidance_scale = o.guidance;
+  request.sampling.greedy = !(o.sample || o.top_k > 0 || o.top_p < 1.0f || o.temperature != 1.0f);
+  request.sampling.temperature = o.temperature;
+  request.sampling.top_k = o.top_k;
+  request.sampling.top_p = o.top_p;
+  if (!o.bbox.empty()) request.bbox = std::array<float, 3>{o.bbox[0], o.bbox[1], o.bbox[2]};
+  request.resolution = o.resolution;
+  request.attention = o.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
+  request.use_kv_cache = !o.no_kv_cache;
+  request.coarse_to_fine = !o.dense;
+  request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
+  request.remove_floaters = !o.keep_floaters;
+  request.target_faces = o.target_faces;
+
+  std::signal(SIGINT, [](int) { g_interrupted.store(true); });
+  ProgressLine progress(!o.quiet && !o.json && isatty(STDERR_FILENO));
+  auto result = generate_shape(*model, request, [&](const GenerationEvent& e) { progress.on_event(e); },
+                               &g_interrupted);
+  progress.finish();
+  if (!result.ok()) {
+    std::fprintf(stderr, "generate: %s\n", result.error().to_string().c_str());
+    return result.error().code == ErrorCode::kCancelled ? 130 : 1;
+  }
+  if (!result->stats.has_surface) {
+    std::fprintf(stderr, "generate: the decoded shape has no surface at resolution %d; try another seed or prompt\n",
+                 o.resolution);
+    return 1;
+  }
+  Status saved = export_mesh(result->mesh, o.out, *format);
+  if (!saved.ok()) {
+    std::fprintf(stderr, "generate: %s\n", saved.error().to_string().c_str());
+    return 1;
+  }
+  if (o.json) {
+    nlohmann::json report = {
+        {"prompt", o.prompt},
+        {"seed", o.seed},
+        {"model", model->folder().string()},
+        {"tokens", result->tokens},
+        {"timings", timings_json(result->timings)},
+        {"time_to_first_token_ms", result->time_to_first_token_ms},
+        {"tokens_per_second", result->tokens_per_second},
+        {"mesh",
+         {{"vertices", result->stats.vertices},
+          {"faces", result->stats.faces},
+          {"faces_before_cleanup", result->stats.faces_before_cleanup},
+          {"occupancy_points", result->stats.occupancy_points},
+          {"dense_points", result->stats.dense_points},
+          {"floaters_removed", result->stats.floaters_removed}}},
+        {"output", o.out},
+    };
+    std::cout << report.dump() << std::endl;
+  } else {
+    print_timing_table(*result, stdout);
+    std::printf("wrote %s\n", o.out.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Action add_generate_command(CLI::App& app) {
+  auto o = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = app.add_subcommand("generate", "Turn a prompt into a mesh file");
+  cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
+  cmd->add_option("--prompt,-p", o->prompt, "What to make")->required();
+  cmd->add_option("--out,-o", o->out, "Output mesh: .glb, .obj, .stl or .ply (default cubeforge.glb)");
+  cmd->add_option("--seed", o->seed, "Seed for sampling");
+  cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale (0: off)")->check(CLI::Range(0.0, 100.0));
+  cmd->add_flag("--sample", o->sample, "Sample instead of greedy decoding");
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature")->check(CLI::PositiveNumber);
+  cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens (0: off)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass (1: off)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--bbox", o->bbox, "Bounding box size X Y Z (scaled so the largest side is 1.925)")->expected(3);
+  cmd->add_option("--resolution", o->resolution, "Grid resolution: (2^R + 1)^3 points")->check(CLI::Range(2, 10));
+  cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)")
+      ->check(CLI::IsMember({"causal", "reference"}));
+  cmd->add_flag("--no-kv-cache", o->no_kv_cache, "Recompute the whole sequence every step");
+  cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
+  cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
+  cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");
+  cmd->add_option("--target-faces", o->target_faces, "Simplify to this many faces (0: max(10000, 10%), -1: off)");
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_flag("--json", o->json, "Print one JSON object with tokens, timings and mesh statistics");
+  cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
+  return [cmd, o]() -> int { return cmd->parsed() ? run_generate(*o) : -1; };
+}
+
+}  // namespace cubeforge::cli

@@ -1,0 +1,22 @@
+// cubeforge-cli: the command-line face of the engine.
+#include <cstdio>
+#include <vector>
+
+#include "app/cli/commands.h"
+#include "inference/cpu/blas_kernels.h"
+
+int main(int argc, char** argv) {
+  cubeforge::cpu::reexec_with_matching_blas_kernels(argv);
+  CLI::App app{"cubeforge: text-to-3D with the Cube 3D model family"};
+  app.require_subcommand(1);
+  std::vector<cubeforge::cli::Action> actions;
+  actions.push_back(cubeforge::cli::add_generate_command(app));
+  actions.push_back(cubeforge::cli::add_tokenize_command(app));
+  actions.push_back(cubeforge::cli::add_bench_command(app));
+  CLI11_PARSE(app, argc, argv);
+  // Each registered action checks whether its own subcommand was chosen.
+  for (auto& action : actions) {
+    if (int code = action(); code >= 0) return code;
+  }
+  return 0;
+}

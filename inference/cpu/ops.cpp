@@ -1,0 +1,379 @@
+// CPU backend ops: threading, run-time kernel choice, BLAS for large
+// products, and the small elementwise/normalisation ops.
+#include "inference/cpu/ops.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "inference/core/thread_pool.h"
+#include "inference/cpu/matvec.h"
+
+namespace cubeforge::cpu {
+
+namespace {
+
+int g_threads = 0;
+
+struct KernelChoice {
+  MatvecKernel matvec;
+  const char* isa;
+};
+
+KernelChoice choose_kernels() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return {matvec_avx512, "avx512"};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    return {matvec_avx2, "avx2"};
+  return {matvec_generic, "generic"};
+}
+
+const KernelChoice& kernels() {
+  static const KernelChoice choice = choose_kernels();
+  return choice;
+}
+
+// Decode-sized products (a couple of rows) stream weights; beyond this many
+// rows BLAS's blocked GEMM wins.
+constexpr int64_t kMaxMatvecRows = 4;
+// Half-precision weights are widened to float32 in blocks of about this many
+// values before BLAS sees them: large enough that each GEMM call is efficient,
+// small enough to stay in the last-level cache.
+constexpr int64_t kWidenBlockValues = int64_t(4) << 20;
+
+void run_matvec(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y, bool accumulate) {
+  const MatvecKernel kernel = kernels().matvec;
+  const int64_t N = w.rows;
+  const int64_t block = 32;
+  const int64_t blocks = (N + block - 1) / block;
+  for (int64_t row = 0; row < m; row += 2) {
+    const int batch = int(std::min<int64_t>(2, m - row));
+    const float* xr = x + row * w.cols;
+    float* yr = y + row * N;
+    // Threads only pay off once a call streams a few hundred KB of weights.
+    const int64_t grain = N * w.cols >= (int64_t(1) << 16) ? 1 : blocks;
+    parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
+      kernel(w, b0 * block, std::min(N, b1 * block), xr, batch, bias, yr, accumulate);
+    });
+  }
+}
+
+void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y, bool accumulate) {
+  const int64_t N = w.rows, K = w.cols;
+  const float beta = accumulate ? 1.f : 0.f;
+  if (w.dtype == DType::kF32) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(N), int(K), 1.f, x, int(K),
+                static_cast<const float*>(w.data), int(K), beta, y, int(N));
+  } else {
+    const int64_t block_rows = std::max<int64_t>(1, std::min(N, kWidenBlockValues / std::max<int64_t>(1, K)));
+    std::vector<float> widened(static_cast<size_t>(block_rows * K));
+    for (int64_t n0 = 0; n0 < N; n0 += block_rows) {
+      const int64_t rows = std::min(block_rows, N - n0);
+      widen_rows(w, n0, n0 + rows, widened.data());
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(rows), int(K), 1.f, x, int(K),
+                  widened.data(), int(K), beta, y + n0, int(N));
+    }
+  }
+  if (bias) {
+    parallel_for(m, std::max<int64_t>(1, 65536 / N), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t n = 0; n < N; ++n) y[i * N + n] += bias[n];
+    });
+  }
+}
+
+}  // namespace
+
+void set_thread_count(int threads) {
+  g_threads = threads;
+  ThreadPool::set_global_threads(threads);
+  if (threads > 0) openblas_set_num_threads(threads);
+}
+
+int thread_count() { return ThreadPool::global().size(); }
+
+const char* kernel_isa() { return kernels().isa; }
+
+void matvec_generic(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,
+                    const float* bias, float* y, bool accumulate) {
+  const int64_t K = w.cols, N = w.rows;
+  std::vector<float> row(static_cast<size_t>(K));
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    widen_rows(w, n, n + 1, row.data());
+    for (int b = 0; b < batch; ++b) {
+      float acc = 0.f;
+      for (int64_t k = 0; k < K; ++k) acc += row[size_t(k)] * x[b * K + k];
+      acc += bias ? bias[n] : 0.f;
+      float& out = y[b * N + n];
+      out = accumulate ? out + acc : acc;
+    }
+  }
+}
+
+void widen_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float* out) {
+  const size_t count = size_t(row_end - row_begin) * size_t(w.cols);
+  const size_t element = dtype_size(w.dtype);
+  const auto* src = static_cast<const std::byte*>(w.data) + size_t(row_begin) * size_t(w.cols) * element;
+  if (count >= (1u << 16)) {
+    const size_t chunk = 1u << 14;
+    const int64_t chunks = int64_t((count + chunk - 1) / chunk);
+    parallel_for(chunks, 1, [&](int64_t c0, int64_t c1) {
+      const size_t begin = size_t(c0) * chunk;
+      const size_t end = std::min(count, size_t(c1) * chunk);
+      convert_to_f32(w.dtype, src + begin * element, out + begin, end - begin);
+    });
+  } else {
+    convert_to_f32(w.dtype, src, out, count);
+  }
+}
+
+void linear(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y) {
+  if (m <= 0) return;
+  if (m <= kMaxMatvecRows)
+    run_matvec(x, m, w, bias, y, false);
+  else
+    run_gemm(x, m, w, bias, y, false);
+}
+
+void linear_accumulate(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y) {
+  if (m <= 0) return;
+  if (m <= kMaxMatvecRows)
+    run_matvec(x, m, w, bias, y, true);
+  else
+    run_gemm(x, m, w, bias, y, true);
+}
+
+void layer_norm(const float* x, int64_t m, int64_t n, float eps, const float* weight, const float* bias, float* y) {
+  parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n)), [&](int64_t i0, int64_t i1) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const float* xi = x + i * n;
+    float* yi = y + i * n;
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; ++j) sum += xi[j];
+    const float mean = float(sum / double(n));
+    double sq = 0.0;
+    for (int64_t j = 0; j < n; ++j) {
+      const double d = double(xi[j]) - mean;
+      sq += d * d;
+    }
+    const float inv = 1.0f / std::sqrt(float(sq / double(n)) + eps);
+    for (int64_t j = 0; j < n; ++j) {
+      float v = (xi[j] - mean) * inv;
+      if (weight) v *= weight[j];
+      if (bias) v += bias[j];
+      yi[j] = v;
+    }
+  }
+  });
+}
+
+void rms_norm(const float* x, int64_t m, int64_t n, float eps, const float* weight, float* y) {
+  auto rows = [=](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* xi = x + i * n;
+      float* yi = y + i * n;
+      double sq = 0.0;
+      for (int64_t j = 0; j < n; ++j) sq += double(xi[j]) * xi[j];
+      const float inv = 1.0f / std::sqrt(float(sq / double(n)) + eps);
+      for (int64_t j = 0; j < n; ++j) yi[j] = xi[j] * inv * (weight ? weight[j] : 1.f);
+    }
+  };
+  if (m * n > 32768)
+    parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n)), rows);
+  else
+    rows(0, m);
+}
+
+void rms_norm_heads(float* x, int64_t m, int64_t heads, int64_t head_dim, int64_t row_stride, float eps,
+                    const float* weight) {
+  auto rows = [=](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t h = 0; h < heads; ++h) {
+        float* v = x + i * row_stride + h * head_dim;
+        rms_norm(v, 1, head_dim, eps, weight, v);
+      }
+  };
+  if (m * heads * head_dim > 32768)
+    parallel_for(m, 1, rows);
+  else
+    rows(0, m);
+}
+
+void rope_interleaved(float* x, int64_t m, int64_t heads, int64_t head_dim, int64_t row_stride,
+                      const int32_t* positions, float theta) {
+  const int64_t pairs = head_dim / 2;
+  std::vector<float> inverse_frequency(static_cast<size_t>(pairs));
+  for (int64_t j = 0; j < pairs; ++j)
+    inverse_frequency[size_t(j)] = 1.0f / std::pow(theta, float(2 * j) / float(head_dim));
+  auto rows = [&](int64_t i0, int64_t i1) {
+  for (int64_t i = i0; i < i1; ++i) {
+    const float position = float(positions[i]);
+    for (int64_t j = 0; j < pairs; ++j) {
+      const float angle = position * inverse_frequency[size_t(j)];
+      const float c = std::cos(angle), s = std::sin(angle);
+      for (int64_t h = 0; h < heads; ++h) {
+        float* p = x + i * row_stride + h * head_dim + 2 * j;
+        const float re = p[0], im = p[1];
+        p[0] = re * c - im * s;
+        p[1] = re * s + im * c;
+      }
+    }
+  }
+  };
+  if (m * heads * head_dim > 32768)
+    parallel_for(m, 1, rows);
+  else
+    rows(0, m);
+}
+
+namespace {
+
+int64_t visible_keys(int64_t i, int64_t kv_len, int64_t causal_base) {
+  if (causal_base < 0) return kv_len;
+  return std::min(kv_len, causal_base + i + 1);
+}
+
+void softmax_row(float* scores, int64_t n) {
+  float max_score = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) max_score = std::max(max_score, scores[j]);
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - max_score);
+    sum += scores[j];
+  }
+  const float inv = float(1.0 / sum);
+  for (int64_t j = 0; j < n; ++j) scores[j] *= inv;
+}
+
+// Direct loops: decode (one or two queries) and small problems.
+void attention_direct(const float* q, int64_t q_len, int64_t q_stride, const float* k, const float* v,
+                      int64_t kv_len, int64_t kv_stride, int64_t heads, int64_t head_dim, int64_t causal_base,
+                      float* out, int64_t out_stride) {
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  auto work = [&](int64_t w0, int64_t w1) {
+    std::vector<float> scores(static_cast<size_t>(kv_len));
+    std::vector<float> accum(static_cast<size_t>(head_dim));
+    for (int64_t item = w0; item < w1; ++item) {
+      const int64_t i = item / heads, h = item % heads;
+      const int64_t visible = visible_keys(i, kv_len, causal_base);
+      const float* qi = q + i * q_stride + h * head_dim;
+      float* oi = out + i * out_stride + h * head_dim;
+      if (visible <= 0) {
+        std::fill(oi, oi + head_dim, 0.f);
+        continue;
+      }
+      for (int64_t j = 0; j < visible; ++j) {
+        const float* kj = k + j * kv_stride + h * head_dim;
+        float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+        for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
+        scores[size_t(j)] = dot * scale;
+      }
+      softmax_row(scores.data(), visible);
+      std::fill(accum.begin(), accum.end(), 0.f);
+      for (int64_t j = 0; j < visible; ++j) {
+        const float* vj = v + j * kv_stride + h * head_dim;
+        const float p = scores[size_t(j)];
+#pragma omp simd
+        for (int64_t d = 0; d < head_dim; ++d) accum[size_t(d)] += p * vj[d];
+      }
+      std::copy(accum.begin(), accum.end(), oi);
+    }
+  };
+  const int64_t items = q_len * heads;
+  if (items * kv_len * head_dim > 65536)
+    parallel_for(items, 1, work);
+  else
+    work(0, items);
+}
+
+// Per-head GEMMs through BLAS: prefill and occupancy queries.
+void attention_blocked(const float* q, int64_t q_len, int64_t q_stride, const float* k, const float* v,
+                       int64_t kv_len, int64_t kv_stride, int64_t heads, int64_t head_dim, int64_t causal_base,
+                       float* out, int64_t out_stride) {
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const int64_t block = std::max<int64_t>(1, std::min<int64_t>(q_len, (int64_t(1) << 22) / std::max<int64_t>(1, kv_len)));
+  std::vector<float> scores(size_t(block * kv_len));
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i0 = 0; i0 < q_len; i0 += block) {
+      const int64_t rows = std::min(block, q_len - i0);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(kv_len), int(head_dim), scale,
+                  q + i0 * q_stride + h * head_dim, int(q_stride), k + h * head_dim, int(kv_stride), 0.f,
+                  scores.data(), int(kv_len));
+      parallel_for(rows, std::max<int64_t>(1, 16384 / kv_len), [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          float* row = scores.data() + r * kv_len;
+          const int64_t visible = visible_keys(i0 + r, kv_len, causal_base);
+          softmax_row(row, std::max<int64_t>(visible, 1));
+          std::fill(row + std::max<int64_t>(visible, 1), row + kv_len, 0.f);
+        }
+      });
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(head_dim), int(kv_len), 1.f,
+                  scores.data(), int(kv_len), v + h * head_dim, int(kv_stride), 0.f,
+                  out + i0 * out_stride + h * head_dim, int(out_stride));
+    }
+  }
+}
+
+}  // namespace
+
+void attention(const float* q, int64_t q_len, int64_t q_stride, const float* k, const float* v, int64_t kv_len,
+               int64_t kv_stride, int64_t heads, int64_t head_dim, int64_t causal_base, float* out,
+               int64_t out_stride) {
+  if (q_len >= 16 && kv_len >= 16)
+    attention_blocked(q, q_len, q_stride, k, v, kv_len, kv_stride, heads, head_dim, causal_base, out, out_stride);
+  else
+    attention_direct(q, q_len, q_stride, k, v, kv_len, kv_stride, heads, head_dim, causal_base, out, out_stride);
+}
+
+namespace {
+// Elementwise loops split across threads only when they are long.
+template <class Body>
+void elementwise(int64_t n, Body body) {
+  if (n > 65536)
+    parallel_for(n, 16384, body);
+  else
+    body(0, n);
+}
+}  // namespace
+
+void silu_inplace(float* x, int64_t n) {
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
+  });
+}
+
+void gelu_erf_inplace(float* x, int64_t n) {
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+    // erfc(-x/√2) rather than 1 + erf(x/√2): no cancellation for negative x.
+    for (int64_t i = i0; i < i1; ++i) x[i] = 0.5f * x[i] * std::erfc(-x[i] * 0.70710678118654752f);
+  });
+}
+
+void quick_gelu_inplace(float* x, int64_t n) {
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) x[i] = x[i] / (1.0f + std::exp(-1.702f * x[i]));
+  });
+}
+
+void swiglu_inplace(float* gate, const float* up, int64_t n) {
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  });
+}
+
+void add_inplace(float* y, const float* x, int64_t n) {
+  elementwise(n, [=](int64_t i0, int64_t i1) {
+#pragma omp simd
+    for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
+  });
+}
+
+}  // namespace cubeforge::cpu

@@ -1,0 +1,263 @@
+// Mesh cleanup: hashing for welding, union-find for components,
+// meshoptimizer for simplification.
+#include "inference/geometry/mesh_cleanup.h"
+
+#include <meshoptimizer.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <unordered_map>
+
+namespace cubeforge {
+
+namespace {
+
+uint64_t hash_cell(int64_t x, int64_t y, int64_t z) {
+  uint64_t h = uint64_t(x) * 0x9E3779B97F4A7C15ull;
+  h ^= uint64_t(y) * 0xC2B2AE3D27D4EB4Full + (h << 6) + (h >> 2);
+  h ^= uint64_t(z) * 0x165667B19E3779F9ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+Status check_mesh(const Mesh& mesh, const char* what) {
+  if (mesh.positions.size() % 3 != 0 || mesh.indices.size() % 3 != 0) {
+    return make_error(ErrorCode::kInvalidArgument, std::string(what) + ": positions or indices are not triples");
+  }
+  for (uint32_t v : mesh.indices)
+    if (size_t(v) >= mesh.vertex_count())
+      return make_error(ErrorCode::kInvalidArgument, std::string(what) + ": index " + std::to_string(v) +
+                                                         " is out of range (" + std::to_string(mesh.vertex_count()) +
+                                                         " vertices)");
+  return ok_status();
+}
+
+// Keeps the vertices with keep[v] and renumbers indices; all indexed
+// vertices must be kept.
+void compact_vertices(Mesh& mesh, const std::vector<uint8_t>& keep) {
+  std::vector<uint32_t> new_index(mesh.vertex_count(), 0);
+  const bool with_normals = mesh.has_normals();
+  size_t next = 0;
+  for (size_t v = 0; v < mesh.vertex_count(); ++v) {
+    if (!keep[v]) continue;
+    new_index[v] = uint32_t(next);
+    for (int a = 0; a < 3; ++a) {
+      mesh.positions[next * 3 + size_t(a)] = mesh.positions[v * 3 + size_t(a)];
+      if (with_normals) mesh.normals[next * 3 + size_t(a)] = mesh.normals[v * 3 + size_t(a)];
+    }
+    ++next;
+  }
+  mesh.positions.resize(next * 3);
+  if (with_normals) mesh.normals.resize(next * 3);
+  for (uint32_t& v : mesh.indices) v = new_index[v];
+}
+
+}  // namespace
+
+int64_t remove_unreferenced_vertices(Mesh& mesh) {
+  std::vector<uint8_t> used(mesh.vertex_count(), 0);
+  for (uint32_t v : mesh.indices) used[v] = 1;
+  const int64_t unused = int64_t(std::count(used.begin(), used.end(), uint8_t(0)));
+  if (unused > 0) compact_vertices(mesh, used);
+  return unused;
+}
+
+WeldReport weld_vertices(Mesh& mesh, float tolerance) {
+  WeldReport report;
+  const size_t count = mesh.vertex_count();
+  std::vector<uint32_t> representative(count);
+  const double cell = tolerance > 0.f ? double(tolerance) : 0.0;
+  std::unordered_multimap<uint64_t, uint32_t> buckets;
+  buckets.reserve(count);
+  for (size_t v = 0; v < count; ++v) {
+    const float* p = &mesh.positions[v * 3];
+    uint32_t found = uint32_t(v);
+    if (cell == 0.0) {
+      // Exact: -0 and +0 are one position.
+      float q[3] = {p[0] + 0.f, p[1] + 0.f, p[2] + 0.f};
+      uint32_t bits[3];
+      std::memcpy(bits, q, sizeof bits);
+      const uint64_t key = hash_cell(bits[0], bits[1], bits[2]);
+      auto [begin, end] = buckets.equal_range(key);
+      for (auto it = begin; it != end; ++it) {
+        const float* r = &mesh.positions[size_t(it->second) * 3];
+        if (r[0] == q[0] && r[1] == q[1] && r[2] == q[2]) {
+          found = it->second;
+          break;
+        }
+      }
+      if (found == v) buckets.emplace(key, uint32_t(v));
+    } else {
+      const int64_t c[3] = {int64_t(std::floor(p[0] / cell)), int64_t(std::floor(p[1] / cell)),
+                            int64_t(std::floor(p[2] / cell))};
+      for (int64_t dx = -1; dx <= 1 && found == v; ++dx)
+        for (int64_t dy = -1; dy <= 1 && found == v; ++dy)
+          for (int64_t dz = -1; dz <= 1 && found == v; ++dz) {
+            auto [begin, end] = buckets.equal_range(hash_cell(c[0] + dx, c[1] + dy, c[2] + dz));
+            for (auto it = begin; it != end; ++it) {
+              const float* r = &mesh.positions[size_t(it->second) * 3];
+              const double d2 = (double(r[0]) - p[0]) * (double(r[0]) - p[0]) +
+                                (double(r[1]) - p[1]) * (double(r[1]) - p[1]) +
+                                (double(r[2]) - p[2]) * (double(r[2]) - p[2]);
+              if (d2 <= cell * cell) {
+                found = it->second;
+                break;
+              }
+            }
+          }
+      if (found == v) buckets.emplace(hash_cell(c[0], c[1], c[2]), uint32_t(v));
+    }
+    representative[v] = found;
+    report.merged_vertices += found != v;
+  }
+
+  std::vector<uint32_t> kept;
+  kept.reserve(mesh.indices.size());
+  std::unordered_map<uint64_t, std::vector<std::array<uint32_t, 3>>> seen_faces;
+  for (size_t f = 0; f < mesh.face_count(); ++f) {
+    std::array<uint32_t, 3> face = {representative[mesh.indices[f * 3]], representative[mesh.indices[f * 3 + 1]],
+                                    representative[mesh.indices[f * 3 + 2]]};
+    if (face[0] == face[1] || face[1] == face[2] || face[0] == face[2]) {
+      ++report.degenerate_faces;
+      continue;
+    }
+    std::array<uint32_t, 3> sorted = face;
+    std::sort(sorted.begin(), sorted.end());
+    auto& bucket = seen_faces[hash_cell(sorted[0], sorted[1], sorted[2])];
+    if (std::find(bucket.begin(), bucket.end(), sorted) != bucket.end()) {
+      ++report.duplicate_faces;
+      continue;
+    }
+    bucket.push_back(sorted);
+    kept.insert(kept.end(), face.begin(), face.end());
+  }
+  mesh.indices.swap(kept);
+  report.unreferenced_vertices = remove_unreferenced_vertices(mesh) - report.merged_vertices;
+  return report;
+}
+
+ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction) {
+  ComponentReport report;
+  const size_t vertices = mesh.vertex_count();
+  std::vector<uint32_t> parent(vertices);
+  std::iota(parent.begin(), parent.end(), 0u);
+  auto find = [&](uint32_t v) {
+    while (parent[v] != v) v = parent[v] = parent[parent[v]];
+    return v;
+  };
+  for (size_t f = 0; f < mesh.face_count(); ++f) {
+    parent[find(mesh.indices[f * 3])] = find(mesh.indices[f * 3 + 1]);
+    parent[find(mesh.indices[f * 3 + 1])] = find(mesh.indices[f * 3 + 2]);
+  }
+  // Bounding box per component root, over the vertices faces use.
+  std::vector<std::array<float, 6>> box(vertices, {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY});
+  std::array<float, 6> whole = box.empty() ? std::array<float, 6>{} : box[0];
+  std::vector<uint8_t> used(vertices, 0);
+  for (uint32_t v : mesh.indices) used[v] = 1;
+  for (uint32_t v = 0; v < vertices; ++v) {
+    if (!used[v]) continue;
+    auto& b = box[find(v)];
+    for (int a = 0; a < 3; ++a) {
+      const float x = mesh.positions[size_t(v) * 3 + size_t(a)];
+      b[size_t(a)] = std::min(b[size_t(a)], x);
+      b[size_t(a) + 3] = std::max(b[size_t(a) + 3], x);
+      whole[size_t(a)] = std::min(whole[size_t(a)], x);
+      whole[size_t(a) + 3] = std::max(whole[size_t(a) + 3], x);
+    }
+  }
+  auto diagonal = [](const std::array<float, 6>& b) {
+    double sum = 0;
+    for (int a = 0; a < 3; ++a) sum += double(b[size_t(a) + 3] - b[size_t(a)]) * double(b[size_t(a) + 3] - b[size_t(a)]);
+    return std::sqrt(sum);
+  };
+  const double threshold = double(min_diagonal_fraction) * diagonal(whole);
+  std::vector<uint8_t> keep_root(vertices, 0);
+  for (uint32_t v = 0; v < vertices; ++v) {
+    if (!used[v] || find(v) != v) continue;
+    ++report.components;
+    keep_root[v] = diagonal(box[v]) >= threshold;
+    report.removed_components += !keep_root[v];
+  }
+  if (report.removed_components == 0) return report;
+  std::vector<uint32_t> kept;
+  kept.reserve(mesh.indices.size());
+  for (size_t f = 0; f < mesh.face_count(); ++f) {
+    if (!keep_root[find(mesh.indices[f * 3])]) {
+      ++report.removed_faces;
+      continue;
+    }
+    kept.insert(kept.end(), mesh.indices.begin() + long(f * 3), mesh.indices.begin() + long(f * 3 + 3));
+  }
+  mesh.indices.swap(kept);
+  remove_unreferenced_vertices(mesh);
+  return report;
+}
+
+void compute_vertex_normals(Mesh& mesh) {
+  std::vector<double> sum(mesh.positions.size(), 0.0);
+  for (size_t f = 0; f < mesh.face_count(); ++f) {
+    const uint32_t i0 = mesh.indices[f * 3], i1 = mesh.indices[f * 3 + 1], i2 = mesh.indices[f * 3 + 2];
+    const float* p0 = &mesh.positions[size_t(i0) * 3];
+    const float* p1 = &mesh.positions[size_t(i1) * 3];
+    const float* p2 = &mesh.positions[size_t(i2) * 3];
+    const double u[3] = {double(p1[0]) - p0[0], double(p1[1]) - p0[1], double(p1[2]) - p0[2]};
+    const double w[3] = {double(p2[0]) - p0[0], double(p2[1]) - p0[1], double(p2[2]) - p0[2]};
+    // The cross product's length is twice the area: the weighting comes free.
+    const double n[3] = {u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]};
+    for (uint32_t v : {i0, i1, i2})
+      for (int a = 0; a < 3; ++a) sum[size_t(v) * 3 + size_t(a)] += n[a];
+  }
+  mesh.normals.resize(mesh.positions.size());
+  for (size_t v = 0; v < mesh.vertex_count(); ++v) {
+    const double* n = &sum[v * 3];
+    const double length = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    for (int a = 0; a < 3; ++a)
+      mesh.normals[v * 3 + size_t(a)] = length > 0 ? float(n[a] / length) : (a == 2 ? 1.f : 0.f);
+  }
+}
+
+int64_t default_target_faces(int64_t faces) { return std::max<int64_t>(10000, faces / 10); }
+
+Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options) {
+  CUBEFORGE_TRY(check_mesh(mesh, "simplify"));
+  SimplifyReport report;
+  report.faces_before = int64_t(mesh.face_count());
+  const int64_t target = options.target_faces > 0 ? options.target_faces : default_target_faces(report.faces_before);
+  if (report.faces_before <= target) {
+    report.faces_after = report.faces_before;
+    return report;
+  }
+  if (!(options.max_relative_error >= 0.f)) {
+    return make_error(ErrorCode::kInvalidArgument, "simplify: the allowed error must not be negative");
+  }
+  std::vector<uint32_t> simplified(mesh.indices.size());
+  float error = 0.f;
+  const size_t index_count =
+      meshopt_simplify(simplified.data(), mesh.indices.data(), mesh.indices.size(), mesh.positions.data(),
+                       mesh.vertex_count(), sizeof(float) * 3, size_t(target) * 3, options.max_relative_error, 0, &error);
+  simplified.resize(index_count);
+  const bool had_normals = mesh.has_normals();
+  mesh.indices.swap(simplified);
+  remove_unreferenced_vertices(mesh);
+  if (had_normals) compute_vertex_normals(mesh);
+  report.faces_after = int64_t(mesh.face_count());
+  report.relative_error = error;
+  return report;
+}
+
+Result<PostprocessReport> postprocess_mesh(Mesh& mesh, const PostprocessOptions& options) {
+  CUBEFORGE_TRY(check_mesh(mesh, "mesh cleanup"));
+  PostprocessReport report;
+  report.weld = weld_vertices(mesh, options.weld_tolerance);
+  report.components = remove_small_components(mesh, options.min_component_diagonal_fraction);
+  if (options.simplify) {
+    CUBEFORGE_ASSIGN_OR_RETURN(report.simplification, simplify_mesh(mesh, options.simplification));
+  }
+  compute_vertex_normals(mesh);
+  return report;
+}
+
+}  // namespace cubeforge

@@ -1,0 +1,80 @@
+// Cleaning a freshly meshed surface the way the reference post-processes
+// its output: weld duplicate vertices, drop small floating pieces (the
+// reference removes components whose bounding-box diagonal is under 15% of the
+// whole mesh's), simplify to a face budget (the reference's default is
+// max(10000, 10% of the faces), by quadric edge collapse; we use
+// meshoptimizer's), and give vertices area-weighted normals.
+#pragma once
+
+#include <cstdint>
+
+#include "inference/core/result.h"
+#include "inference/geometry/mesh.h"
+
+namespace cubeforge {
+
+struct WeldReport {
+  int64_t merged_vertices = 0;       // vertices folded into another one
+  int64_t degenerate_faces = 0;      // faces left with a repeated vertex, removed
+  int64_t duplicate_faces = 0;       // faces over the same three vertices as an earlier one, removed
+  int64_t unreferenced_vertices = 0; // vertices no face uses, removed
+};
+
+// Merges vertices closer than `tolerance` (0: identical positions only),
+// then removes degenerate and duplicate faces and unused vertices. A merged
+// vertex keeps the position and normal of the first vertex of its group.
+WeldReport weld_vertices(Mesh& mesh, float tolerance = 0.f);
+
+// Removes vertices no face uses; returns how many.
+int64_t remove_unreferenced_vertices(Mesh& mesh);
+
+struct ComponentReport {
+  int64_t components = 0;          // before
+  int64_t removed_components = 0;
+  int64_t removed_faces = 0;
+};
+
+// Removes connected components (through shared vertices) whose bounding-box
+// diagonal is below min_diagonal_fraction of the whole mesh's.
+ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction = 0.15f);
+
+// Sets normals to the area-weighted average of the adjacent faces' normals.
+void compute_vertex_normals(Mesh& mesh);
+
+// The reference's face budget: max(10000, faces / 10).
+int64_t default_target_faces(int64_t faces);
+
+struct SimplifyOptions {
+  int64_t target_faces = 0;  // 0: default_target_faces
+  // The largest deviation allowed, relative to the mesh's extent. The default
+  // lets the face budget decide, as the reference's decimation does.
+  float max_relative_error = 1.f;
+};
+
+struct SimplifyReport {
+  int64_t faces_before = 0;
+  int64_t faces_after = 0;
+  float relative_error = 0.f;  // the deviation meshoptimizer reports
+};
+
+// Simplifies in place (normals, if any, are recomputed). A mesh already within
+// the budget is left alone.
+Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options = {});
+
+struct PostprocessOptions {
+  float weld_tolerance = 0.f;
+  float min_component_diagonal_fraction = 0.15f;
+  bool simplify = true;
+  SimplifyOptions simplification;
+};
+
+struct PostprocessReport {
+  WeldReport weld;
+  ComponentReport components;
+  SimplifyReport simplification;
+};
+
+// Weld, drop floaters, simplify, then compute vertex normals.
+Result<PostprocessReport> postprocess_mesh(Mesh& mesh, const PostprocessOptions& options = {});
+
+}  // namespace cubeforge

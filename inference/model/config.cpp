@@ -1,0 +1,374 @@
+// Model configuration: YAML parsing, inference from tensors, and checks.
+#include "inference/model/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <set>
+
+namespace cubeforge {
+
+namespace {
+
+std::string key_path(const std::string& section, const std::string& key) { return section + "." + key; }
+
+template <class T>
+Status read_key(const YAML::Node& section_node, const std::string& section, const std::string& key, T* out,
+                const std::string& file, bool required) {
+  const YAML::Node node = section_node[key];
+  if (!node) {
+    if (required)
+      return make_error(ErrorCode::kCorruptFile,
+                        "'" + file + "': missing key '" + key_path(section, key) + "'; add it or remove the file to infer sizes from the weights");
+    return ok_status();
+  }
+  try {
+    *out = node.as<T>();
+  } catch (const YAML::Exception&) {
+    return make_error(ErrorCode::kCorruptFile, "'" + file + "': key '" + key_path(section, key) +
+                                                   "' has an invalid value '" + YAML::Dump(node) + "'");
+  }
+  return ok_status();
+}
+
+// Highest N such that `prefix` + N + "." begins some tensor name, plus one.
+int count_indexed(const SafetensorsFile& file, const std::string& prefix) {
+  int count = 0;
+  for (const auto& e : file.entries()) {
+    if (e.name.compare(0, prefix.size(), prefix) != 0) continue;
+    size_t end = e.name.find('.', prefix.size());
+    if (end == std::string::npos) continue;
+    const std::string digits = e.name.substr(prefix.size(), end - prefix.size());
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit) || digits.size() > 6) continue;
+    count = std::max(count, std::stoi(digits) + 1);
+  }
+  return count;
+}
+
+Result<std::vector<int64_t>> shape_of(const SafetensorsFile& file, const std::string& tensor) {
+  CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file.get(tensor));
+  return view.shape();
+}
+
+Error mismatch(const std::string& config_name, const std::string& key, long long config_value,
+               const std::string& tensor_file, const std::string& what, long long tensor_value) {
+  return make_error(ErrorCode::kCorruptFile,
+                    "'" + config_name + "' says " + key + " = " + std::to_string(config_value) + " but '" +
+                        tensor_file + "' has " + what + " = " + std::to_string(tensor_value) +
+                        "; the configuration does not belong to these weights");
+}
+
+void add(std::vector<ExpectedTensor>& list, std::string name, std::vector<int64_t> shape) {
+  list.push_back({std::move(name), std::move(shape)});
+}
+
+void add_linear(std::vector<ExpectedTensor>& list, const std::string& prefix, int64_t out, int64_t in, bool bias) {
+  add(list, prefix + ".weight", {out, in});
+  if (bias) add(list, prefix + ".bias", {out});
+}
+
+}  // namespace
+
+Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(file);
+  } catch (const YAML::BadFile&) {
+    return make_error(ErrorCode::kNotFound, "cannot read '" + file + "'");
+  } catch (const YAML::Exception& e) {
+    return make_error(ErrorCode::kCorruptFile, "'" + file + "' is not valid YAML: " + e.what());
+  }
+  if (!root.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "' is not a YAML mapping");
+  const YAML::Node gpt = root["gpt_model"];
+  const YAML::Node shape = root["shape_model"];
+  if (!gpt || !gpt.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "' has no 'gpt_model' section");
+  if (!shape || !shape.IsMap())
+    return make_error(ErrorCode::kCorruptFile, "'" + file + "' has no 'shape_model' section");
+
+  ModelConfig config;
+  GptConfig& g = config.gpt;
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_layer", &g.dual_layers, file, true));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_single_layer", &g.single_layers, file, false));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "rope_theta", &g.rope_theta, file, false));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_head", &g.heads, file, true));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_embd", &g.width, file, true));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "bias", &g.bias, file, false));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "eps", &g.eps, file, false));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "shape_model_vocab_size", &g.codes, file, true));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "shape_model_embed_dim", &g.shape_embed_dim, file, true));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "text_model_embed_dim", &g.text_width, file, true));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_pooled_text_embed", &g.use_pooled_text_embed, file, false));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "encoder_with_cls_token", &g.encoder_with_cls_token, file, false));
+  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_bbox", &g.use_bbox, file, false));
+
+  ShapeModelConfig& s = config.shape;
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "encoder_with_cls_token", &s.encoder_with_cls_token, file, false));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_encoder_latents", &s.latents, file, true));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_decoder_latents", &s.decoder_latents, file, false));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "embed_dim", &s.embed_dim, file, true));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "width", &s.width, file, true));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_heads", &s.heads, file, true));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "out_dim", &s.out_dim, file, false));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "eps", &s.eps, file, false));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_freqs", &s.num_freqs, file, true));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "point_feats", &s.point_feats, file, false));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "embed_point_feats", &s.embed_point_feats, file, false));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_encoder_layers", &s.encoder_layers, file, true));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "encoder_cross_attention_levels", &s.encoder_cross_attention_levels,
+                         file, false));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_decoder_layers", &s.decoder_layers, file, true));
+  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_codes", &s.codes, file, true));
+  if (const YAML::Node name = root["text_model_pretrained_model_name_or_path"]) config.text_model_name = name.as<std::string>("");
+
+  auto positive = [&](const std::string& key, long long v) -> Status {
+    if (v <= 0 || v > (1 << 20))
+      return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + key + " = " + std::to_string(v) + " is out of range");
+    return ok_status();
+  };
+  CUBEFORGE_TRY(positive("gpt_model.n_layer", g.dual_layers));
+  CUBEFORGE_TRY(positive("gpt_model.n_head", g.heads));
+  CUBEFORGE_TRY(positive("gpt_model.n_embd", g.width));
+  CUBEFORGE_TRY(positive("shape_model.num_heads", s.heads));
+  CUBEFORGE_TRY(positive("shape_model.width", s.width));
+  if (g.width % g.heads != 0)
+    return make_error(ErrorCode::kCorruptFile, "'" + file + "': gpt_model.n_embd is not a multiple of n_head");
+  if (s.width % s.heads != 0)
+    return make_error(ErrorCode::kCorruptFile, "'" + file + "': shape_model.width is not a multiple of num_heads");
+  if (g.use_pooled_text_embed)
+    return make_error(ErrorCode::kUnsupported, "'" + file + "': use_pooled_text_embed = true is not supported");
+  return config;
+}
+
+Result<GptConfig> infer_gpt_config(const SafetensorsFile& gpt) {
+  GptConfig c;
+  CUBEFORGE_ASSIGN_OR_RETURN(auto wte, shape_of(gpt, "transformer.wte.weight"));
+  if (wte.size() != 2 || wte[0] <= 3)
+    return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "': transformer.wte.weight has shape " + shape_to_string(wte) + ", expected [codes + 3, width]");
+  c.width = int(wte[1]);
+  c.codes = int(wte[0] - 3);
+  c.dual_layers = count_indexed(gpt, "transformer.dual_blocks.");
+  c.single_layers = count_indexed(gpt, "transformer.single_blocks.");
+  if (c.dual_layers == 0) return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "' has no transformer.dual_blocks.* tensors; is this a Cube 3D shape_gpt file?");
+  CUBEFORGE_ASSIGN_OR_RETURN(auto q_norm, shape_of(gpt, "transformer.dual_blocks.0.attn.pre_x.q_norm.weight"));
+  if (q_norm.size() != 1 || q_norm[0] <= 0 || c.width % q_norm[0] != 0)
+    return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "': per-head norm size " + shape_to_string(q_norm) + " does not divide width " + std::to_string(c.width));
+  c.heads = int(c.width / q_norm[0]);
+  CUBEFORGE_ASSIGN_OR_RETURN(auto text_proj, shape_of(gpt, "text_proj.weight"));
+  if (text_proj.size() != 2) return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "': text_proj.weight is not a matrix");
+  c.text_width = int(text_proj[1]);
+  CUBEFORGE_ASSIGN_OR_RETURN(auto shape_proj, shape_of(gpt, "shape_proj.weight"));
+  if (shape_proj.size() != 2) return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "': shape_proj.weight is not a matrix");
+  c.shape_embed_dim = int(shape_proj[1]);
+  c.use_bbox = gpt.contains("bbox_proj.weight");
+  c.bias = gpt.contains("transformer.dual_blocks.0.attn.pre_x.c_v.bias");
+  return c;
+}
+
+Result<ShapeModelConfig> infer_shape_config(const SafetensorsFile& shape) {
+  ShapeModelConfig c;
+  CUBEFORGE_ASSIGN_OR_RETURN(auto positional, shape_of(shape, "decoder.positional_encodings"));
+  if (positional.size() != 2)
+    return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "': decoder.positional_encodings is not [latents, width]");
+  c.latents = int(positional[0]);
+  c.width = int(positional[1]);
+  CUBEFORGE_ASSIGN_OR_RETURN(auto codebook, shape_of(shape, "bottleneck.block.codebook.weight"));
+  if (codebook.size() != 2) return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "': codebook is not a matrix");
+  c.codes = int(codebook[0]);
+  c.embed_dim = int(codebook[1]);
+  c.decoder_layers = count_indexed(shape, "decoder.blocks.");
+  c.encoder_layers = count_indexed(shape, "encoder.blocks.");
+  if (c.decoder_layers == 0) return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "' has no decoder.blocks.* tensors; is this a Cube 3D shape_tokenizer file?");
+  CUBEFORGE_ASSIGN_OR_RETURN(auto q_norm, shape_of(shape, "decoder.blocks.0.attn.q_norm.weight"));
+  if (q_norm.size() != 1 || q_norm[0] <= 0 || c.width % q_norm[0] != 0)
+    return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "': per-head norm size does not divide width");
+  c.heads = int(c.width / q_norm[0]);
+  CUBEFORGE_ASSIGN_OR_RETURN(auto embedder, shape_of(shape, "embedder.weight"));
+  if (embedder.size() != 2 || embedder[0] != 3) return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "': embedder.weight is not [3, num_freqs]");
+  c.num_freqs = int(embedder[1]);
+  for (int i = 0; i < c.encoder_layers; ++i)
+    if (shape.contains("encoder.blocks." + std::to_string(i) + ".attn.c_q.weight")) c.encoder_cross_attention_levels.push_back(i);
+  if (shape.contains("encoder.query")) {
+    CUBEFORGE_ASSIGN_OR_RETURN(auto query, shape_of(shape, "encoder.query"));
+    c.encoder_with_cls_token = !query.empty() && query[0] == c.latents + 1;
+  }
+  if (shape.contains("encoder.feat_in.in_layer.weight")) {
+    CUBEFORGE_ASSIGN_OR_RETURN(auto feat_in, shape_of(shape, "encoder.feat_in.in_layer.weight"));
+    if (feat_in.size() == 2) {
+      if (feat_in[1] == 2 * c.fourier_dim()) {
+        c.embed_point_feats = true;
+        c.point_feats = 3;
+      } else {
+        c.point_feats = int(feat_in[1]) - c.fourier_dim();
+      }
+    }
+  }
+  CUBEFORGE_ASSIGN_OR_RETURN(auto head, shape_of(shape, "occupancy_decoder.c_head.weight"));
+  c.out_dim = head.empty() ? 1 : int(head[0]);
+  return c;
+}
+
+std::vector<ExpectedTensor> expected_gpt_tensors(const GptConfig& c) {
+  std::vector<ExpectedTensor> t;
+  const int64_t d = c.width, hd = c.head_dim(), ff = 4 * int64_t(c.width);
+  add_linear(t, "text_proj", d, c.text_width, c.bias);
+  add_linear(t, "shape_proj", d, c.shape_embed_dim, true);
+  if (c.use_bbox) add_linear(t, "bbox_proj", d, 3, true);
+  add(t, "transformer.wte.weight", {c.vocab_size(), d});
+  add(t, "lm_head.weight", {c.vocab_size(), d});
+  auto add_pre = [&](const std::string& p, bool query) {
+    if (query) {
+      add(t, p + ".c_qk.weight", {2 * d, d});
+      add(t, p + ".q_norm.weight", {hd});
+    } else {
+      add_linear(t, p + ".c_k", d, d, c.bias);
+    }
+    add(t, p + ".k_norm.weight", {hd});
+    add_linear(t, p + ".c_v", d, d, c.bias);
+  };
+  auto add_mlp = [&](const std::string& p) {
+    add_linear(t, p + ".gate_proj", ff, d, c.bias);
+    add_linear(t, p + ".up_proj", ff, d, c.bias);
+    add_linear(t, p + ".down_proj", d, ff, c.bias);
+  };
+  for (int i = 0; i < c.dual_layers; ++i) {
+    const std::string p = "transformer.dual_blocks." + std::to_string(i);
+    const bool cond_pre_only = i == c.dual_layers - 1;
+    add_pre(p + ".attn.pre_x", true);
+    add_pre(p + ".attn.pre_c", !cond_pre_only);
+    add_linear(t, p + ".post_1.c_proj", d, d, c.bias);
+    add_mlp(p + ".post_1.mlp");
+    if (!cond_pre_only) {
+      add_linear(t, p + ".post_2.c_proj", d, d, c.bias);
+      add_mlp(p + ".post_2.mlp");
+    }
+  }
+  for (int i = 0; i < c.single_layers; ++i) {
+    const std::string p = "transformer.single_blocks." + std::to_string(i);
+    add(t, p + ".attn.c_qk.weight", {2 * d, d});
+    add_linear(t, p + ".attn.c_v", d, d, c.bias);
+    add_linear(t, p + ".attn.c_proj", d, d, c.bias);
+    add(t, p + ".attn.q_norm.weight", {hd});
+    add(t, p + ".attn.k_norm.weight", {hd});
+    add_mlp(p + ".mlp");
+  }
+  return t;
+}
+
+std::vector<ExpectedTensor> expected_shape_tensors(const ShapeModelConfig& c) {
+  std::vector<ExpectedTensor> t;
+  const int64_t w = c.width, hd = c.head_dim(), ff = 4 * int64_t(c.width), f = c.num_freqs;
+  for (const char* embedder : {"embedder.weight", "encoder.embedder.weight", "occupancy_decoder.embedder.weight"})
+    add(t, embedder, {3, f});
+  auto add_mlp = [&](const std::string& p) {
+    add_linear(t, p + ".up_proj", ff, w, true);
+    add_linear(t, p + ".down_proj", w, ff, true);
+  };
+  auto add_self = [&](const std::string& p) {
+    add_linear(t, p + ".attn.c_qk", 2 * w, w, true);
+    add_linear(t, p + ".attn.c_v", w, w, true);
+    add_linear(t, p + ".attn.c_proj", w, w, true);
+    add(t, p + ".attn.q_norm.weight", {hd});
+    add(t, p + ".attn.k_norm.weight", {hd});
+    add_mlp(p + ".mlp");
+  };
+  auto add_cross = [&](const std::string& p) {
+    for (const char* name : {".attn.c_q", ".attn.c_k", ".attn.c_v", ".attn.c_proj"}) add_linear(t, p + name, w, w, true);
+    add_mlp(p + ".mlp");
+  };
+  add(t, "encoder.query", {c.latents + (c.encoder_with_cls_token ? 1 : 0), w});
+  const int64_t feat_in = c.embed_point_feats ? 2 * c.fourier_dim() : c.fourier_dim() + c.point_feats;
+  add_linear(t, "encoder.feat_in.in_layer", w, feat_in, true);
+  add_linear(t, "encoder.feat_in.out_layer", w, w, true);
+  for (int i = 0; i < c.encoder_layers; ++i) {
+    const std::string p = "encoder.blocks." + std::to_string(i);
+    const auto& levels = c.encoder_cross_attention_levels;
+    if (std::find(levels.begin(), levels.end(), i) != levels.end()) add_cross(p);
+    else add_self(p);
+  }
+  add(t, "encoder.ln_f.weight", {w});
+  add(t, "encoder.ln_f.bias", {w});
+  add(t, "bottleneck.block.codebook.weight", {c.codes, c.embed_dim});
+  add_linear(t, "bottleneck.block.c_in", c.embed_dim, w, true);
+  add_linear(t, "bottleneck.block.c_x", c.embed_dim, w, true);
+  add_linear(t, "bottleneck.block.c_out", w, c.embed_dim, true);
+  add(t, "bottleneck.block.cb_weight", {c.embed_dim});
+  add(t, "bottleneck.block.cb_bias", {c.embed_dim});
+  add(t, "bottleneck.block.norm.weight", {c.embed_dim});
+  add(t, "decoder.positional_encodings", {c.latents, w});
+  for (int i = 0; i < c.decoder_layers; ++i) add_self("decoder.blocks." + std::to_string(i));
+  add_linear(t, "occupancy_decoder.query_in.in_layer", w, c.fourier_dim(), true);
+  add_linear(t, "occupancy_decoder.query_in.out_layer", w, w, true);
+  add_cross("occupancy_decoder.attn_out");
+  add(t, "occupancy_decoder.ln_f.weight", {w});
+  add(t, "occupancy_decoder.ln_f.bias", {w});
+  add_linear(t, "occupancy_decoder.c_head", c.out_dim, w, true);
+  return t;
+}
+
+Status check_tensor_set(const SafetensorsFile& file, const std::vector<ExpectedTensor>& expected) {
+  std::set<std::string> expected_names;
+  std::vector<std::string> missing, wrong_shape;
+  for (const auto& e : expected) {
+    expected_names.insert(e.name);
+    auto view = file.get(e.name);
+    if (!view.ok()) {
+      missing.push_back(e.name);
+    } else if (view->shape() != e.shape) {
+      wrong_shape.push_back(e.name + " is " + shape_to_string(view->shape()) + ", expected " + shape_to_string(e.shape));
+    } else if (!dtype_is_float(view->dtype())) {
+      wrong_shape.push_back(e.name + " has dtype " + std::string(dtype_name(view->dtype())) + ", expected F32, F16 or BF16");
+    }
+  }
+  std::vector<std::string> unexpected;
+  for (const auto& e : file.entries())
+    if (!expected_names.count(e.name)) unexpected.push_back(e.name);
+  if (missing.empty() && unexpected.empty() && wrong_shape.empty()) return ok_status();
+  auto join = [](const std::vector<std::string>& names) {
+    std::string s;
+    const size_t shown = std::min<size_t>(names.size(), 12);
+    for (size_t i = 0; i < shown; ++i) s += (i ? ", " : "") + names[i];
+    if (names.size() > shown) s += ", ... (" + std::to_string(names.size() - shown) + " more)";
+    return s;
+  };
+  std::string message = "'" + file.name() + "' does not match the model configuration:";
+  if (!missing.empty()) message += " missing tensors: " + join(missing) + ";";
+  if (!unexpected.empty()) message += " unexpected tensors: " + join(unexpected) + ";";
+  if (!wrong_shape.empty()) message += " wrong tensors: " + join(wrong_shape) + ";";
+  message += " check that the file belongs to this model folder";
+  return make_error(ErrorCode::kCorruptFile, message);
+}
+
+Status check_gpt_config(const GptConfig& config, const SafetensorsFile& gpt, const std::string& config_name) {
+  CUBEFORGE_ASSIGN_OR_RETURN(GptConfig inferred, infer_gpt_config(gpt));
+  const std::string f = gpt.name();
+  if (config.width != inferred.width) return mismatch(config_name, "gpt_model.n_embd", config.width, f, "transformer.wte.weight width", inferred.width);
+  if (config.codes != inferred.codes) return mismatch(config_name, "gpt_model.shape_model_vocab_size", config.codes, f, "transformer.wte.weight rows - 3", inferred.codes);
+  if (config.dual_layers != inferred.dual_layers) return mismatch(config_name, "gpt_model.n_layer", config.dual_layers, f, "the number of transformer.dual_blocks", inferred.dual_layers);
+  if (config.single_layers != inferred.single_layers) return mismatch(config_name, "gpt_model.n_single_layer", config.single_layers, f, "the number of transformer.single_blocks", inferred.single_layers);
+  if (config.heads != inferred.heads) return mismatch(config_name, "gpt_model.n_head", config.heads, f, "width / per-head norm size", inferred.heads);
+  if (config.text_width != inferred.text_width) return mismatch(config_name, "gpt_model.text_model_embed_dim", config.text_width, f, "text_proj.weight columns", inferred.text_width);
+  if (config.shape_embed_dim != inferred.shape_embed_dim) return mismatch(config_name, "gpt_model.shape_model_embed_dim", config.shape_embed_dim, f, "shape_proj.weight columns", inferred.shape_embed_dim);
+  if (config.use_bbox != inferred.use_bbox) return mismatch(config_name, "gpt_model.use_bbox", config.use_bbox, f, "bbox_proj present", inferred.use_bbox);
+  return check_tensor_set(gpt, expected_gpt_tensors(config));
+}
+
+Status check_shape_config(const ShapeModelConfig& config, const SafetensorsFile& shape, const std::string& config_name) {
+  CUBEFORGE_ASSIGN_OR_RETURN(ShapeModelConfig inferred, infer_shape_config(shape));
+  const std::string f = shape.name();
+  if (config.width != inferred.width) return mismatch(config_name, "shape_model.width", config.width, f, "decoder.positional_encodings width", inferred.width);
+  if (config.latents != inferred.latents) return mismatch(config_name, "shape_model.num_encoder_latents", config.latents, f, "decoder.positional_encodings rows", inferred.latents);
+  if (config.codes != inferred.codes) return mismatch(config_name, "shape_model.num_codes", config.codes, f, "codebook rows", inferred.codes);
+  if (config.embed_dim != inferred.embed_dim) return mismatch(config_name, "shape_model.embed_dim", config.embed_dim, f, "codebook columns", inferred.embed_dim);
+  if (config.heads != inferred.heads) return mismatch(config_name, "shape_model.num_heads", config.heads, f, "width / per-head norm size", inferred.heads);
+  if (config.decoder_layers != inferred.decoder_layers) return mismatch(config_name, "shape_model.num_decoder_layers", config.decoder_layers, f, "the number of decoder.blocks", inferred.decoder_layers);
+  if (config.encoder_layers != inferred.encoder_layers) return mismatch(config_name, "shape_model.num_encoder_layers", config.encoder_layers, f, "the number of encoder.blocks", inferred.encoder_layers);
+  if (config.num_freqs != inferred.num_freqs) return mismatch(config_name, "shape_model.num_freqs", config.num_freqs, f, "embedder.weight columns", inferred.num_freqs);
+  auto levels = config.encoder_cross_attention_levels;
+  std::sort(levels.begin(), levels.end());
+  if (levels != inferred.encoder_cross_attention_levels)
+    return make_error(ErrorCode::kCorruptFile, "'" + config_name + "' lists shape_model.encoder_cross_attention_levels that do not match the encoder.blocks.*.attn.c_q tensors in '" + f + "'");
+  return check_tensor_set(shape, expected_shape_tensors(config));
+}
+
+}  // namespace cubeforge

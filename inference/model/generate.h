@@ -1,0 +1,48 @@
+// The autoregressive loop: BOS → prefill → one token per step with guidance.
+//
+// Always emits exactly `tokens` ids (the shape tokenizer's latent count); the
+// reference never generates EOS. With guidance > 0 the session runs two rows
+// (conditional, unconditional) and the chosen token is fed to both.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "inference/core/result.h"
+#include "inference/model/gpt.h"
+#include "inference/sampling/sampler.h"
+
+namespace cubeforge {
+
+struct TokenGenerationOptions {
+  float guidance_scale = 3.0f;
+  SamplingOptions sampling;
+  AttentionMode attention = AttentionMode::kCausal;
+  bool use_kv_cache = true;  // off: every step recomputes the whole sequence
+};
+
+struct TokenEvent {
+  int index = 0;        // 0-based position of the token
+  int token = 0;
+  double step_ms = 0;   // model time for this token (prefill for index 0)
+};
+
+// Return false to cancel; generation then ends with ErrorCode::kCancelled.
+using TokenCallback = std::function<bool(const TokenEvent&)>;
+
+// Per-step numbers, for tests against the reference.
+struct TokenTrace {
+  std::vector<float> combined_logits;  // [T, V]
+  std::vector<float> raw_logits;       // [B, T, V + 3]
+};
+
+// cond/uncond: [S, d] each (uncond ignored when guidance_scale == 0).
+// `forced_tokens`, when given, are fed instead of the sampled ones (teacher
+// forcing), while the returned ids are still the sampled ones.
+Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<const float> cond,
+                                         std::span<const float> uncond, int tokens,
+                                         const TokenGenerationOptions& options, const TokenCallback& on_token = {},
+                                         TokenTrace* trace = nullptr, std::span<const int> forced_tokens = {});
+
+}  // namespace cubeforge

@@ -1,0 +1,480 @@
+// DualStreamRoformer on the CPU: weight binding, prefill and one-token decode.
+#include "inference/model/gpt.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cubeforge {
+
+namespace {
+
+constexpr float kQkNormEps = 1e-5f;  // per-head RMSNorm eps (fixed in the reference)
+
+struct Linear {
+  cpu::WeightMatrix weight;
+  std::vector<float> bias;  // empty when the layer has none
+  const float* bias_data() const { return bias.empty() ? nullptr : bias.data(); }
+};
+
+struct PreAttention {
+  bool has_query = true;
+  Linear qk;  // [2d, d] when has_query, else c_k [d, d]
+  Linear v;
+  std::vector<float> q_norm, k_norm;
+};
+
+struct PostAttention {
+  Linear proj, gate, up, down;
+};
+
+struct DualBlock {
+  PreAttention pre_x, pre_c;
+  PostAttention post_1, post_2;
+  bool cond_pre_only = false;
+};
+
+struct SingleBlock {
+  PreAttention pre;  // has_query
+  PostAttention post;
+};
+
+class Binder {
+ public:
+  Binder(const SafetensorsFile& file) : file_(file) {}
+
+  Result<Linear> linear(const std::string& prefix, bool bias) const {
+    Linear l;
+    CUBEFORGE_ASSIGN_OR_RETURN(TensorView w, file_.get(prefix + ".weight"));
+    l.weight = cpu::WeightMatrix{w.dtype(), w.data, w.shape()[0], w.shape()[1]};
+    if (bias) {
+      CUBEFORGE_ASSIGN_OR_RETURN(l.bias, file_.read_f32(prefix + ".bias"));
+    }
+    return l;
+  }
+  Result<std::vector<float>> vector(const std::string& name) const { return file_.read_f32(name); }
+
+ private:
+  const SafetensorsFile& file_;
+};
+
+}  // namespace
+
+struct DualStreamGpt::Weights {
+  SafetensorsFile file;
+  GptConfig config;
+  Linear text_proj, shape_proj, bbox_proj, lm_head;
+  std::vector<float> token_embedding;  // [V + 3, d], owned: the codebook rows are rewritten at load
+  std::vector<DualBlock> dual;
+  std::vector<SingleBlock> single;
+};
+
+DualStreamGpt::DualStreamGpt(DualStreamGpt&&) noexcept = default;
+DualStreamGpt& DualStreamGpt::operator=(DualStreamGpt&&) noexcept = default;
+DualStreamGpt::~DualStreamGpt() = default;
+
+const GptConfig& DualStreamGpt::config() const { return weights_->config; }
+
+Result<DualStreamGpt> DualStreamGpt::load(const std::filesystem::path& path, const GptConfig* config) {
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  GptConfig resolved;
+  if (config) {
+    CUBEFORGE_TRY(check_gpt_config(*config, file, "the model configuration"));
+    resolved = *config;
+  } else {
+    CUBEFORGE_ASSIGN_OR_RETURN(resolved, infer_gpt_config(file));
+  }
+  return from_file(std::move(file), resolved);
+}
+
+Result<DualStreamGpt> DualStreamGpt::from_file(SafetensorsFile file, const GptConfig& config) {
+  CUBEFORGE_TRY(check_tensor_set(file, expected_gpt_tensors(config)));
+  auto w = std::make_unique<Weights>();
+  w->file = std::move(file);
+  w->config = config;
+  Binder bind(w->file);
+  const bool bias = config.bias;
+  CUBEFORGE_ASSIGN_OR_RETURN(w->text_proj, bind.linear("text_proj", bias));
+  CUBEFORGE_ASSIGN_OR_RETURN(w->shape_proj, bind.linear("shape_proj", true));
+  if (config.use_bbox) {
+    CUBEFORGE_ASSIGN_OR_RETURN(w->bbox_proj, bind.linear("bbox_proj", true));
+  }
+  CUBEFORGE_ASSIGN_OR_RETURN(w->lm_head, bind.linear("lm_head", false));
+  CUBEFORGE_ASSIGN_OR_RETURN(w->token_embedding, bind.vector("transformer.wte.weight"));
+
+  auto bind_pre = [&](const std::string& p, bool query) -> Result<PreAttention> {
+    PreAttention pre;
+    pre.has_query = query;
+    if (query) {
+      CUBEFORGE_ASSIGN_OR_RETURN(pre.qk, bind.linear(p + ".c_qk", false));
+      CUBEFORGE_ASSIGN_OR_RETURN(pre.q_norm, bind.vector(p + ".q_norm.weight"));
+    } else {
+      CUBEFORGE_ASSIGN_OR_RETURN(pre.qk, bind.linear(p + ".c_k", bias));
+    }
+    CUBEFORGE_ASSIGN_OR_RETURN(pre.k_norm, bind.vector(p + ".k_norm.weight"));
+    CUBEFORGE_ASSIGN_OR_RETURN(pre.v, bind.linear(p + ".c_v", bias));
+    return pre;
+  };
+  auto bind_post = [&](const std::string& proj, const std::string& mlp) -> Result<PostAttention> {
+    PostAttention post;
+    CUBEFORGE_ASSIGN_OR_RETURN(post.proj, bind.linear(proj, bias));
+    CUBEFORGE_ASSIGN_OR_RETURN(post.gate, bind.linear(mlp + ".gate_proj", bias));
+    CUBEFORGE_ASSIGN_OR_RETURN(post.up, bind.linear(mlp + ".up_proj", bias));
+    CUBEFORGE_ASSIGN_OR_RETURN(post.down, bind.linear(mlp + ".down_proj", bias));
+    return post;
+  };
+  for (int i = 0; i < config.dual_layers; ++i) {
+    const std::string p = "transformer.dual_blocks." + std::to_string(i);
+    DualBlock block;
+    block.cond_pre_only = i == config.dual_layers - 1;
+    CUBEFORGE_ASSIGN_OR_RETURN(block.pre_x, bind_pre(p + ".attn.pre_x", true));
+    CUBEFORGE_ASSIGN_OR_RETURN(block.pre_c, bind_pre(p + ".attn.pre_c", !block.cond_pre_only));
+    CUBEFORGE_ASSIGN_OR_RETURN(block.post_1, bind_post(p + ".post_1.c_proj", p + ".post_1.mlp"));
+    if (!block.cond_pre_only) {
+      CUBEFORGE_ASSIGN_OR_RETURN(block.post_2, bind_post(p + ".post_2.c_proj", p + ".post_2.mlp"));
+    }
+    w->dual.push_back(std::move(block));
+  }
+  for (int i = 0; i < config.single_layers; ++i) {
+    const std::string p = "transformer.single_blocks." + std::to_string(i);
+    SingleBlock block;
+    CUBEFORGE_ASSIGN_OR_RETURN(block.pre, bind_pre(p + ".attn", true));
+    CUBEFORGE_ASSIGN_OR_RETURN(block.post, bind_post(p + ".attn.c_proj", p + ".mlp"));
+    w->single.push_back(std::move(block));
+  }
+  DualStreamGpt model;
+  model.weights_ = std::move(w);
+  return model;
+}
+
+Status DualStreamGpt::install_codebook(std::span<const float> codebook) {
+  const GptConfig& c = weights_->config;
+  const size_t expected = size_t(c.codes) * size_t(c.shape_embed_dim);
+  if (codebook.size() != expected)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the shape tokenizer's codebook has " + std::to_string(codebook.size()) +
+                          " values, but the GPT expects " + std::to_string(c.codes) + " codes of size " +
+                          std::to_string(c.shape_embed_dim) + "; the two model files do not belong together");
+  cpu::linear(codebook.data(), c.codes, weights_->shape_proj.weight, weights_->shape_proj.bias_data(),
+              weights_->token_embedding.data());
+  return ok_status();
+}
+
+Result<std::vector<float>> DualStreamGpt::project_condition(std::span<const float> text_hidden,
+                                                            const float* bbox_xyz) const {
+  const GptConfig& c = weights_->config;
+  if (text_hidden.empty() || text_hidden.size() % size_t(c.text_width) != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "text features have " + std::to_string(text_hidden.size()) +
+                          " values, not a multiple of the GPT's text width " + std::to_string(c.text_width) +
+                          "; the CLIP model does not match this GPT");
+  const int tokens = int(text_hidden.size() / size_t(c.text_width));
+  const int length = condition_length(tokens);
+  std::vector<float> cond(size_t(length) * size_t(c.width));
+  cpu::linear(text_hidden.data(), tokens, weights_->text_proj.weight, weights_->text_proj.bias_data(), cond.data());
+  if (c.use_bbox) {
+    const float zeros[3] = {0.f, 0.f, 0.f};
+    cpu::linear(bbox_xyz ? bbox_xyz : zeros, 1, weights_->bbox_proj.weight, weights_->bbox_proj.bias_data(),
+                cond.data() + size_t(tokens) * size_t(c.width));
+  }
+  return cond;
+}
+
+std::span<const float> DualStreamGpt::token_embedding(int token) const {
+  const size_t d = size_t(weights_->config.width);
+  return std::span<const float>(weights_->token_embedding).subspan(size_t(token) * d, d);
+}
+
+std::span<const float> DualStreamGpt::token_embedding_table() const { return weights_->token_embedding; }
+
+namespace {
+
+size_t pre_bytes(const PreAttention& p) { return p.qk.weight.byte_size() + p.v.weight.byte_size(); }
+size_t post_bytes(const PostAttention& p) {
+  return p.proj.weight.byte_size() + p.gate.weight.byte_size() + p.up.weight.byte_size() + p.down.weight.byte_size();
+}
+
+}  // namespace
+
+size_t DualStreamGpt::decode_weight_bytes() const {
+  size_t bytes = weights_->lm_head.weight.byte_size();
+  for (const auto& b : weights_->dual) bytes += pre_bytes(b.pre_x) + post_bytes(b.post_1);
+  for (const auto& b : weights_->single) bytes += pre_bytes(b.pre) + post_bytes(b.post);
+  return bytes;
+}
+
+size_t DualStreamGpt::total_weight_bytes() const {
+  size_t bytes = decode_weight_bytes() + weights_->text_proj.weight.byte_size() +
+                 weights_->shape_proj.weight.byte_size() + weights_->token_embedding.size() * sizeof(float);
+  for (const auto& b : weights_->dual) {
+    bytes += pre_bytes(b.pre_c);
+    if (!b.cond_pre_only) bytes += post_bytes(b.post_2);
+  }
+  return bytes;
+}
+
+// ---------------------------------------------------------------------------
+// Session
+
+struct GptSession::State {
+  const DualStreamGpt::Weights* w = nullptr;
+  int batch = 1;
+  int cond_length = 0;
+  int capacity = 0;  // shape positions the cache holds
+  int filled = 0;
+  AttentionMode mode = AttentionMode::kCausal;
+  // Per layer, per batch row: [slots, d]. Dual layers hold S + capacity slots
+  // (cond first), single layers `capacity`. Keys are stored rotated.
+  std::vector<std::vector<float>> keys, values;
+  // Scratch, sized for the largest use (prefill rows or the decode batch).
+  std::vector<float> normed, qk, v, attn, mlp_gate, mlp_up, queries;
+
+  int d() const { return w->config.width; }
+  int dual_slots() const { return cond_length + capacity; }
+  float* key_slot(size_t layer, int b, int slot) {
+    const int slots = layer < w->dual.size() ? dual_slots() : capacity;
+    return keys[layer].data() + (size_t(b) * size_t(slots) + size_t(slot)) * size_t(d());
+  }
+  float* value_slot(size_t layer, int b, int slot) {
+    const int slots = layer < w->dual.size() ? dual_slots() : capacity;
+    return values[layer].data() + (size_t(b) * size_t(slots) + size_t(slot)) * size_t(d());
+  }
+  void reserve_rows(int rows) {
+    const size_t n = size_t(rows) * size_t(d());
+    if (normed.size() >= n) return;
+    normed.resize(n);
+    qk.resize(2 * n);
+    v.resize(n);
+    attn.resize(n);
+    mlp_gate.resize(4 * n);
+    mlp_up.resize(4 * n);
+    queries.resize(n);
+  }
+};
+
+GptSession::GptSession(const DualStreamGpt& model, int batch, int cond_length, int max_shape_tokens,
+                       AttentionMode mode)
+    : state_(std::make_unique<State>()) {
+  State& s = *state_;
+  s.w = &model.weights();
+  s.batch = batch;
+  s.cond_length = cond_length;
+  s.capacity = max_shape_tokens;
+  s.mode = mode;
+  const size_t layers = s.w->dual.size() + s.w->single.size();
+  s.keys.resize(layers);
+  s.values.resize(layers);
+  for (size_t l = 0; l < layers; ++l) {
+    const size_t slots = l < s.w->dual.size() ? size_t(s.dual_slots()) : size_t(s.capacity);
+    s.keys[l].assign(size_t(batch) * slots * size_t(s.d()), 0.f);
+    s.values[l].assign(size_t(batch) * slots * size_t(s.d()), 0.f);
+  }
+}
+
+GptSession::~GptSession() = default;
+GptSession::GptSession(GptSession&&) noexcept = default;
+
+int GptSession::batch() const { return state_->batch; }
+int GptSession::cond_length() const { return state_->cond_length; }
+int GptSession::filled() const { return state_->filled; }
+
+namespace {
+
+using State = GptSession::State;
+
+// x += c_proj(attn); x += down(silu(gate(ln(x))) * up(ln(x)))
+void post_attention(State& s, const PostAttention& post, float* x, const float* attn, int rows) {
+  const int d = s.d();
+  const float eps = s.w->config.eps;
+  cpu::linear_accumulate(attn, rows, post.proj.weight, post.proj.bias_data(), x);
+  cpu::layer_norm(x, rows, d, eps, nullptr, nullptr, s.normed.data());
+  cpu::linear(s.normed.data(), rows, post.gate.weight, post.gate.bias_data(), s.mlp_gate.data());
+  cpu::linear(s.normed.data(), rows, post.up.weight, post.up.bias_data(), s.mlp_up.data());
+  cpu::swiglu_inplace(s.mlp_gate.data(), s.mlp_up.data(), int64_t(rows) * 4 * d);
+  cpu::linear_accumulate(s.mlp_gate.data(), rows, post.down.weight, post.down.bias_data(), x);
+}
+
+// Projects normed rows into q (when present), k and v; applies the per-head
+// norms. Output: qk [rows, 2d] (q | k) or, without a query, k in the first d
+// columns of qk rows; v [rows, d].
+void project_qkv(State& s, const PreAttention& pre, const float* normed, int rows, float* qk, float* v) {
+  const int d = s.d(), hd = s.w->config.head_dim(), heads = s.w->config.heads;
+  const int stride = 2 * d;
+  if (pre.has_query) {
+    cpu::linear(normed, rows, pre.qk.weight, pre.qk.bias_data(), qk);
+    cpu::rms_norm_heads(qk, rows, heads, hd, stride, kQkNormEps, pre.q_norm.data());
+    cpu::rms_norm_heads(qk + d, rows, heads, hd, stride, kQkNormEps, pre.k_norm.data());
+  } else {
+    // Keys only: write them into the k half of the [rows, 2d] layout.
+    std::vector<float> keys(size_t(rows) * size_t(d));
+    cpu::linear(normed, rows, pre.qk.weight, pre.qk.bias_data(), keys.data());
+    for (int r = 0; r < rows; ++r)
+      std::memcpy(qk + size_t(r) * stride + d, keys.data() + size_t(r) * d, size_t(d) * sizeof(float));
+    cpu::rms_norm_heads(qk + d, rows, heads, hd, stride, kQkNormEps, pre.k_norm.data());
+  }
+  cpu::linear(normed, rows, pre.v.weight, pre.v.bias_data(), v);
+}
+
+void rotate(State& s, float* rows_data, int rows, int stride, int first_position) {
+  std::vector<int32_t> positions(static_cast<size_t>(rows));
+  for (int i = 0; i < rows; ++i) positions[size_t(i)] = first_position + i;
+  cpu::rope_interleaved(rows_data, rows, s.w->config.heads, s.w->config.head_dim(), stride, positions.data(),
+                        s.w->config.rope_theta);
+}
+
+void final_logits(State& s, const float* x_rows, int batch, int rows_per_batch, float* logits) {
+  const int d = s.d();
+  std::vector<float> last(size_t(batch) * size_t(d));
+  for (int b = 0; b < batch; ++b)
+    cpu::layer_norm(x_rows + (size_t(b) * rows_per_batch + rows_per_batch - 1) * d, 1, d, s.w->config.eps, nullptr,
+                    nullptr, last.data() + size_t(b) * d);
+  cpu::linear(last.data(), batch, s.w->lm_head.weight, nullptr, logits);
+}
+
+}  // namespace
+
+Status GptSession::prefill(std::span<const float> cond, std::span<const float> shape_embeddings, int length,
+                           std::span<float> logits) {
+  State& s = *state_;
+  const int B = s.batch, S = s.cond_length, L = length, d = s.d();
+  const GptConfig& cfg = s.w->config;
+  if (L < 1 || L > s.capacity)
+    return make_error(ErrorCode::kInvalidArgument, "prefill of " + std::to_string(L) +
+                                                       " shape positions does not fit a cache of " +
+                                                       std::to_string(s.capacity));
+  if (cond.size() != size_t(B) * S * d || shape_embeddings.size() != size_t(B) * L * d ||
+      logits.size() != size_t(B) * cfg.vocab_size())
+    return make_error(ErrorCode::kInvalidArgument, "prefill buffers do not match the session's sizes");
+
+  std::vector<float> c(cond.begin(), cond.end());                   // [B*S, d]
+  std::vector<float> x(shape_embeddings.begin(), shape_embeddings.end());  // [B*L, d]
+  s.reserve_rows(B * (S + L));
+  std::vector<float> c_qk(size_t(B) * S * 2 * d), c_v(size_t(B) * S * d), c_attn(size_t(B) * S * d);
+  std::vector<float> x_qk(size_t(B) * L * 2 * d), x_v(size_t(B) * L * d), x_attn(size_t(B) * L * d);
+  const int heads = cfg.heads, hd = cfg.head_dim();
+
+  for (size_t l = 0; l < s.w->dual.size(); ++l) {
+    const DualBlock& block = s.w->dual[l];
+    cpu::layer_norm(c.data(), int64_t(B) * S, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    project_qkv(s, block.pre_c, s.normed.data(), B * S, c_qk.data(), c_v.data());
+    cpu::layer_norm(x.data(), int64_t(B) * L, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    project_qkv(s, block.pre_x, s.normed.data(), B * L, x_qk.data(), x_v.data());
+    // Cond tokens sit at rotary position 0 (no rotation); shape rows at 0..L-1.
+    for (int b = 0; b < B; ++b) {
+      float* rows = x_qk.data() + size_t(b) * L * 2 * d;
+      rotate(s, rows, L, 2 * d, 0);      // q
+      rotate(s, rows + d, L, 2 * d, 0);  // k
+    }
+    for (int b = 0; b < B; ++b) {
+      for (int i = 0; i < S; ++i) {
+        std::memcpy(s.key_slot(l, b, i), c_qk.data() + (size_t(b) * S + i) * 2 * d + d, d * sizeof(float));
+        std::memcpy(s.value_slot(l, b, i), c_v.data() + (size_t(b) * S + i) * d, d * sizeof(float));
+      }
+      for (int i = 0; i < L; ++i) {
+        std::memcpy(s.key_slot(l, b, S + i), x_qk.data() + (size_t(b) * L + i) * 2 * d + d, d * sizeof(float));
+        std::memcpy(s.value_slot(l, b, S + i), x_v.data() + (size_t(b) * L + i) * d, d * sizeof(float));
+      }
+      const float* keys = s.key_slot(l, b, 0);
+      const float* values = s.value_slot(l, b, 0);
+      if (block.pre_c.has_query) {
+        // One causal attention over [cond ; shape]: cond rows attend causally too.
+        float* q = s.queries.data();
+        for (int i = 0; i < S; ++i)
+          std::memcpy(q + size_t(i) * d, c_qk.data() + (size_t(b) * S + i) * 2 * d, d * sizeof(float));
+        for (int i = 0; i < L; ++i)
+          std::memcpy(q + size_t(S + i) * d, x_qk.data() + (size_t(b) * L + i) * 2 * d, d * sizeof(float));
+        float* out = s.attn.data();
+        cpu::attention(q, S + L, d, keys, values, S + L, d, heads, hd, 0, out, d);
+        std::memcpy(c_attn.data() + size_t(b) * S * d, out, size_t(S) * d * sizeof(float));
+        std::memcpy(x_attn.data() + size_t(b) * L * d, out + size_t(S) * d, size_t(L) * d * sizeof(float));
+      } else {
+        cpu::attention(x_qk.data() + size_t(b) * L * 2 * d, L, 2 * d, keys, values, S + L, d, heads, hd, S,
+                       x_attn.data() + size_t(b) * L * d, d);
+      }
+    }
+    post_attention(s, block.post_1, x.data(), x_attn.data(), B * L);
+    if (!block.cond_pre_only) post_attention(s, block.post_2, c.data(), c_attn.data(), B * S);
+  }
+
+  for (size_t j = 0; j < s.w->single.size(); ++j) {
+    const size_t l = s.w->dual.size() + j;
+    const SingleBlock& block = s.w->single[j];
+    cpu::layer_norm(x.data(), int64_t(B) * L, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    project_qkv(s, block.pre, s.normed.data(), B * L, x_qk.data(), x_v.data());
+    for (int b = 0; b < B; ++b) {
+      float* rows = x_qk.data() + size_t(b) * L * 2 * d;
+      rotate(s, rows, L, 2 * d, 0);
+      rotate(s, rows + d, L, 2 * d, 0);
+      for (int i = 0; i < L; ++i) {
+        std::memcpy(s.key_slot(l, b, i), rows + size_t(i) * 2 * d + d, d * sizeof(float));
+        std::memcpy(s.value_slot(l, b, i), x_v.data() + (size_t(b) * L + i) * d, d * sizeof(float));
+      }
+      cpu::attention(rows, L, 2 * d, s.key_slot(l, b, 0), s.value_slot(l, b, 0), L, d, heads, hd, 0,
+                     x_attn.data() + size_t(b) * L * d, d);
+    }
+    post_attention(s, block.post, x.data(), x_attn.data(), B * L);
+  }
+  s.filled = L;
+  final_logits(s, x.data(), B, L, logits.data());
+  return ok_status();
+}
+
+Status GptSession::decode(std::span<const float> embeddings, std::span<float> logits) {
+  State& s = *state_;
+  const int B = s.batch, S = s.cond_length, d = s.d();
+  const GptConfig& cfg = s.w->config;
+  if (s.filled < 1) return make_error(ErrorCode::kInvalidArgument, "decode before prefill");
+  if (s.filled >= s.capacity)
+    return make_error(ErrorCode::kInvalidArgument, "the KV cache is full (" + std::to_string(s.capacity) + " positions)");
+  if (embeddings.size() != size_t(B) * d || logits.size() != size_t(B) * cfg.vocab_size())
+    return make_error(ErrorCode::kInvalidArgument, "decode buffers do not match the session's sizes");
+  const int position = s.filled;
+  const int heads = cfg.heads, hd = cfg.head_dim();
+  s.reserve_rows(B);
+  std::vector<float> x(embeddings.begin(), embeddings.end());
+  float* qk = s.qk.data();
+  float* v = s.v.data();
+  float* attn = s.attn.data();
+
+  auto step_block = [&](size_t l, const PreAttention& pre, int slot, int visible) {
+    cpu::layer_norm(x.data(), B, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    project_qkv(s, pre, s.normed.data(), B, qk, v);
+    for (int b = 0; b < B; ++b) {
+      float* row = qk + size_t(b) * 2 * d;
+      rotate(s, row, 1, 2 * d, position);
+      rotate(s, row + d, 1, 2 * d, position);
+      std::memcpy(s.key_slot(l, b, slot), row + d, d * sizeof(float));
+      std::memcpy(s.value_slot(l, b, slot), v + size_t(b) * d, d * sizeof(float));
+      cpu::attention(row, 1, 2 * d, s.key_slot(l, b, 0), s.value_slot(l, b, 0), visible, d, heads, hd, -1,
+                     attn + size_t(b) * d, d);
+    }
+  };
+
+  for (size_t l = 0; l < s.w->dual.size(); ++l) {
+    step_block(l, s.w->dual[l].pre_x, S + position, S + position + 1);
+    post_attention(s, s.w->dual[l].post_1, x.data(), attn, B);
+  }
+  for (size_t j = 0; j < s.w->single.size(); ++j) {
+    const size_t l = s.w->dual.size() + j;
+    if (s.mode == AttentionMode::kReference) {
+      // The reference's cached decode aligns its causal mask top-left, so the
+      // single query sees only slot 0: the output is that slot's value.
+      cpu::layer_norm(x.data(), B, d, cfg.eps, nullptr, nullptr, s.normed.data());
+      project_qkv(s, s.w->single[j].pre, s.normed.data(), B, qk, v);
+      for (int b = 0; b < B; ++b) {
+        float* row = qk + size_t(b) * 2 * d;
+        rotate(s, row + d, 1, 2 * d, position);
+        std::memcpy(s.key_slot(l, b, position), row + d, d * sizeof(float));
+        std::memcpy(s.value_slot(l, b, position), v + size_t(b) * d, d * sizeof(float));
+        std::memcpy(attn + size_t(b) * d, s.value_slot(l, b, 0), d * sizeof(float));
+      }
+    } else {
+      step_block(l, s.w->single[j].pre, position, position + 1);
+    }
+    post_attention(s, s.w->single[j].post, x.data(), attn, B);
+  }
+  s.filled = position + 1;
+  final_logits(s, x.data(), B, 1, logits.data());
+  return ok_status();
+}
+
+}  // namespace cubeforge

@@ -1,0 +1,95 @@
+// The DualStreamRoformer: Cube 3D's autoregressive shape-token decoder.
+//
+// Two streams share one attention per dual block: the condition (projected
+// CLIP text plus an optional bounding-box token) and the shape tokens. All
+// cond tokens sit at rotary position 0; shape positions count 0, 1, 2, ...
+// (0 is BOS). The last dual block only contributes cond keys/values. Single
+// blocks see the shape stream alone.
+//
+// Shapes: B = batch rows (2 with classifier-free guidance), S = cond tokens,
+// L = shape tokens, d = width, V = codes (vocabulary = V + 3 specials).
+#pragma once
+
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "inference/core/result.h"
+#include "inference/cpu/ops.h"
+#include "inference/model/config.h"
+#include "inference/tensor/safetensors.h"
+
+namespace cubeforge {
+
+// How one-token decode attends in the single-stream blocks.
+enum class AttentionMode {
+  kCausal,     // correct causal attention (identical to the uncached forward)
+  kReference,  // reproduces the reference's KV-cache decode: the query sees cache slot 0 only
+};
+
+class DualStreamGpt {
+ public:
+  // Loads shape_gpt.safetensors; `config` null infers sizes from the tensors.
+  // The tensor set is checked against the configuration.
+  static Result<DualStreamGpt> load(const std::filesystem::path& file, const GptConfig* config);
+  static Result<DualStreamGpt> from_file(SafetensorsFile file, const GptConfig& config);
+
+  DualStreamGpt(DualStreamGpt&&) noexcept;
+  DualStreamGpt& operator=(DualStreamGpt&&) noexcept;
+  ~DualStreamGpt();
+
+  const GptConfig& config() const;
+
+  // The load-time step of the reference: rows 0..V-1 of the token embedding
+  // become shape_proj(codebook). codebook: [V, shape_embed_dim].
+  Status install_codebook(std::span<const float> codebook);
+
+  // cond for one branch: text_proj(text_hidden) followed, when the model uses
+  // a bbox, by bbox_proj(xyz) (zeros when `bbox_xyz` is null).
+  // text_hidden: [tokens, text_width]. Returns [S, d].
+  Result<std::vector<float>> project_condition(std::span<const float> text_hidden, const float* bbox_xyz) const;
+  int condition_length(int text_tokens) const { return text_tokens + (config().use_bbox ? 1 : 0); }
+
+  // Row `token` of the token embedding, [d].
+  std::span<const float> token_embedding(int token) const;
+  std::span<const float> token_embedding_table() const;  // [V + 3, d]
+
+  // Bytes of weights one decode step reads (shape stream + lm_head).
+  size_t decode_weight_bytes() const;
+  size_t total_weight_bytes() const;
+
+  struct Weights;
+  const Weights& weights() const { return *weights_; }
+
+ private:
+  DualStreamGpt() = default;
+  std::unique_ptr<Weights> weights_;
+};
+
+// One generation's KV cache and scratch buffers.
+class GptSession {
+ public:
+  // batch: 1 or 2; cond_length: S; max_shape_tokens: BOS + generated tokens.
+  GptSession(const DualStreamGpt& model, int batch, int cond_length, int max_shape_tokens, AttentionMode mode);
+  ~GptSession();
+  GptSession(GptSession&&) noexcept;
+
+  // Clears the cache and runs cond [B, S, d] and shape embeddings [B, L, d]
+  // (positions 0..L-1) through the model. Writes the last row's logits [B, V+3].
+  Status prefill(std::span<const float> cond, std::span<const float> shape_embeddings, int length,
+                 std::span<float> logits);
+
+  // Appends one shape position per row: embeddings [B, d] -> logits [B, V+3].
+  Status decode(std::span<const float> embeddings, std::span<float> logits);
+
+  int batch() const;
+  int cond_length() const;
+  int filled() const;  // shape positions in the cache
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace cubeforge

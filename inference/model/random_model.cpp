@@ -1,0 +1,145 @@
+// Random-weight model presets and their weight images.
+#include "inference/model/random_model.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "inference/core/thread_pool.h"
+
+namespace cubeforge {
+
+Result<ModelConfig> preset_model_config(std::string_view preset) {
+  ModelConfig m;
+  GptConfig& g = m.gpt;
+  ShapeModelConfig& s = m.shape;
+  g.rope_theta = 10000.f;
+  g.bias = true;
+  g.eps = 1e-6f;
+  s.out_dim = 1;
+  s.eps = 1e-6f;
+  s.point_feats = 3;
+  s.encoder_with_cls_token = true;
+  if (preset == "v05" || preset == "v01") {
+    g.dual_layers = 23;
+    g.single_layers = 1;
+    g.heads = 12;
+    g.width = 1536;
+    g.codes = 16384;
+    g.shape_embed_dim = 32;
+    g.text_width = 768;
+    g.use_bbox = preset == "v05";
+    s.latents = preset == "v05" ? 1024 : 512;
+    s.embed_dim = 32;
+    s.width = 768;
+    s.heads = 12;
+    s.num_freqs = 128;
+    s.encoder_layers = 13;
+    s.encoder_cross_attention_levels = {0, 2, 4, 8};
+    s.decoder_layers = 24;
+    s.codes = 16384;
+  } else if (preset == "small") {
+    g.dual_layers = 8;
+    g.single_layers = 1;
+    g.heads = 8;
+    g.width = 512;
+    g.codes = 4096;
+    g.shape_embed_dim = 16;
+    g.text_width = 256;
+    g.use_bbox = true;
+    s.latents = 256;
+    s.embed_dim = 16;
+    s.width = 256;
+    s.heads = 8;
+    s.num_freqs = 32;
+    s.encoder_layers = 4;
+    s.encoder_cross_attention_levels = {0, 2};
+    s.decoder_layers = 8;
+    s.codes = 4096;
+  } else {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "unknown model shape '" + std::string(preset) + "'; choose small, v01 or v05");
+  }
+  m.text_model_name = "openai/clip-vit-large-patch14";
+  return m;
+}
+
+namespace {
+
+uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+// Uniform in [-1, 1) from (stream, index): one 64-bit hash gives four values
+// of 16 bits, plenty for weights that are stored in at most 16 bits anyway.
+float uniform_signed(uint64_t stream, uint64_t index) {
+  const uint64_t bits = mix(stream ^ (index >> 2) * 0x9e3779b97f4a7c15ull);
+  const uint32_t part = uint32_t(bits >> (16 * (index & 3))) & 0xffffu;
+  return (float(part) + 0.5f) * (2.0f / 65536.0f) - 1.0f;
+}
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+Result<SafetensorsFile> make_random_weights(const std::vector<ExpectedTensor>& tensors, DType dtype, uint64_t seed,
+                                            std::string name) {
+  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16)
+    return make_error(ErrorCode::kInvalidArgument, "random weights must be F32, F16 or BF16");
+  const size_t element = dtype_size(dtype);
+  // Header first, then one contiguous data section.
+  std::string header = "{";
+  uint64_t offset = 0;
+  std::vector<uint64_t> offsets;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    uint64_t count = 1;
+    for (int64_t d : tensors[t].shape) count *= uint64_t(d);
+    std::string shape;
+    for (size_t i = 0; i < tensors[t].shape.size(); ++i) shape += (i ? "," : "") + std::to_string(tensors[t].shape[i]);
+    if (t) header += ",";
+    header += "\"" + tensors[t].name + "\":{\"dtype\":\"" + std::string(dtype_name(dtype)) + "\",\"shape\":[" + shape +
+              "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + count * element) + "]}";
+    offsets.push_back(offset);
+    offset += count * element;
+  }
+  header += "}";
+  while ((header.size() + 8) % 64 != 0) header.push_back(' ');
+  const uint64_t header_size = header.size();
+  auto fill = [&](std::span<std::byte> image) {
+    for (int i = 0; i < 8; ++i) image[size_t(i)] = std::byte((header_size >> (8 * i)) & 0xff);
+    std::memcpy(image.data() + 8, header.data(), header.size());
+    std::byte* data = image.data() + 8 + header.size();
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      const auto& tensor = tensors[t];
+      int64_t count = 1;
+      for (int64_t d : tensor.shape) count *= d;
+      const bool is_norm = ends_with(tensor.name, "norm.weight") || ends_with(tensor.name, "ln_f.weight") ||
+                           ends_with(tensor.name, "cb_weight");
+      const bool is_bias = ends_with(tensor.name, ".bias") || ends_with(tensor.name, "cb_bias");
+      const int64_t fan_in = tensor.shape.size() >= 2 ? tensor.shape.back() : 1;
+      const float scale = is_bias ? 0.02f : std::sqrt(3.0f / float(fan_in));
+      const uint64_t stream = mix(seed * 0x100000001b3ull + t);
+      std::byte* out = data + offsets[t];
+      parallel_for(count, 1 << 16, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i) {
+          const float v = is_norm ? 1.0f : scale * uniform_signed(stream, uint64_t(i));
+          if (dtype == DType::kF32) {
+            std::memcpy(out + size_t(i) * 4, &v, 4);
+          } else {
+            const uint16_t h = dtype == DType::kBF16 ? f32_to_bf16(v) : f32_to_f16(v);
+            std::memcpy(out + size_t(i) * 2, &h, 2);
+          }
+        }
+      });
+    }
+  };
+  return SafetensorsFile::build_in_memory(8 + header.size() + offset, std::move(name), fill);
+}
+
+}  // namespace cubeforge

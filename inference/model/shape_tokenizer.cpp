@@ -1,0 +1,614 @@
+// OneDAutoEncoder on the CPU: weight binding, decoder, occupancy queries, encoder.
+//
+// Layer semantics (read off the reference):
+// - Self-attention layer: x += c_proj(attn(LN(x))) with q,k = halves of c_qk,
+//   per-head RMSNorm on q and k (eps 1e-5), no mask, no RoPE; x += MLP(LN(x)).
+// - Cross-attention layer: x += c_proj(attn(c_q(LN(x)), c_k(LN(c)), c_v(LN(c))));
+//   x += MLP(LN(x)). No qk-norm.
+// - MLP: down(GELU_erf(up(x))). LayerNorms inside layers have no affine.
+// - The occupancy decoder builds its cross-attention layer without passing the
+//   configured eps, so its three LayerNorms use PyTorch's default 1e-6; its final
+//   ln_f (affine) does use the configured eps.
+#include "inference/model/shape_tokenizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include <cblas.h>
+
+#include "inference/cpu/ops.h"
+#include "inference/model/shape_kernels.h"
+
+namespace cubeforge {
+
+namespace {
+
+constexpr float kQueryKeyNormEps = 1e-5f;       // RMSNorm default in the reference
+constexpr float kCodebookNormEps = 1e-5f;       // bottleneck RMSNorm
+constexpr float kDefaultLayerNormEps = 1e-6f;   // layers built without an explicit eps
+
+struct Linear {
+  cpu::WeightMatrix weight;  // [N, K] in stored precision, zero-copy
+  std::vector<float> bias;   // [N] f32; empty when the layer has none
+
+  const float* bias_data() const { return bias.empty() ? nullptr : bias.data(); }
+  int64_t out_features() const { return weight.rows; }
+  void apply(const float* x, int64_t m, float* y) const { cpu::linear(x, m, weight, bias_data(), y); }
+  void accumulate(const float* x, int64_t m, float* y) const { cpu::linear_accumulate(x, m, weight, bias_data(), y); }
+};
+
+struct Mlp {
+  Linear up, down;
+};
+
+struct SelfAttentionLayer {
+  Linear query, key;  // the two halves of c_qk
+  Linear value, proj;
+  std::vector<float> query_norm, key_norm;  // [D]
+  Mlp mlp;
+};
+
+struct CrossAttentionLayer {
+  Linear query, key, value, proj;
+  Mlp mlp;
+};
+
+struct EncoderLayer {
+  bool is_cross = false;
+  SelfAttentionLayer self;
+  CrossAttentionLayer cross;
+};
+
+// Sizes every layer function needs.
+struct Dims {
+  int64_t width = 0;
+  int64_t heads = 0;
+  int64_t head_dim = 0;
+};
+
+// Binds tensors of a validated file. The tensor set has been checked against
+// the configuration already, so failures here mean a broken invariant of
+// check_tensor_set, but they still travel as errors naming the tensor.
+class WeightBinder {
+ public:
+  explicit WeightBinder(const SafetensorsFile& file) : file_(file) {}
+
+  Result<cpu::WeightMatrix> matrix(const std::string& name) const {
+    CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file_.get(name));
+    if (view.shape().size() != 2 || !dtype_is_float(view.dtype()))
+      return make_error(ErrorCode::kCorruptFile, "'" + file_.name() + "': tensor '" + name + "' is not a float matrix");
+    cpu::WeightMatrix w;
+    w.dtype = view.dtype();
+    w.data = view.data;
+    w.rows = view.shape()[0];
+    w.cols = view.shape()[1];
+    return w;
+  }
+
+  Result<std::vector<float>> vector(const std::string& name) const { return file_.read_f32(name); }
+
+  Result<Linear> linear(const std::string& prefix) const {
+    Linear l;
+    CUBEFORGE_ASSIGN_OR_RETURN(l.weight, matrix(prefix + ".weight"));
+    CUBEFORGE_ASSIGN_OR_RETURN(l.bias, vector(prefix + ".bias"));
+    return l;
+  }
+
+  Result<Mlp> mlp(const std::string& prefix) const {
+    Mlp m;
+    CUBEFORGE_ASSIGN_OR_RETURN(m.up, linear(prefix + ".up_proj"));
+    CUBEFORGE_ASSIGN_OR_RETURN(m.down, linear(prefix + ".down_proj"));
+    return m;
+  }
+
+  Result<SelfAttentionLayer> self_attention(const std::string& prefix) const {
+    SelfAttentionLayer layer;
+    CUBEFORGE_ASSIGN_OR_RETURN(Linear query_key, linear(prefix + ".attn.c_qk"));
+    // c_qk's rows [0, W) produce q and rows [W, 2W) produce k: two zero-copy
+    // views let q and k land in separate dense buffers.
+    const int64_t width = query_key.weight.rows / 2;
+    const size_t half_bytes = size_t(width) * size_t(query_key.weight.cols) * dtype_size(query_key.weight.dtype);
+    layer.query.weight = query_key.weight;
+    layer.query.weight.rows = width;
+    layer.key.weight = layer.query.weight;
+    layer.key.weight.data = static_cast<const std::byte*>(query_key.weight.data) + half_bytes;
+    layer.query.bias.assign(query_key.bias.begin(), query_key.bias.begin() + width);
+    layer.key.bias.assign(query_key.bias.begin() + width, query_key.bias.end());
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.value, linear(prefix + ".attn.c_v"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, linear(prefix + ".attn.c_proj"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.query_norm, vector(prefix + ".attn.q_norm.weight"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.key_norm, vector(prefix + ".attn.k_norm.weight"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, mlp(prefix + ".mlp"));
+    return layer;
+  }
+
+  Result<CrossAttentionLayer> cross_attention(const std::string& prefix) const {
+    CrossAttentionLayer layer;
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.query, linear(prefix + ".attn.c_q"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.key, linear(prefix + ".attn.c_k"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.value, linear(prefix + ".attn.c_v"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, linear(prefix + ".attn.c_proj"));
+    CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, mlp(prefix + ".mlp"));
+    return layer;
+  }
+
+ private:
+  const SafetensorsFile& file_;
+};
+
+// Carrier phases of the phase-modulated Fourier embedding, rounded as PyTorch
+// rounds them: float32 linspace (evaluated from whichever end is nearer), float32 pow.
+std::vector<float> fourier_carrier(int num_freqs) {
+  auto linspace = [num_freqs](float start, float end, int index) {
+    if (num_freqs == 1) return start;
+    const float step = (end - start) / float(num_freqs - 1);
+    if (index < num_freqs / 2) return start + step * float(index);
+    return end - step * float(num_freqs - index - 1);
+  };
+  const float base = float(double(num_freqs) / 8.0);
+  const float pi = std::numbers::pi_v<float>;
+  std::vector<float> carrier(static_cast<size_t>(num_freqs));
+  for (int f = 0; f < num_freqs; ++f) {
+    const float modulation = std::pow(base, linspace(1.f, 0.f, f));
+    carrier[size_t(f)] = (modulation + linspace(0.f, 1.f, f)) * 2.f * pi;
+  }
+  return carrier;
+}
+
+// emb = [p, cos(p_i·W[i,f]) + cos(p_i·π/2 + carrier[f]), sin(…) + sin(…)], i major.
+// points: [P, 3]; out: [P, 3(2F+1)].
+void fourier_embed_rows(const std::vector<float>& weight, const std::vector<float>& carrier, int64_t num_freqs,
+                        const float* points, int64_t count, float* out) {
+  const int64_t F = num_freqs;
+  const int64_t dim = 3 * (2 * F + 1);
+  const float pi = std::numbers::pi_v<float>;
+#pragma omp parallel for schedule(static) if (count * F > 4096)
+  for (int64_t p = 0; p < count; ++p) {
+    const float* xyz = points + p * 3;
+    float* row = out + p * dim;
+    float* cosines = row + 3;
+    float* sines = row + 3 + 3 * F;
+    for (int i = 0; i < 3; ++i) {
+      row[i] = xyz[i];
+      const float phase = xyz[i] * 0.5f * pi;  // (p·0.5)·π in float32, the reference's order
+      for (int64_t f = 0; f < F; ++f) {
+        const float modulated = xyz[i] * weight[size_t(i * F + f)];
+        const float carried = phase + carrier[size_t(f)];
+        cosines[i * F + f] = std::cos(modulated) + std::cos(carried);
+        sines[i * F + f] = std::sin(modulated) + std::sin(carried);
+      }
+    }
+  }
+}
+
+// Working buffers for the layer functions, grown on demand and reused.
+struct Scratch {
+  std::vector<float> normed, query, key, value, attended, hidden, scores;
+
+  static float* sized(std::vector<float>& buffer, int64_t count) {
+    if (buffer.size() < size_t(count)) buffer.resize(size_t(count));
+    return buffer.data();
+  }
+};
+
+// Unmasked multi-head attention, q: [n, W], keys/values: [s, W], out: [n, W].
+// Per head: scores = q·kᵀ/√D through BLAS, the vector softmax, then scores·v
+// through BLAS, a block of query rows at a time so the scores stay small.
+void attention_all_keys(const float* query, int64_t n, const float* keys, const float* values, int64_t context_len,
+                        const Dims& d, float* out, Scratch& s) {
+  if (n < 16 || context_len < 16) {  // too small for BLAS to pay off
+    cpu::attention(query, n, d.width, keys, values, context_len, d.width, d.heads, d.head_dim, -1, out, d.width);
+    return;
+  }
+  const int64_t W = d.width, D = d.head_dim;
+  const float scale = 1.0f / std::sqrt(float(D));
+  // Up to 4 M scores (16 MB) per block: few blocks means few hand-overs between
+  // the BLAS threads and the OpenMP softmax, which cost more than cache misses.
+  const int64_t block = std::clamp<int64_t>((int64_t(1) << 22) / context_len, 16, n);
+  float* scores = Scratch::sized(s.scores, block * context_len);
+  for (int64_t row = 0; row < n; row += block) {
+    const int64_t rows = std::min(block, n - row);
+    for (int64_t h = 0; h < d.heads; ++h) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(context_len), int(D), scale,
+                  query + row * W + h * D, int(W), keys + h * D, int(W), 0.f, scores, int(context_len));
+      shape_kernels::softmax_rows(scores, rows, context_len, 1.f);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D), int(context_len), 1.f, scores,
+                  int(context_len), values + h * D, int(W), 0.f, out + row * W + h * D, int(W));
+    }
+  }
+}
+
+// x += down(GELU(up(LN(x)))) over n rows.
+void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s) {
+  float* normed = Scratch::sized(s.normed, n * d.width);
+  cpu::layer_norm(x, n, d.width, eps, nullptr, nullptr, normed);
+  const int64_t hidden_width = mlp.up.out_features();
+  float* hidden = Scratch::sized(s.hidden, n * hidden_width);
+  mlp.up.apply(normed, n, hidden);
+  shape_kernels::gelu_erf(hidden, n * hidden_width);
+  mlp.down.accumulate(hidden, n, x);
+}
+
+void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float eps, float* x, int64_t n,
+                          Scratch& s) {
+  const int64_t W = d.width;
+  float* normed = Scratch::sized(s.normed, n * W);
+  cpu::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  float* query = Scratch::sized(s.query, n * W);
+  float* key = Scratch::sized(s.key, n * W);
+  float* value = Scratch::sized(s.value, n * W);
+  layer.query.apply(normed, n, query);
+  layer.key.apply(normed, n, key);
+  layer.value.apply(normed, n, value);
+  cpu::rms_norm_heads(query, n, d.heads, d.head_dim, W, kQueryKeyNormEps, layer.query_norm.data());
+  cpu::rms_norm_heads(key, n, d.heads, d.head_dim, W, kQueryKeyNormEps, layer.key_norm.data());
+  float* attended = Scratch::sized(s.attended, n * W);
+  attention_all_keys(query, n, key, value, n, d, attended, s);
+  layer.proj.accumulate(attended, n, x);
+  mlp_residual(layer.mlp, d, eps, x, n, s);
+}
+
+// keys, values: [n, W] from the context rows (LN without affine first).
+void cross_attention_context(const CrossAttentionLayer& layer, const Dims& d, float eps, const float* context,
+                             int64_t n, float* keys, float* values, Scratch& s) {
+  float* normed = Scratch::sized(s.normed, n * d.width);
+  cpu::layer_norm(context, n, d.width, eps, nullptr, nullptr, normed);
+  layer.key.apply(normed, n, keys);
+  layer.value.apply(normed, n, values);
+}
+
+void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, float eps, float* x, int64_t n,
+                           const float* keys, const float* values, int64_t context_len, Scratch& s) {
+  const int64_t W = d.width;
+  float* normed = Scratch::sized(s.normed, n * W);
+  cpu::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  float* query = Scratch::sized(s.query, n * W);
+  layer.query.apply(normed, n, query);
+  float* attended = Scratch::sized(s.attended, n * W);
+  attention_all_keys(query, n, keys, values, context_len, d, attended, s);
+  layer.proj.accumulate(attended, n, x);
+  mlp_residual(layer.mlp, d, eps, x, n, s);
+}
+
+// y = out(SiLU(in(x))).
+void mlp_embed(const Linear& in, const Linear& out, const float* x, int64_t n, float* hidden, float* y) {
+  in.apply(x, n, hidden);
+  shape_kernels::silu(hidden, n * in.out_features());
+  out.apply(hidden, n, y);
+}
+
+Error invalid(const std::string& file, const std::string& what) {
+  return make_error(ErrorCode::kInvalidArgument, "shape tokenizer '" + file + "': " + what);
+}
+
+}  // namespace
+
+struct ShapeTokenizer::Model {
+  SafetensorsFile file;
+  ShapeModelConfig config;
+  Dims dims;
+
+  // Bottleneck.
+  std::vector<float> codebook;  // [V, E] get_codebook()
+  Linear codebook_in;           // c_in: W → E
+  Linear codebook_out;          // c_out: E → W
+  std::vector<float> codebook_norm;  // [E]
+
+  // Decoder.
+  std::vector<float> positional_encodings;  // [T, W]
+  std::vector<SelfAttentionLayer> decoder_layers;
+
+  // Occupancy decoder.
+  std::vector<float> occupancy_fourier_weight;  // [3, F]
+  Linear occupancy_query_in, occupancy_query_out;
+  CrossAttentionLayer occupancy_attention;
+  std::vector<float> occupancy_norm_weight, occupancy_norm_bias;  // [W]
+  Linear occupancy_head;  // W → out_dim
+
+  // Encoder.
+  std::vector<float> encoder_fourier_weight;  // [3, F]
+  std::vector<float> encoder_query;           // [T (+1 cls), W]
+  Linear encoder_feature_in, encoder_feature_out;
+  std::vector<EncoderLayer> encoder_layers;
+  std::vector<float> encoder_norm_weight, encoder_norm_bias;  // [W]
+
+  std::vector<float> carrier;  // [F]
+
+  explicit Model(SafetensorsFile f) : file(std::move(f)) {}
+};
+
+ShapeTokenizer::ShapeTokenizer(std::unique_ptr<Model> model) : model_(std::move(model)) {}
+ShapeTokenizer::ShapeTokenizer(ShapeTokenizer&&) noexcept = default;
+ShapeTokenizer& ShapeTokenizer::operator=(ShapeTokenizer&&) noexcept = default;
+ShapeTokenizer::~ShapeTokenizer() = default;
+
+Result<ShapeTokenizer> ShapeTokenizer::load(const std::filesystem::path& path, const ShapeModelConfig* config,
+                                            const std::string& config_name) {
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  ShapeModelConfig chosen;
+  if (config) {
+    chosen = *config;
+  } else {
+    CUBEFORGE_ASSIGN_OR_RETURN(chosen, infer_shape_config(file));
+  }
+  return from_file(std::move(file), chosen, config ? config_name : "the sizes inferred from the tensors");
+}
+
+Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const ShapeModelConfig& config,
+                                                 const std::string& config_name) {
+  const std::string name = file.name();
+  if (config.width <= 0 || config.heads <= 0 || config.width % config.heads != 0)
+    return make_error(ErrorCode::kInvalidArgument, "shape model configuration for '" + name + "': width " +
+                                                       std::to_string(config.width) + " is not divisible by " +
+                                                       std::to_string(config.heads) + " heads");
+  if (config.num_freqs <= 0 || config.latents <= 0 || config.codes <= 0 || config.embed_dim <= 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "shape model configuration for '" + name + "' has a non-positive size (num_freqs, latents, codes or embed_dim)");
+  if (config.embed_point_feats && config.point_feats != 3)
+    return make_error(ErrorCode::kUnsupported, "shape model configuration for '" + name +
+                                                   "': embed_point_feats needs point_feats = 3, got " +
+                                                   std::to_string(config.point_feats));
+  CUBEFORGE_TRY(check_shape_config(config, file, config_name.empty() ? "the shape model configuration" : config_name));
+
+  auto model = std::make_unique<Model>(std::move(file));
+  Model& m = *model;
+  m.config = config;
+  m.dims = Dims{config.width, config.heads, config.head_dim()};
+  m.carrier = fourier_carrier(config.num_freqs);
+  const WeightBinder bind(m.file);
+
+  // Bottleneck: get_codebook() once, in float32 as the reference computes it.
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> raw_codebook, bind.vector("bottleneck.block.codebook.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cb_weight, bind.vector("bottleneck.block.cb_weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cb_bias, bind.vector("bottleneck.block.cb_bias"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.codebook_norm, bind.vector("bottleneck.block.norm.weight"));
+  const int64_t E = config.embed_dim;
+  for (int64_t v = 0; v < config.codes; ++v)
+    for (int64_t e = 0; e < E; ++e) {
+      float& value = raw_codebook[size_t(v * E + e)];
+      value = value * cb_weight[size_t(e)] + cb_bias[size_t(e)];
+    }
+  m.codebook.resize(raw_codebook.size());
+  cpu::rms_norm(raw_codebook.data(), config.codes, E, kCodebookNormEps, m.codebook_norm.data(), m.codebook.data());
+  CUBEFORGE_ASSIGN_OR_RETURN(m.codebook_in, bind.linear("bottleneck.block.c_in"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.codebook_out, bind.linear("bottleneck.block.c_out"));
+
+  CUBEFORGE_ASSIGN_OR_RETURN(m.positional_encodings, bind.vector("decoder.positional_encodings"));
+  for (int i = 0; i < config.decoder_layers; ++i) {
+    CUBEFORGE_ASSIGN_OR_RETURN(SelfAttentionLayer layer, bind.self_attention("decoder.blocks." + std::to_string(i)));
+    m.decoder_layers.push_back(std::move(layer));
+  }
+
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_fourier_weight, bind.vector("occupancy_decoder.embedder.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_query_in, bind.linear("occupancy_decoder.query_in.in_layer"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_query_out, bind.linear("occupancy_decoder.query_in.out_layer"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_attention, bind.cross_attention("occupancy_decoder.attn_out"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_weight, bind.vector("occupancy_decoder.ln_f.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_bias, bind.vector("occupancy_decoder.ln_f.bias"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_head, bind.linear("occupancy_decoder.c_head"));
+
+  CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_fourier_weight, bind.vector("encoder.embedder.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_query, bind.vector("encoder.query"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_feature_in, bind.linear("encoder.feat_in.in_layer"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_feature_out, bind.linear("encoder.feat_in.out_layer"));
+  const auto& cross_levels = config.encoder_cross_attention_levels;
+  for (int i = 0; i < config.encoder_layers; ++i) {
+    const std::string prefix = "encoder.blocks." + std::to_string(i);
+    EncoderLayer layer;
+    layer.is_cross = std::find(cross_levels.begin(), cross_levels.end(), i) != cross_levels.end();
+    if (layer.is_cross) {
+      CUBEFORGE_ASSIGN_OR_RETURN(layer.cross, bind.cross_attention(prefix));
+    } else {
+      CUBEFORGE_ASSIGN_OR_RETURN(layer.self, bind.self_attention(prefix));
+    }
+    m.encoder_layers.push_back(std::move(layer));
+  }
+  CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_norm_weight, bind.vector("encoder.ln_f.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_norm_bias, bind.vector("encoder.ln_f.bias"));
+  return ShapeTokenizer(std::move(model));
+}
+
+const ShapeModelConfig& ShapeTokenizer::config() const { return model_->config; }
+const std::string& ShapeTokenizer::file_name() const { return model_->file.name(); }
+const std::vector<float>& ShapeTokenizer::codebook() const { return model_->codebook; }
+
+Result<std::vector<float>> ShapeTokenizer::decode_tokens(std::span<const int64_t> tokens,
+                                                         std::vector<float>* z_q_out) const {
+  const Model& m = *model_;
+  const int64_t T = int64_t(tokens.size());
+  const int64_t W = m.dims.width, E = m.config.embed_dim;
+  if (T < 1 || T > m.config.latents)
+    return invalid(file_name(), "decode needs 1 to " + std::to_string(m.config.latents) + " tokens, got " +
+                                    std::to_string(T));
+  std::vector<float> rows(size_t(T * E));
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t id = std::clamp<int64_t>(tokens[size_t(t)], 0, m.config.codes - 1);
+    std::copy_n(m.codebook.begin() + id * E, E, rows.begin() + t * E);
+  }
+  std::vector<float> x(size_t(T * W));
+  m.codebook_out.apply(rows.data(), T, x.data());
+  if (z_q_out) *z_q_out = x;
+  cpu::add_inplace(x.data(), m.positional_encodings.data(), T * W);
+  Scratch scratch;
+  for (const auto& layer : m.decoder_layers) self_attention_layer(layer, m.dims, m.config.eps, x.data(), T, scratch);
+  return x;
+}
+
+Result<PreparedLatents> ShapeTokenizer::prepare_latents(std::span<const float> latents) const {
+  const Model& m = *model_;
+  const int64_t W = m.dims.width;
+  if (latents.empty() || latents.size() % size_t(W) != 0)
+    return invalid(file_name(), "latents hold " + std::to_string(latents.size()) +
+                                    " values, expected a non-empty multiple of width " + std::to_string(W));
+  PreparedLatents prepared;
+  prepared.latent_count = int64_t(latents.size()) / W;
+  prepared.width = W;
+  prepared.keys.resize(latents.size());
+  prepared.values.resize(latents.size());
+  Scratch scratch;
+  cross_attention_context(m.occupancy_attention, m.dims, kDefaultLayerNormEps, latents.data(),
+                          prepared.latent_count, prepared.keys.data(), prepared.values.data(), scratch);
+  return prepared;
+}
+
+Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const float> points_xyz,
+                                 std::span<float> logits, size_t chunk, const Progress& progress) const {
+  const Model& m = *model_;
+  const int64_t W = m.dims.width;
+  const int64_t out_dim = m.occupancy_head.out_features();
+  if (latents.width != W || latents.latent_count <= 0 ||
+      latents.keys.size() != size_t(latents.latent_count * W) || latents.values.size() != latents.keys.size())
+    return invalid(file_name(), "prepared latents do not belong to this model (width " + std::to_string(latents.width) +
+                                    ", expected " + std::to_string(W) + ")");
+  if (points_xyz.size() % 3 != 0)
+    return invalid(file_name(), "query points hold " + std::to_string(points_xyz.size()) +
+                                    " values, not a multiple of 3 (x, y, z)");
+  const int64_t P = int64_t(points_xyz.size() / 3);
+  if (logits.size() != size_t(P * out_dim))
+    return invalid(file_name(), "logits buffer holds " + std::to_string(logits.size()) + " values for " +
+                                    std::to_string(P) + " points × " + std::to_string(out_dim) + " outputs");
+  if (chunk == 0) return invalid(file_name(), "occupancy chunk size must be positive");
+  const int64_t rows = std::min<int64_t>(int64_t(chunk), std::max<int64_t>(P, 1));
+  const int64_t fourier_dim = m.config.fourier_dim();
+  std::vector<float> embedded(size_t(rows * fourier_dim));
+  std::vector<float> x(size_t(rows * W));
+  Scratch scratch;
+  for (int64_t begin = 0; begin < P; begin += rows) {
+    const int64_t n = std::min(rows, P - begin);
+    fourier_embed_rows(m.occupancy_fourier_weight, m.carrier, m.config.num_freqs, points_xyz.data() + begin * 3, n,
+                       embedded.data());
+    float* hidden = Scratch::sized(scratch.hidden, n * W);
+    mlp_embed(m.occupancy_query_in, m.occupancy_query_out, embedded.data(), n, hidden, x.data());
+    cross_attention_layer(m.occupancy_attention, m.dims, kDefaultLayerNormEps, x.data(), n, latents.keys.data(),
+                          latents.values.data(), latents.latent_count, scratch);
+    float* normed = Scratch::sized(scratch.normed, n * W);
+    cpu::layer_norm(x.data(), n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(),
+                    normed);
+    m.occupancy_head.apply(normed, n, logits.data() + begin * out_dim);
+    if (progress && !progress(begin + n, P))
+      return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) + " of " +
+                                                   std::to_string(P) + " points");
+  }
+  return ok_status();
+}
+
+Status ShapeTokenizer::occupancy(std::span<const float> latents, std::span<const float> points_xyz,
+                                 std::span<float> logits, size_t chunk) const {
+  CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, prepare_latents(latents));
+  return occupancy(prepared, points_xyz, logits, chunk);
+}
+
+std::vector<float> ShapeTokenizer::fourier_embed(std::span<const float> points_xyz) const {
+  const Model& m = *model_;
+  const int64_t P = int64_t(points_xyz.size() / 3);
+  std::vector<float> out(size_t(P * m.config.fourier_dim()));
+  fourier_embed_rows(m.occupancy_fourier_weight, m.carrier, m.config.num_freqs, points_xyz.data(), P, out.data());
+  return out;
+}
+
+Result<std::vector<int64_t>> ShapeTokenizer::encode(std::span<const float> surface, std::vector<float>* z_e_out) const {
+  const Model& m = *model_;
+  const ShapeModelConfig& c = m.config;
+  const int64_t W = m.dims.width, E = c.embed_dim;
+  const int64_t columns = 3 + c.point_feats;
+  if (surface.empty() || surface.size() % size_t(columns) != 0)
+    return invalid(file_name(), "surface samples hold " + std::to_string(surface.size()) +
+                                    " values, expected a non-empty multiple of " + std::to_string(columns) +
+                                    " (xyz and " + std::to_string(c.point_feats) + " features per point)");
+  const int64_t P = int64_t(surface.size()) / columns;
+
+  // Point features: [fourier(xyz), feats] or [fourier(xyz), fourier(feats)].
+  const int64_t fourier_dim = c.fourier_dim();
+  const int64_t feature_dim = m.encoder_feature_in.weight.cols;
+  std::vector<float> xyz(size_t(P * 3)), extra(size_t(P * 3));
+  for (int64_t p = 0; p < P; ++p)
+    for (int i = 0; i < 3; ++i) xyz[size_t(p * 3 + i)] = surface[size_t(p * columns + i)];
+  std::vector<float> embedded(size_t(P * fourier_dim));
+  fourier_embed_rows(m.encoder_fourier_weight, m.carrier, c.num_freqs, xyz.data(), P, embedded.data());
+  std::vector<float> features(size_t(P * feature_dim));
+  std::vector<float> embedded_extra;
+  if (c.embed_point_feats) {
+    for (int64_t p = 0; p < P; ++p)
+      for (int i = 0; i < 3; ++i) extra[size_t(p * 3 + i)] = surface[size_t(p * columns + 3 + i)];
+    embedded_extra.resize(size_t(P * fourier_dim));
+    fourier_embed_rows(m.encoder_fourier_weight, m.carrier, c.num_freqs, extra.data(), P, embedded_extra.data());
+  }
+  for (int64_t p = 0; p < P; ++p) {
+    float* row = features.data() + p * feature_dim;
+    std::copy_n(embedded.begin() + p * fourier_dim, fourier_dim, row);
+    if (c.embed_point_feats)
+      std::copy_n(embedded_extra.begin() + p * fourier_dim, fourier_dim, row + fourier_dim);
+    else
+      std::copy_n(surface.begin() + p * columns + 3, c.point_feats, row + fourier_dim);
+  }
+  std::vector<float> data(size_t(P * W)), hidden(size_t(P * W));
+  mlp_embed(m.encoder_feature_in, m.encoder_feature_out, features.data(), P, hidden.data(), data.data());
+
+  // Learned queries (cls first) through the layers.
+  std::vector<float> h = m.encoder_query;
+  const int64_t Q = int64_t(h.size()) / W;
+  std::vector<float> keys(size_t(P * W)), values(size_t(P * W));
+  Scratch scratch;
+  for (const auto& layer : m.encoder_layers) {
+    if (layer.is_cross) {
+      cross_attention_context(layer.cross, m.dims, c.eps, data.data(), P, keys.data(), values.data(), scratch);
+      cross_attention_layer(layer.cross, m.dims, c.eps, h.data(), Q, keys.data(), values.data(), P, scratch);
+    } else {
+      self_attention_layer(layer.self, m.dims, c.eps, h.data(), Q, scratch);
+    }
+  }
+  std::vector<float> normed(h.size());
+  cpu::layer_norm(h.data(), Q, W, c.eps, m.encoder_norm_weight.data(), m.encoder_norm_bias.data(), normed.data());
+  const int64_t skip = c.encoder_with_cls_token ? 1 : 0;
+  const int64_t T = Q - skip;
+  const float* z_e = normed.data() + skip * W;
+  if (z_e_out) z_e_out->assign(z_e, z_e + T * W);
+
+  // Bottleneck: RMSNorm(c_in(z_e)), then the nearest codebook row (first on ties).
+  std::vector<float> projected(size_t(T * E)), quantized(size_t(T * E));
+  m.codebook_in.apply(z_e, T, projected.data());
+  cpu::rms_norm(projected.data(), T, E, kCodebookNormEps, m.codebook_norm.data(), quantized.data());
+  std::vector<int64_t> indices(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) {
+    const float* z = quantized.data() + t * E;
+    double best = std::numeric_limits<double>::infinity();
+    int64_t best_index = 0;
+    for (int64_t v = 0; v < c.codes; ++v) {
+      const float* code = m.codebook.data() + v * E;
+      double distance = 0.0;
+      for (int64_t e = 0; e < E; ++e) {
+        const double diff = double(z[e]) - double(code[e]);
+        distance += diff * diff;
+      }
+      if (distance < best) {
+        best = distance;
+        best_index = v;
+      }
+    }
+    indices[size_t(t)] = best_index;
+  }
+  return indices;
+}
+
+std::vector<float> dense_grid_points(int resolution_base, double bound_min, double bound_max) {
+  const int64_t n = (int64_t(1) << resolution_base) + 1;
+  // numpy.linspace in float64, then cast: start + i·step, the last point exactly the bound.
+  std::vector<float> axis(static_cast<size_t>(n));
+  const double step = (bound_max - bound_min) / double(n - 1);
+  for (int64_t i = 0; i < n; ++i) axis[size_t(i)] = float(double(i) * step + bound_min);
+  axis[size_t(n - 1)] = float(bound_max);
+  std::vector<float> points(size_t(n * n * n * 3));
+  size_t at = 0;
+  for (int64_t x = 0; x < n; ++x)
+    for (int64_t y = 0; y < n; ++y)
+      for (int64_t z = 0; z < n; ++z) {
+        points[at++] = axis[size_t(x)];
+        points[at++] = axis[size_t(y)];
+        points[at++] = axis[size_t(z)];
+      }
+  return points;
+}
+
+}  // namespace cubeforge

@@ -1,0 +1,107 @@
+// The Cube 3D shape tokenizer (OneDAutoEncoder) on the CPU, in float32.
+//
+// Decoding turns shape tokens into latents (codebook row → c_out → + positional
+// encodings → self-attention layers); the occupancy decoder then answers, for any
+// point in space, a logit whose zero level set is the surface. Encoding goes the
+// other way: surface samples with normals → learned queries cross-attending to the
+// points → nearest codebook entries. The numbers match the public reference
+// implementation (see DESIGN.md, "Shape tokenizer").
+//
+// Legend: T = tokens (latents), W = width, E = codebook vector size, V = codes,
+// P = points, F = Fourier frequencies.
+//
+// Weights stay in the mapped file in their stored precision (F32/F16/BF16); only
+// the small vectors (biases, norms, queries, positional encodings, codebook) are
+// widened to float32 at load time.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "inference/core/result.h"
+#include "inference/model/config.h"
+#include "inference/tensor/safetensors.h"
+
+namespace cubeforge {
+
+// The latents-side keys and values of the occupancy decoder's cross-attention.
+// They depend on the latents only, so a coarse-to-fine grid evaluation computes
+// them once and reuses them for every batch of query points.
+struct PreparedLatents {
+  int64_t latent_count = 0;   // S
+  int64_t width = 0;          // W
+  std::vector<float> keys;    // [S, W] c_k(LN(latents))
+  std::vector<float> values;  // [S, W] c_v(LN(latents))
+};
+
+// Every method is const and keeps its working memory local: a tokenizer holds
+// no mutable state once loaded.
+class ShapeTokenizer {
+ public:
+  // Opens MODEL/shape_tokenizer.safetensors (kept mapped while the tokenizer
+  // lives). With no configuration, sizes are inferred from the tensors; either
+  // way the tensor set must match the configuration exactly. `config_name`
+  // (e.g. the config.yaml path) names the configuration in error messages.
+  static Result<ShapeTokenizer> load(const std::filesystem::path& file, const ShapeModelConfig* config = nullptr,
+                                     const std::string& config_name = "");
+  // Takes an already open file (random-weight models, in-memory images).
+  static Result<ShapeTokenizer> from_file(SafetensorsFile file, const ShapeModelConfig& config,
+                                          const std::string& config_name = "");
+
+  ShapeTokenizer(ShapeTokenizer&&) noexcept;
+  ShapeTokenizer& operator=(ShapeTokenizer&&) noexcept;
+  ~ShapeTokenizer();
+
+  const ShapeModelConfig& config() const;
+  const std::string& file_name() const;
+
+  // get_codebook(): [V, E] = RMSNorm(codebook · cb_weight + cb_bias), computed at load.
+  const std::vector<float>& codebook() const;
+
+  // Tokens → latents [T, W] (1 ≤ T ≤ latents). Ids outside [0, V) are clamped,
+  // as the reference does. `z_q_out` receives the codebook rows after c_out,
+  // before the positional encodings ([T, W]).
+  Result<std::vector<float>> decode_tokens(std::span<const int64_t> tokens, std::vector<float>* z_q_out = nullptr) const;
+
+  // Latents [S, W] → the occupancy cross-attention's keys and values.
+  Result<PreparedLatents> prepare_latents(std::span<const float> latents) const;
+
+  // Called after each chunk with the points done so far and the total;
+  // returning false stops the query with a kCancelled status.
+  using Progress = std::function<bool(int64_t points_done, int64_t points_total)>;
+
+  // Occupancy logits for points [P, 3] into logits [P · out_dim], `chunk`
+  // points at a time so memory stays bounded for any P (about 30 KB per point
+  // of chunk at width 768: 250 MB for the default).
+  Status occupancy(const PreparedLatents& latents, std::span<const float> points_xyz, std::span<float> logits,
+                   size_t chunk = 8192, const Progress& progress = nullptr) const;
+  // Convenience for a single query batch: prepares the latents, then queries.
+  Status occupancy(std::span<const float> latents, std::span<const float> points_xyz, std::span<float> logits,
+                   size_t chunk = 8192) const;
+
+  // The occupancy decoder's phase-modulated Fourier embedding: [P, 3(2F+1)]
+  // for the P = size / 3 whole points given.
+  std::vector<float> fourier_embed(std::span<const float> points_xyz) const;
+
+  // Surface samples [P, 3 + point_feats] (xyz, then normals) → token ids [T].
+  // `z_e_out` receives the encoder output without the cls token ([T, W]).
+  Result<std::vector<int64_t>> encode(std::span<const float> surface, std::vector<float>* z_e_out = nullptr) const;
+
+  struct Model;  // the weights; defined in shape_tokenizer.cpp
+
+ private:
+  explicit ShapeTokenizer(std::unique_ptr<Model> model);
+  std::unique_ptr<Model> model_;
+};
+
+// Query points of the dense grid the reference meshes: (2^resolution_base + 1)³
+// points spanning [bound_min, bound_max] on every axis, x-major ("ij": the z
+// index runs fastest), coordinates as numpy's float32 linspace gives them.
+std::vector<float> dense_grid_points(int resolution_base, double bound_min = -1.05, double bound_max = 1.05);
+
+}  // namespace cubeforge

@@ -1,0 +1,240 @@
+// The text-to-mesh pipeline.
+#include "inference/pipeline/generation.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "inference/geometry/mesh_cleanup.h"
+#include "inference/geometry/occupancy_grid.h"
+
+namespace cubeforge {
+
+namespace {
+
+constexpr float kBoundingBoxMaxSide = 1.925f;
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+class StageClock {
+ public:
+  StageClock(const GenerationEventSink& events, Stage stage) : events_(events), stage_(stage) {
+    if (events_) {
+      GenerationEvent e;
+      e.kind = GenerationEvent::Kind::kStageStarted;
+      e.stage = stage_;
+      events_(e);
+    }
+  }
+  double finish() {
+    const double ms = elapsed_ms(start_);
+    if (events_) {
+      GenerationEvent e;
+      e.kind = GenerationEvent::Kind::kStageFinished;
+      e.stage = stage_;
+      e.stage_ms = ms;
+      events_(e);
+    }
+    return ms;
+  }
+
+ private:
+  const GenerationEventSink& events_;
+  Stage stage_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+bool cancelled(const std::atomic<bool>* cancel) { return cancel && cancel->load(std::memory_order_relaxed); }
+
+Error cancelled_error(const std::string& where) { return make_error(ErrorCode::kCancelled, "generation cancelled " + where); }
+
+}  // namespace
+
+const char* stage_name(Stage stage) {
+  switch (stage) {
+    case Stage::kText: return "text";
+    case Stage::kPrefill: return "prefill";
+    case Stage::kDecode: return "decode";
+    case Stage::kShapeDecode: return "shape decode";
+    case Stage::kOccupancy: return "occupancy";
+    case Stage::kMeshing: return "meshing";
+    case Stage::kCleanup: return "cleanup";
+  }
+  return "?";
+}
+
+Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
+  float largest = 0.f;
+  for (float v : size) {
+    if (!(v > 0.f) || !std::isfinite(v))
+      return make_error(ErrorCode::kInvalidArgument, "bounding box sides must be positive numbers; got " +
+                                                         std::to_string(size[0]) + " x " + std::to_string(size[1]) +
+                                                         " x " + std::to_string(size[2]));
+    largest = std::max(largest, v);
+  }
+  return std::array<float, 3>{kBoundingBoxMaxSide * size[0] / largest, kBoundingBoxMaxSide * size[1] / largest,
+                              kBoundingBoxMaxSide * size[2] / largest};
+}
+
+Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
+                                         const std::optional<std::array<float, 3>>& normalized_bbox) {
+  const TokenizedText tokens = model.tokenizer().encode(prompt);
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> hidden, model.text_encoder().encode(tokens));
+  return model.gpt().project_condition(hidden, normalized_bbox ? normalized_bbox->data() : nullptr);
+}
+
+Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
+                                        const MeshingOptions& options, const GenerationEventSink& events,
+                                        const std::atomic<bool>* cancel) {
+  if (options.resolution < 2 || options.resolution > 10)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "resolution " + std::to_string(options.resolution) + " is outside 2..10 (8 is the reference's)");
+  const int expected = model.shape_tokens();
+  if (int(tokens.size()) != expected)
+    return make_error(ErrorCode::kInvalidArgument, "the shape tokenizer needs " + std::to_string(expected) +
+                                                       " tokens, got " + std::to_string(tokens.size()));
+  GenerationResult result;
+  result.tokens.assign(tokens.begin(), tokens.end());
+  const ShapeTokenizer& shape = model.shape();
+
+  StageClock decode_clock(events, Stage::kShapeDecode);
+  std::vector<int64_t> ids(tokens.begin(), tokens.end());
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids));
+  CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
+  result.timings.shape_decode_ms = decode_clock.finish();
+  if (cancelled(cancel)) return cancelled_error("before meshing");
+
+  StageClock occupancy_clock(events, Stage::kOccupancy);
+  GridSpec spec;
+  spec.resolution = options.resolution;
+  FieldFunction field = [&](std::span<const float> points, std::span<float> values) {
+    return shape.occupancy(prepared, points, values);
+  };
+  FieldEvaluationOptions evaluation;
+  evaluation.chunk_points = 8192;
+  evaluation.progress = [&](int64_t done, int64_t planned) {
+    if (events) {
+      GenerationEvent e;
+      e.kind = GenerationEvent::Kind::kOccupancyProgress;
+      e.stage = Stage::kOccupancy;
+      e.points_done = done;
+      e.points_planned = planned;
+      events(e);
+    }
+    return !cancelled(cancel);
+  };
+  ScalarGrid grid;
+  if (options.coarse_to_fine) {
+    CoarseToFineOptions c2f;
+    c2f.evaluation = evaluation;
+    CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_field_coarse_to_fine(field, spec, c2f));
+    result.stats.occupancy_points = refined.stats.evaluated_points;
+    grid = std::move(refined.grid);
+  } else {
+    CUBEFORGE_ASSIGN_OR_RETURN(grid, evaluate_field_dense(field, spec, evaluation));
+    result.stats.occupancy_points = spec.point_count();
+  }
+  result.stats.dense_points = spec.point_count();
+  result.timings.occupancy_ms = occupancy_clock.finish();
+
+  StageClock meshing_clock(events, Stage::kMeshing);
+  MarchingCubesOptions mc;
+  mc.mapping = options.vertex_mapping;
+  CUBEFORGE_ASSIGN_OR_RETURN(result.mesh, marching_cubes(grid, mc));
+  result.timings.meshing_ms = meshing_clock.finish();
+  result.stats.faces_before_cleanup = int64_t(result.mesh.face_count());
+  result.stats.has_surface = !result.mesh.empty();
+
+  StageClock cleanup_clock(events, Stage::kCleanup);
+  if (!result.mesh.empty()) {
+    PostprocessOptions post;
+    post.min_component_diagonal_fraction = options.remove_floaters ? post.min_component_diagonal_fraction : 0.f;
+    post.simplify = options.target_faces >= 0;
+    post.simplification.target_faces = std::max<int64_t>(0, options.target_faces);
+    CUBEFORGE_ASSIGN_OR_RETURN(PostprocessReport report, postprocess_mesh(result.mesh, post));
+    result.stats.floaters_removed = report.components.removed_components;
+  }
+  result.timings.cleanup_ms = cleanup_clock.finish();
+  result.stats.vertices = int64_t(result.mesh.vertex_count());
+  result.stats.faces = int64_t(result.mesh.face_count());
+  return result;
+}
+
+Result<GenerationResult> generate_shape(const CubeModel& model, const GenerationRequest& request,
+                                        const GenerationEventSink& events, const std::atomic<bool>* cancel) {
+  if (request.backend == Backend::kCuda)
+    return make_error(ErrorCode::kUnsupported,
+                      "the CUDA backend is not available for whole generations in this build; use the CPU backend");
+  if (!(request.guidance_scale >= 0.f) || !std::isfinite(request.guidance_scale))
+    return make_error(ErrorCode::kInvalidArgument, "guidance must be a number >= 0");
+  if (!request.sampling.greedy && !(request.sampling.temperature > 0.f))
+    return make_error(ErrorCode::kInvalidArgument, "temperature must be > 0");
+  if (!(request.sampling.top_p > 0.f && request.sampling.top_p <= 1.f))
+    return make_error(ErrorCode::kInvalidArgument, "top-p must be in (0, 1]");
+  std::optional<std::array<float, 3>> bbox;
+  if (request.bbox) {
+    CUBEFORGE_ASSIGN_OR_RETURN(bbox, normalize_bbox(*request.bbox));
+  }
+
+  StageTimings timings;
+  StageClock text_clock(events, Stage::kText);
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, request.prompt, bbox));
+  std::vector<float> uncond;
+  if (request.guidance_scale > 0.f) {
+    // The unconditional branch never sees the bounding box.
+    CUBEFORGE_ASSIGN_OR_RETURN(uncond, encode_prompt(model, "", std::nullopt));
+  }
+  timings.text_ms = text_clock.finish();
+  if (cancelled(cancel)) return cancelled_error("before the first token");
+
+  TokenGenerationOptions options;
+  options.guidance_scale = request.guidance_scale;
+  options.sampling = request.sampling;
+  options.sampling.seed = request.seed;
+  options.attention = request.attention;
+  options.use_kv_cache = request.use_kv_cache;
+  const int count = model.shape_tokens();
+  std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
+  std::optional<StageClock> decode_clock;
+  auto on_token = [&](const TokenEvent& t) {
+    if (t.index == 0) {
+      timings.prefill_ms = prefill_clock->finish();
+      prefill_clock.reset();
+      if (count > 1) decode_clock.emplace(events, Stage::kDecode);
+    }
+    if (events) {
+      GenerationEvent e;
+      e.kind = GenerationEvent::Kind::kToken;
+      e.stage = t.index == 0 ? Stage::kPrefill : Stage::kDecode;
+      e.token_index = t.index;
+      e.token = t.token;
+      e.token_count = count;
+      e.token_ms = t.step_ms;
+      events(e);
+    }
+    return !cancelled(cancel);
+  };
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<int> tokens,
+                             generate_tokens(model.gpt(), cond, uncond, count, options, on_token));
+  if (decode_clock) timings.decode_ms = decode_clock->finish();
+  if (cancelled(cancel)) return cancelled_error("after the last token");
+
+  MeshingOptions meshing;
+  meshing.resolution = request.resolution;
+  meshing.coarse_to_fine = request.coarse_to_fine;
+  meshing.vertex_mapping = request.vertex_mapping;
+  meshing.remove_floaters = request.remove_floaters;
+  meshing.target_faces = request.target_faces;
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, tokens_to_mesh(model, tokens, meshing, events, cancel));
+  timings.shape_decode_ms = result.timings.shape_decode_ms;
+  timings.occupancy_ms = result.timings.occupancy_ms;
+  timings.meshing_ms = result.timings.meshing_ms;
+  timings.cleanup_ms = result.timings.cleanup_ms;
+  result.timings = timings;
+  result.time_to_first_token_ms = timings.text_ms + timings.prefill_ms;
+  result.tokens_per_second = count > 1 && timings.decode_ms > 0 ? (count - 1) / (timings.decode_ms / 1000.0) : 0.0;
+  return result;
+}
+
+}  // namespace cubeforge

@@ -1,0 +1,111 @@
+// One generation API for the command line and the app: prompt → CLIP →
+// shape tokens → latents → occupancy grid → marching cubes → cleaned mesh.
+//
+// Events stream as they happen (every token, every stage's start and end
+// with its time); a cancel flag is checked between tokens and between
+// occupancy batches, and a cancelled run ends with ErrorCode::kCancelled.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "inference/core/result.h"
+#include "inference/geometry/marching_cubes.h"
+#include "inference/geometry/mesh.h"
+#include "inference/model/generate.h"
+#include "inference/pipeline/cube_model.h"
+
+namespace cubeforge {
+
+enum class Backend { kCpu, kCuda };
+
+struct GenerationRequest {
+  std::string prompt;
+  uint64_t seed = 0;
+  float guidance_scale = 3.0f;
+  SamplingOptions sampling;                        // greedy by default, like the reference
+  std::optional<std::array<float, 3>> bbox;        // any positive size; scaled so its largest side is 1.925
+  int resolution = 8;                              // grid of (2^r + 1)^3 points
+  AttentionMode attention = AttentionMode::kCausal;
+  bool use_kv_cache = true;
+  Backend backend = Backend::kCpu;
+  bool coarse_to_fine = true;                      // false: evaluate every grid point
+  VertexMapping vertex_mapping = VertexMapping::kCellSize;
+  bool remove_floaters = true;
+  int64_t target_faces = 0;                        // 0: max(10000, 10% of faces); < 0: no simplification
+};
+
+enum class Stage { kText, kPrefill, kDecode, kShapeDecode, kOccupancy, kMeshing, kCleanup };
+const char* stage_name(Stage stage);
+
+struct GenerationEvent {
+  enum class Kind { kStageStarted, kStageFinished, kToken, kOccupancyProgress };
+  Kind kind = Kind::kStageStarted;
+  Stage stage = Stage::kText;
+  double stage_ms = 0;          // kStageFinished: the stage's time
+  int token_index = 0;          // kToken
+  int token = 0;                // kToken
+  int token_count = 0;          // kToken: tokens in the whole sequence
+  double token_ms = 0;          // kToken: model time of this token
+  int64_t points_done = 0;      // kOccupancyProgress
+  int64_t points_planned = 0;   // kOccupancyProgress
+};
+
+using GenerationEventSink = std::function<void(const GenerationEvent&)>;
+
+struct StageTimings {
+  double text_ms = 0, prefill_ms = 0, decode_ms = 0, shape_decode_ms = 0, occupancy_ms = 0, meshing_ms = 0,
+         cleanup_ms = 0;
+  double total_ms() const {
+    return text_ms + prefill_ms + decode_ms + shape_decode_ms + occupancy_ms + meshing_ms + cleanup_ms;
+  }
+};
+
+struct MeshStatistics {
+  int64_t vertices = 0, faces = 0;
+  int64_t faces_before_cleanup = 0;
+  int64_t occupancy_points = 0;        // field evaluations
+  int64_t dense_points = 0;            // what a dense grid would have cost
+  int64_t floaters_removed = 0;        // components dropped
+  bool has_surface = false;
+};
+
+struct GenerationResult {
+  std::vector<int> tokens;
+  Mesh mesh;
+  StageTimings timings;
+  MeshStatistics stats;
+  double time_to_first_token_ms = 0;
+  double tokens_per_second = 0;        // decode steps only
+};
+
+// The reference's bounding-box normalisation: largest side becomes 1.925.
+Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size);
+
+// Runs the whole pipeline.
+Result<GenerationResult> generate_shape(const CubeModel& model, const GenerationRequest& request,
+                                        const GenerationEventSink& events = {},
+                                        const std::atomic<bool>* cancel = nullptr);
+
+// The second half alone: shape tokens → mesh (used by tokenisation round
+// trips and progressive previews). Fills timings/stats of the shape stages.
+struct MeshingOptions {
+  int resolution = 8;
+  bool coarse_to_fine = true;
+  VertexMapping vertex_mapping = VertexMapping::kCellSize;
+  bool remove_floaters = true;
+  int64_t target_faces = 0;
+};
+Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
+                                        const MeshingOptions& options, const GenerationEventSink& events = {},
+                                        const std::atomic<bool>* cancel = nullptr);
+
+// The condition rows for a prompt: text_proj(CLIP(prompt)) (+ bbox token).
+Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
+                                         const std::optional<std::array<float, 3>>& normalized_bbox);
+
+}  // namespace cubeforge

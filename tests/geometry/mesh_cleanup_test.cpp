@@ -1,0 +1,170 @@
+// Welding, floater removal, normals and simplification on meshes whose
+// answers are known: a sphere cut into a triangle soup must weld back into
+// itself, a far small ball must go, normals of a sphere point away from its
+// centre, and a simplified sphere keeps its shape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "inference/geometry/extract_mesh.h"
+#include "inference/geometry/mesh_cleanup.h"
+#include "inference/geometry/mesh_metrics.h"
+#include "test_meshes.h"
+
+namespace cubeforge {
+namespace {
+
+using testing::mesh_of_field;
+
+Mesh triangle_soup(const Mesh& mesh) {
+  Mesh soup;
+  for (uint32_t v : mesh.indices) {
+    soup.indices.push_back(uint32_t(soup.positions.size() / 3));
+    soup.positions.insert(soup.positions.end(), &mesh.positions[size_t(v) * 3], &mesh.positions[size_t(v) * 3] + 3);
+  }
+  return soup;
+}
+
+TEST(Weld, TriangleSoupWeldsBackIntoTheMesh) {
+  const Mesh sphere = mesh_of_field(sphere_field(0.6f), 5);
+  Mesh soup = triangle_soup(sphere);
+  ASSERT_EQ(analyze_topology(soup).boundary_edges, int64_t(soup.indices.size()));
+  const WeldReport report = weld_vertices(soup);
+  EXPECT_EQ(soup.vertex_count(), sphere.vertex_count());
+  EXPECT_EQ(soup.face_count(), sphere.face_count());
+  EXPECT_EQ(report.merged_vertices, int64_t(sphere.indices.size() - sphere.vertex_count()));
+  EXPECT_TRUE(analyze_topology(soup).closed_and_oriented());
+  EXPECT_EQ(analyze_topology(soup).euler_characteristic(), 2);
+}
+
+TEST(Weld, ToleranceMergesNearlyEqualVertices) {
+  const Mesh sphere = mesh_of_field(sphere_field(0.6f), 5);
+  Mesh soup = triangle_soup(sphere);
+  for (size_t i = 0; i < soup.positions.size(); ++i) soup.positions[i] += float((i * 7919) % 11) * 1e-7f;
+  Mesh exact = soup;
+  weld_vertices(exact);
+  EXPECT_GT(exact.vertex_count(), sphere.vertex_count()) << "jittered copies are not identical";
+  weld_vertices(soup, 1e-5f);
+  EXPECT_EQ(soup.vertex_count(), sphere.vertex_count());
+  EXPECT_TRUE(analyze_topology(soup).closed_and_oriented());
+}
+
+TEST(Weld, RemovesDegenerateAndDuplicateFaces) {
+  Mesh mesh = mesh_of_field(sphere_field(0.6f), 4);
+  const size_t faces = mesh.face_count();
+  const uint32_t a = mesh.indices[0], b = mesh.indices[1], c = mesh.indices[2];
+  mesh.indices.insert(mesh.indices.end(), {c, b, a, a, a, b});  // a flipped copy and a degenerate face
+  mesh.positions.insert(mesh.positions.end(), {5.f, 5.f, 5.f});  // an unused vertex
+  const WeldReport report = weld_vertices(mesh);
+  EXPECT_EQ(report.duplicate_faces, 1);
+  EXPECT_EQ(report.degenerate_faces, 1);
+  EXPECT_EQ(report.unreferenced_vertices, 1);
+  EXPECT_EQ(mesh.face_count(), faces);
+  EXPECT_TRUE(analyze_topology(mesh).closed_and_oriented());
+}
+
+TEST(Floaters, SmallFarComponentsAreRemoved) {
+  // A body, a ball of 5% of the whole diagonal (goes) and one of 19% (stays).
+  const Mesh mesh_before = mesh_of_field(union_field({sphere_field(0.5f, {-0.3f, 0.f, 0.f}),
+                                                      sphere_field(0.08f, {0.85f, 0.8f, 0.8f}),
+                                                      sphere_field(0.28f, {0.6f, -0.6f, -0.6f})}),
+                                         6);
+  Mesh mesh = mesh_before;
+  ASSERT_EQ(analyze_topology(mesh).components, 3);
+  const double diagonal = bounding_diagonal(mesh);
+  ASSERT_GT(0.16 / diagonal, 0.05);
+  ASSERT_LT(0.16 / diagonal, 0.15);
+  ASSERT_GT(0.56 / diagonal, 0.15);
+  const ComponentReport report = remove_small_components(mesh);
+  EXPECT_EQ(report.components, 3);
+  EXPECT_EQ(report.removed_components, 1);
+  EXPECT_EQ(analyze_topology(mesh).components, 2);
+  EXPECT_TRUE(analyze_topology(mesh).closed_and_oriented());
+  const Bounds3 bounds = mesh.bounds();
+  EXPECT_LT(bounds.max[2], 0.6f) << "the small ball near (0.85, 0.8, 0.8) is gone";
+  EXPECT_EQ(analyze_topology(mesh).vertices, int64_t(mesh.vertex_count())) << "its vertices too";
+}
+
+TEST(Normals, SphereNormalsPointOutward) {
+  Mesh mesh = mesh_of_field(sphere_field(0.7f, {0.1f, 0.f, -0.1f}), 5);
+  compute_vertex_normals(mesh);
+  ASSERT_TRUE(mesh.has_normals());
+  for (size_t v = 0; v < mesh.vertex_count(); ++v) {
+    const float* p = &mesh.positions[v * 3];
+    const float* n = &mesh.normals[v * 3];
+    const double radial[3] = {p[0] - 0.1, double(p[1]), p[2] + 0.1};
+    const double length = std::sqrt(radial[0] * radial[0] + radial[1] * radial[1] + radial[2] * radial[2]);
+    ASSERT_NEAR(std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]), 1.0, 1e-5);
+    ASSERT_GT((n[0] * radial[0] + n[1] * radial[1] + n[2] * radial[2]) / length, 0.99) << "vertex " << v;
+  }
+}
+
+TEST(Simplify, HitsTheTargetAndKeepsTheShape) {
+  const Mesh original = mesh_of_field(torus_field(0.6f, 0.25f), 6);
+  Mesh mesh = original;
+  SimplifyOptions options;
+  options.target_faces = int64_t(original.face_count() / 8);
+  auto report = simplify_mesh(mesh, options);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  std::printf("simplified %lld -> %lld faces (target %lld), error %.3g\n", (long long)report->faces_before,
+              (long long)report->faces_after, (long long)options.target_faces, report->relative_error);
+  EXPECT_EQ(report->faces_after, int64_t(mesh.face_count()));
+  EXPECT_LE(report->faces_after, options.target_faces);
+  EXPECT_GE(report->faces_after, options.target_faces * 95 / 100);
+  const MeshTopology topology = analyze_topology(mesh);
+  EXPECT_TRUE(topology.closed_and_oriented());
+  EXPECT_EQ(topology.euler_characteristic(), 0);
+  EXPECT_EQ(topology.vertices, int64_t(mesh.vertex_count()));
+  auto chamfer = chamfer_distance(mesh, original, {5000, 3, true});
+  ASSERT_TRUE(chamfer.ok());
+  EXPECT_LT(chamfer->symmetric, 0.002 * bounding_diagonal(original));
+  EXPECT_NEAR(signed_volume(mesh), signed_volume(original), 0.01 * signed_volume(original));
+}
+
+TEST(Simplify, DefaultBudgetIsTheReferences) {
+  EXPECT_EQ(default_target_faces(5000), 10000);
+  EXPECT_EQ(default_target_faces(150000), 15000);
+  Mesh small = mesh_of_field(sphere_field(0.5f), 4);
+  const size_t faces = small.face_count();
+  auto report = simplify_mesh(small);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(small.face_count(), faces) << "under the 10000-face floor nothing changes";
+}
+
+TEST(Postprocess, WeldsDropsFloatersAndAddsNormals) {
+  Mesh mesh = triangle_soup(mesh_of_field(union_field({sphere_field(0.6f), sphere_field(0.05f, {0.9f, 0.9f, 0.9f})}), 5));
+  auto report = postprocess_mesh(mesh);
+  ASSERT_TRUE(report.ok());
+  EXPECT_EQ(report->components.removed_components, 1);
+  EXPECT_GT(report->weld.merged_vertices, 0);
+  EXPECT_TRUE(mesh.has_normals());
+  const MeshTopology topology = analyze_topology(mesh);
+  EXPECT_EQ(topology.components, 1);
+  EXPECT_TRUE(topology.closed_and_oriented());
+}
+
+TEST(ExtractMesh, FieldToFinishedMesh) {
+  MeshExtractionOptions options;
+  options.grid.resolution = 6;
+  options.refinement.coarse_resolution = 4;
+  auto extraction = extract_mesh(union_field({torus_field(0.6f, 0.25f), sphere_field(0.04f, {0.9f, 0.9f, 0.9f})}),
+                                 options);
+  ASSERT_TRUE(extraction.ok()) << extraction.error().to_string();
+  const Mesh& mesh = extraction->mesh;
+  EXPECT_LT(extraction->evaluation.evaluated_points, extraction->evaluation.dense_points);
+  EXPECT_EQ(extraction->cleanup.components.removed_components, 1) << "the small ball is a floater";
+  EXPECT_LE(int64_t(mesh.face_count()), 10000) << "the reference's face budget";
+  EXPECT_TRUE(mesh.has_normals());
+  const MeshTopology topology = analyze_topology(mesh);
+  EXPECT_TRUE(topology.closed_and_oriented());
+  EXPECT_EQ(topology.euler_characteristic(), 0);
+  const double volume = 2 * 3.14159265358979 * 3.14159265358979 * 0.6 * 0.25 * 0.25;
+  EXPECT_NEAR(signed_volume(mesh), volume, 0.01 * volume);
+
+  auto nothing = extract_mesh(sphere_field(-0.5f), options);  // negative everywhere
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_TRUE(nothing->mesh.empty());
+}
+
+}  // namespace
+}  // namespace cubeforge

@@ -1,0 +1,106 @@
+// Model configuration: YAML and inference agree on the fixture; a YAML or a
+// tensor file that disagrees is an error that says where.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "inference/core/file_io.h"
+#include "inference/model/config.h"
+#include "inference/model/gpt.h"
+#include "support/oracle.h"
+
+namespace cubeforge {
+namespace {
+
+using testing::oracle_dir;
+
+std::filesystem::path temp_dir() {
+  auto dir = std::filesystem::temp_directory_path() / ("cubeforge-config-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+TEST(ModelConfig, YamlMatchesInferredSizes) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  if (!std::filesystem::exists(oracle_dir() / "config.yaml")) GTEST_SKIP() << "fixture has no config.yaml";
+  auto yaml = parse_model_config_yaml(oracle_dir() / "config.yaml");
+  ASSERT_TRUE(yaml.ok()) << yaml.error().to_string();
+  auto gpt_file = SafetensorsFile::open(oracle_dir() / "shape_gpt.safetensors");
+  ASSERT_TRUE(gpt_file.ok());
+  auto inferred = infer_gpt_config(*gpt_file);
+  ASSERT_TRUE(inferred.ok()) << inferred.error().to_string();
+  EXPECT_EQ(inferred->width, yaml->gpt.width);
+  EXPECT_EQ(inferred->heads, yaml->gpt.heads);
+  EXPECT_EQ(inferred->dual_layers, yaml->gpt.dual_layers);
+  EXPECT_EQ(inferred->single_layers, yaml->gpt.single_layers);
+  EXPECT_EQ(inferred->codes, yaml->gpt.codes);
+  EXPECT_EQ(inferred->text_width, yaml->gpt.text_width);
+  EXPECT_EQ(inferred->use_bbox, yaml->gpt.use_bbox);
+  EXPECT_TRUE(check_gpt_config(yaml->gpt, *gpt_file, "config.yaml").ok());
+  auto shape_file = SafetensorsFile::open(oracle_dir() / "shape_tokenizer.safetensors");
+  ASSERT_TRUE(shape_file.ok());
+  auto shape = infer_shape_config(*shape_file);
+  ASSERT_TRUE(shape.ok()) << shape.error().to_string();
+  EXPECT_EQ(shape->latents, yaml->shape.latents);
+  EXPECT_EQ(shape->heads, yaml->shape.heads);
+  EXPECT_EQ(shape->num_freqs, yaml->shape.num_freqs);
+  EXPECT_EQ(shape->point_feats, yaml->shape.point_feats);
+  Status check = check_shape_config(yaml->shape, *shape_file, "config.yaml");
+  EXPECT_TRUE(check.ok()) << check.error().to_string();
+}
+
+TEST(ModelConfig, DisagreeingYamlNamesTheKey) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  if (!std::filesystem::exists(oracle_dir() / "config.yaml")) GTEST_SKIP() << "fixture has no config.yaml";
+  auto yaml = parse_model_config_yaml(oracle_dir() / "config.yaml");
+  ASSERT_TRUE(yaml.ok());
+  auto gpt_file = SafetensorsFile::open(oracle_dir() / "shape_gpt.safetensors");
+  ASSERT_TRUE(gpt_file.ok());
+  GptConfig wrong = yaml->gpt;
+  wrong.dual_layers += 1;
+  Status s = check_gpt_config(wrong, *gpt_file, "config.yaml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("gpt_model.n_layer"), std::string::npos) << s.error().message;
+}
+
+TEST(ModelConfig, MalformedYamlIsAClearError) {
+  auto dir = temp_dir();
+  ASSERT_TRUE(write_file_atomically(dir / "bad.yaml", std::string_view("gpt_model: [unclosed")).ok());
+  auto parsed = parse_model_config_yaml(dir / "bad.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("bad.yaml"), std::string::npos);
+  ASSERT_TRUE(write_file_atomically(dir / "missing.yaml", std::string_view("gpt_model:\n  n_head: 4\nshape_model:\n  width: 8\n")).ok());
+  parsed = parse_model_config_yaml(dir / "missing.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("gpt_model.n_layer"), std::string::npos) << parsed.error().message;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ModelConfig, MissingAndUnexpectedTensorsAreListed) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  auto gpt_file = SafetensorsFile::open(oracle_dir() / "shape_gpt.safetensors");
+  ASSERT_TRUE(gpt_file.ok());
+  auto config = infer_gpt_config(*gpt_file);
+  ASSERT_TRUE(config.ok());
+  // Rewrite the file without lm_head and with a stray tensor.
+  std::vector<TensorToWrite> tensors;
+  std::vector<float> stray(4, 1.f);
+  for (const auto& e : gpt_file->entries()) {
+    if (e.name == "lm_head.weight") continue;
+    auto view = gpt_file->get(e.name);
+    tensors.push_back({e.name, e.dtype, e.shape, std::span<const std::byte>(view->data, view->byte_size())});
+  }
+  tensors.push_back({"stray.weight", DType::kF32, {4}, std::as_bytes(std::span<const float>(stray))});
+  auto dir = temp_dir();
+  ASSERT_TRUE(write_safetensors(dir / "gpt.safetensors", tensors).ok());
+  auto loaded = DualStreamGpt::load(dir / "gpt.safetensors", &*config);
+  ASSERT_FALSE(loaded.ok());
+  const std::string& message = loaded.error().message;
+  EXPECT_NE(message.find("missing tensors: lm_head.weight"), std::string::npos) << message;
+  EXPECT_NE(message.find("unexpected tensors: stray.weight"), std::string::npos) << message;
+  EXPECT_NE(message.find("gpt.safetensors"), std::string::npos) << message;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace cubeforge

@@ -1,0 +1,111 @@
+// cubeforge-cli as a user runs it: generate prints the reference's tokens as
+// JSON and writes a mesh; bad paths and folders fail clearly and leave nothing.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "inference/core/file_io.h"
+#include "inference/model/config.h"
+#include "inference/tensor/safetensors.h"
+#include "support/oracle.h"
+
+namespace cubeforge {
+namespace {
+
+using testing::oracle_dir;
+
+struct CommandOutput {
+  int exit_code = -1;
+  std::string out;
+};
+
+CommandOutput run(const std::string& arguments) {
+  const std::string command = std::string(CUBEFORGE_CLI_PATH) + " " + arguments + " 2>&1";
+  CommandOutput result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return result;
+  std::array<char, 4096> buffer;
+  size_t n;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+std::filesystem::path scratch(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("cubeforge-cli-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+TEST(Cli, GenerateJsonGivesReferenceTokensAndWritesTheMesh) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  auto meta = nlohmann::json::parse(*read_file_text(oracle_dir() / "meta.json"));
+  const auto out = scratch("dragon.glb");
+  auto r = run("generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
+               "' --resolution 5 --out '" + out.string() + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  auto expected = SafetensorsFile::open(oracle_dir() / "expected.safetensors");
+  auto tokens = expected->read_i64("cfg.causal.tokens");
+  EXPECT_EQ(report["tokens"].get<std::vector<int64_t>>(), *tokens);
+  EXPECT_TRUE(std::filesystem::exists(out));
+  EXPECT_GT(report["mesh"]["faces"].get<int64_t>(), 0);
+  for (const char* key : {"text_ms", "prefill_ms", "decode_ms", "occupancy_ms", "meshing_ms", "total_ms"})
+    EXPECT_TRUE(report["timings"].contains(key)) << key;
+  std::filesystem::remove_all(out.parent_path());
+}
+
+TEST(Cli, UnwritableOutputIsAClearErrorAndLeavesNothing) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  auto r = run("generate --model '" + oracle_dir().string() +
+               "' --prompt 'a cup' --resolution 4 --out /nonexistent-dir/out.glb");
+  // Checked before any work is done.
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("/nonexistent-dir/out.glb"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists("/nonexistent-dir"));
+}
+
+TEST(Cli, MissingModelFolderSaysHowToAssembleOne) {
+  auto r = run("generate --model /nonexistent/model --prompt 'a cup' --out x.glb");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("Roblox/cube3d-v0.5"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UnknownExtensionIsRejectedBeforeWork) {
+  auto r = run("generate --model /nonexistent/model --prompt 'a cup' --out shape.xyz");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("shape.xyz"), std::string::npos) << r.out;
+}
+
+TEST(Cli, HelpListsTheCommands) {
+  auto r = run("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* command : {"generate", "tokenize", "bench"}) EXPECT_NE(r.out.find(command), std::string::npos);
+}
+
+TEST(Cli, TokenizeRoundTripsAMesh) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  const auto mesh = scratch("input.obj");
+  auto g = run("generate --model '" + oracle_dir().string() + "' --prompt 'a red dragon' --resolution 5 --out '" +
+               mesh.string() + "' --quiet");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  const auto rebuilt = scratch("rebuilt.ply");
+  auto r = run("tokenize --model '" + oracle_dir().string() + "' --mesh '" + mesh.string() + "' --out '" +
+               rebuilt.string() + "' --resolution 5 --iou-resolution 5 --samples 2048 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  auto shape = SafetensorsFile::open(oracle_dir() / "shape_tokenizer.safetensors");
+  auto config = infer_shape_config(*shape);
+  EXPECT_EQ(report["tokens"].size(), size_t(config->latents));
+  const double iou = report["reconstruction_iou"].get<double>();
+  EXPECT_GE(iou, 0.0);
+  EXPECT_LE(iou, 1.0);
+  EXPECT_TRUE(std::filesystem::exists(rebuilt));
+  std::filesystem::remove_all(mesh.parent_path());
+}
+
+}  // namespace
+}  // namespace cubeforge

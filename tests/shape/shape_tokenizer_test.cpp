@@ -1,0 +1,424 @@
+// Shape tokenizer against the reference fixtures, plus its load-time checks.
+//
+// The oracle folder holds a tiny random-weight OneDAutoEncoder and the tensors
+// the public reference computed with it (expected.safetensors, "decode.*" and
+// "encode.*"). Every float tensor must match with relative error
+// ||a - b|| / ||b|| < 1e-4 and token ids exactly. Sizes come from the files, so
+// any fixture folder of the same layout works (CUBEFORGE_ORACLE_DIR).
+#include "inference/model/shape_tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "inference/model/shape_kernels.h"
+#include "inference/model/shape_random_weights.h"
+
+namespace cubeforge {
+namespace {
+
+constexpr double kRelativeTolerance = 1e-4;
+
+std::filesystem::path oracle_dir() {
+  if (const char* env = std::getenv("CUBEFORGE_ORACLE_DIR"); env && *env) return env;
+  return CUBEFORGE_DEFAULT_ORACLE_DIR;
+}
+
+// ||a - b|| / ||b||, with the largest elementwise difference for the message.
+::testing::AssertionResult close_to(const std::string& name, std::span<const float> actual,
+                                    std::span<const float> expected) {
+  if (actual.size() != expected.size())
+    return ::testing::AssertionFailure() << name << ": " << actual.size() << " values, expected " << expected.size();
+  double diff = 0.0, norm = 0.0, max_abs = 0.0;
+  size_t worst = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    const double d = double(actual[i]) - double(expected[i]);
+    diff += d * d;
+    norm += double(expected[i]) * expected[i];
+    if (!(std::abs(d) <= max_abs)) {
+      max_abs = std::abs(d);
+      worst = i;
+    }
+  }
+  const double relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
+  if (relative < kRelativeTolerance) {
+    std::printf("  %s: relative error %.3g, max |diff| %.3g\n", name.c_str(), relative, max_abs);
+    return ::testing::AssertionSuccess() << name << ": relative error " << relative;
+  }
+  return ::testing::AssertionFailure() << name << ": relative error " << relative << " (max |diff| " << max_abs
+                                       << " at " << worst << ": " << actual[worst] << " vs " << expected[worst]
+                                       << "; first values " << actual[0] << " vs " << expected[0] << ")";
+}
+
+struct Oracle {
+  ShapeTokenizer tokenizer;
+  SafetensorsFile expected;
+  ModelConfig yaml_config;
+};
+
+// Loaded once for the whole suite; empty when the fixtures are absent.
+const Oracle* oracle(std::string* why_missing) {
+  static std::optional<Oracle> loaded;
+  static std::string missing;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    const auto dir = oracle_dir();
+    if (!std::filesystem::exists(dir / "shape_tokenizer.safetensors") ||
+        !std::filesystem::exists(dir / "expected.safetensors")) {
+      missing = "reference fixtures not found in '" + dir.string() + "' (set CUBEFORGE_ORACLE_DIR)";
+    } else {
+      auto yaml = parse_model_config_yaml(dir / "config.yaml");
+      auto expected = SafetensorsFile::open(dir / "expected.safetensors");
+      if (!yaml.ok() || !expected.ok()) {
+        missing = "cannot read fixtures: " + (yaml.ok() ? expected.error().to_string() : yaml.error().to_string());
+      } else {
+        auto tokenizer =
+            ShapeTokenizer::load(dir / "shape_tokenizer.safetensors", &yaml->shape, (dir / "config.yaml").string());
+        if (!tokenizer.ok()) {
+          missing = "load failed: " + tokenizer.error().to_string();
+        } else {
+          loaded.emplace(Oracle{std::move(tokenizer).value(), std::move(expected).value(), std::move(yaml).value()});
+        }
+      }
+    }
+  }
+  *why_missing = missing;
+  return loaded ? &*loaded : nullptr;
+}
+
+class ShapeOracleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    oracle_ = oracle(&why);
+    if (!oracle_) {
+      // A fixture folder that exists but does not load is a failure, not a skip.
+      if (why.rfind("reference fixtures not found", 0) == 0) GTEST_SKIP() << why;
+      FAIL() << why;
+    }
+  }
+  std::vector<float> expected(const std::string& name) const {
+    auto values = oracle_->expected.read_f32(name);
+    EXPECT_TRUE(values.ok()) << values.error().to_string();
+    return values.ok() ? *values : std::vector<float>{};
+  }
+  std::vector<int64_t> expected_ids(const std::string& name) const {
+    auto values = oracle_->expected.read_i64(name);
+    EXPECT_TRUE(values.ok()) << values.error().to_string();
+    return values.ok() ? *values : std::vector<int64_t>{};
+  }
+  const ShapeTokenizer& tokenizer() const { return oracle_->tokenizer; }
+
+  const Oracle* oracle_ = nullptr;
+};
+
+TEST_F(ShapeOracleTest, InferredConfigurationMatchesYaml) {
+  auto inferred = ShapeTokenizer::load(oracle_dir() / "shape_tokenizer.safetensors");
+  ASSERT_TRUE(inferred.ok()) << inferred.error().to_string();
+  const auto& a = inferred->config();
+  const auto& b = oracle_->yaml_config.shape;
+  EXPECT_EQ(a.width, b.width);
+  EXPECT_EQ(a.heads, b.heads);
+  EXPECT_EQ(a.latents, b.latents);
+  EXPECT_EQ(a.codes, b.codes);
+  EXPECT_EQ(a.embed_dim, b.embed_dim);
+  EXPECT_EQ(a.num_freqs, b.num_freqs);
+  EXPECT_EQ(a.point_feats, b.point_feats);
+  EXPECT_EQ(a.decoder_layers, b.decoder_layers);
+  EXPECT_EQ(a.encoder_layers, b.encoder_layers);
+  EXPECT_EQ(a.encoder_cross_attention_levels, b.encoder_cross_attention_levels);
+}
+
+TEST_F(ShapeOracleTest, CodebookMatchesReference) {
+  EXPECT_TRUE(close_to("decode.codebook", tokenizer().codebook(), expected("decode.codebook")));
+}
+
+TEST_F(ShapeOracleTest, DecodeMatchesReference) {
+  const auto tokens = expected_ids("decode.tokens");
+  std::vector<float> z_q;
+  auto latents = tokenizer().decode_tokens(tokens, &z_q);
+  ASSERT_TRUE(latents.ok()) << latents.error().to_string();
+  EXPECT_TRUE(close_to("decode.z_q", z_q, expected("decode.z_q")));
+  EXPECT_TRUE(close_to("decode.latents", *latents, expected("decode.latents")));
+}
+
+TEST_F(ShapeOracleTest, FourierEmbeddingMatchesReference) {
+  const auto points = expected("decode.query_points");
+  EXPECT_TRUE(close_to("decode.fourier", tokenizer().fourier_embed(points), expected("decode.fourier")));
+}
+
+TEST_F(ShapeOracleTest, OccupancyMatchesReferenceInAnyChunking) {
+  const auto latents = expected("decode.latents");
+  const auto points = expected("decode.query_points");
+  const auto reference = expected("decode.occupancy_logits");
+  auto prepared = tokenizer().prepare_latents(latents);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().to_string();
+  for (size_t chunk : {size_t(8192), size_t(1000), size_t(7)}) {
+    std::vector<float> logits(points.size() / 3);
+    auto status = tokenizer().occupancy(*prepared, points, logits, chunk);
+    ASSERT_TRUE(status.ok()) << status.error().to_string();
+    EXPECT_TRUE(close_to("decode.occupancy_logits (chunk " + std::to_string(chunk) + ")", logits, reference));
+  }
+}
+
+TEST_F(ShapeOracleTest, GridLogitsMatchReference) {
+  const auto reference = expected("decode.grid_logits_r5");
+  const auto points = dense_grid_points(5);
+  ASSERT_EQ(points.size() / 3, reference.size());
+  std::vector<float> logits(reference.size());
+  auto status = tokenizer().occupancy(std::span<const float>(expected("decode.latents")), points, logits);
+  ASSERT_TRUE(status.ok()) << status.error().to_string();
+  EXPECT_TRUE(close_to("decode.grid_logits_r5", logits, reference));
+}
+
+TEST_F(ShapeOracleTest, EncodeMatchesReference) {
+  const auto surface = expected("encode.surface");
+  std::vector<float> z_e;
+  auto indices = tokenizer().encode(surface, &z_e);
+  ASSERT_TRUE(indices.ok()) << indices.error().to_string();
+  EXPECT_TRUE(close_to("encode.z_e", z_e, expected("encode.z_e")));
+  EXPECT_EQ(*indices, expected_ids("encode.indices"));
+}
+
+TEST_F(ShapeOracleTest, DecodeClampsIdsLikeTheReference) {
+  const int64_t codes = tokenizer().config().codes;
+  const std::vector<int64_t> wild = {-7, codes + 5, 3};
+  const std::vector<int64_t> clamped = {0, codes - 1, 3};
+  auto a = tokenizer().decode_tokens(wild);
+  auto b = tokenizer().decode_tokens(clamped);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_FALSE(tokenizer().decode_tokens(std::vector<int64_t>{}).ok());
+  EXPECT_FALSE(tokenizer().decode_tokens(std::vector<int64_t>(size_t(tokenizer().config().latents + 1), 0)).ok());
+}
+
+// ---- Load-time checks and dtype handling on small random models (no fixtures needed).
+
+ShapeModelConfig tiny_config() {
+  ShapeModelConfig c;
+  c.latents = 6;
+  c.embed_dim = 4;
+  c.width = 32;
+  c.heads = 2;
+  c.num_freqs = 4;
+  c.point_feats = 3;
+  c.encoder_layers = 2;
+  c.encoder_cross_attention_levels = {0};
+  c.decoder_layers = 2;
+  c.codes = 16;
+  return c;
+}
+
+SafetensorsFile open_image(std::span<const OwnedTensor> tensors, const std::string& name) {
+  auto file = SafetensorsFile::from_bytes(safetensors_image(tensors), name);
+  CUBEFORGE_CHECK(file.ok(), "a generated safetensors image must parse");
+  return std::move(file).value();
+}
+
+std::string load_error(std::vector<OwnedTensor> tensors, const ShapeModelConfig& config) {
+  auto file = SafetensorsFile::from_bytes(safetensors_image(tensors), "broken_tokenizer.safetensors");
+  if (!file.ok()) return file.error().to_string();
+  auto tokenizer = ShapeTokenizer::from_file(std::move(file).value(), config, "test config.yaml");
+  return tokenizer.ok() ? std::string() : tokenizer.error().to_string();
+}
+
+TEST(ShapeTokenizerLoad, MissingTensorIsNamed) {
+  auto tensors = random_shape_tensors(tiny_config(), 1);
+  std::erase_if(tensors, [](const OwnedTensor& t) { return t.name == "decoder.blocks.1.mlp.up_proj.bias"; });
+  const std::string error = load_error(tensors, tiny_config());
+  EXPECT_NE(error.find("broken_tokenizer.safetensors"), std::string::npos) << error;
+  EXPECT_NE(error.find("missing tensors: decoder.blocks.1.mlp.up_proj.bias"), std::string::npos) << error;
+}
+
+TEST(ShapeTokenizerLoad, WrongShapeAndUnexpectedTensorsAreNamed) {
+  auto tensors = random_shape_tensors(tiny_config(), 2);
+  for (auto& t : tensors)
+    if (t.name == "encoder.ln_f.bias") {
+      t.shape = {int64_t(t.bytes.size() / 8), 2};
+    }
+  tensors.push_back(OwnedTensor{"decoder.extra_scale", DType::kF32, {1}, std::vector<std::byte>(4)});
+  const std::string error = load_error(tensors, tiny_config());
+  EXPECT_NE(error.find("broken_tokenizer.safetensors"), std::string::npos) << error;
+  EXPECT_NE(error.find("encoder.ln_f.bias is [16, 2], expected [32]"), std::string::npos) << error;
+  EXPECT_NE(error.find("unexpected tensors: decoder.extra_scale"), std::string::npos) << error;
+}
+
+TEST(ShapeTokenizerLoad, ConfigurationThatDisagreesWithWeightsIsNamed) {
+  auto tensors = random_shape_tensors(tiny_config(), 3);
+  ShapeModelConfig other = tiny_config();
+  other.decoder_layers = 3;
+  const std::string error = load_error(tensors, other);
+  EXPECT_NE(error.find("'test config.yaml' says shape_model.num_decoder_layers = 3"), std::string::npos) << error;
+  EXPECT_NE(error.find("broken_tokenizer.safetensors"), std::string::npos) << error;
+}
+
+TEST(ShapeTokenizerLoad, TruncatedFileOnDiskIsNamed) {
+  const auto image = safetensors_image(random_shape_tensors(tiny_config(), 4));
+  const auto path = std::filesystem::path(::testing::TempDir()) / "truncated_shape_tokenizer.safetensors";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(image.data()), std::streamsize(image.size() - 100));
+  }
+  auto tokenizer = ShapeTokenizer::load(path);
+  ASSERT_FALSE(tokenizer.ok());
+  EXPECT_NE(tokenizer.error().message.find(path.string()), std::string::npos) << tokenizer.error().to_string();
+  std::filesystem::remove(path);
+}
+
+// Half-precision checkpoints compute exactly what their values widened to F32 compute.
+TEST(ShapeTokenizerWeights, Bf16WeightsMatchTheirF32Widening) {
+  const ShapeModelConfig config = tiny_config();
+  auto half = random_shape_tensors(config, 5, DType::kBF16);
+  std::vector<OwnedTensor> widened;
+  for (const auto& t : half) {
+    OwnedTensor w{t.name, DType::kF32, t.shape, std::vector<std::byte>(t.bytes.size() * 2)};
+    convert_to_f32(DType::kBF16, t.bytes.data(), reinterpret_cast<float*>(w.bytes.data()), t.bytes.size() / 2);
+    widened.push_back(std::move(w));
+  }
+  auto a = ShapeTokenizer::from_file(open_image(half, "bf16"), config);
+  auto b = ShapeTokenizer::from_file(open_image(widened, "f32"), config);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_TRUE(b.ok()) << b.error().to_string();
+  const std::vector<int64_t> tokens = {3, 1, 4, 1, 5, 9};
+  auto latents_a = a->decode_tokens(tokens);
+  auto latents_b = b->decode_tokens(tokens);
+  ASSERT_TRUE(latents_a.ok() && latents_b.ok());
+  EXPECT_TRUE(close_to("bf16 latents", *latents_a, *latents_b));
+  const auto points = dense_grid_points(2);
+  std::vector<float> logits_a(points.size() / 3), logits_b(points.size() / 3);
+  ASSERT_TRUE(a->occupancy(std::span<const float>(*latents_a), points, logits_a).ok());
+  ASSERT_TRUE(b->occupancy(std::span<const float>(*latents_b), points, logits_b).ok());
+  EXPECT_TRUE(close_to("bf16 logits", logits_a, logits_b));
+}
+
+TEST(ShapeTokenizerWeights, RejectsMisshapenInputs) {
+  auto tokenizer = ShapeTokenizer::from_file(open_image(random_shape_tensors(tiny_config(), 6), "random"), tiny_config());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+  std::vector<float> latents(size_t(6 * 32) + 1), logits(2);
+  const std::vector<float> points = {0, 0, 0, 1, 1, 1};
+  EXPECT_FALSE(tokenizer->occupancy(std::span<const float>(latents), points, logits).ok());
+  latents.pop_back();
+  EXPECT_TRUE(tokenizer->occupancy(std::span<const float>(latents), points, logits).ok());
+  std::vector<float> short_logits(1);
+  EXPECT_FALSE(tokenizer->occupancy(std::span<const float>(latents), points, short_logits).ok());
+  EXPECT_FALSE(tokenizer->encode(std::vector<float>(10)).ok());
+}
+
+TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {
+  auto tokenizer = ShapeTokenizer::from_file(open_image(random_shape_tensors(tiny_config(), 7), "random"), tiny_config());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+  auto latents = tokenizer->decode_tokens(std::vector<int64_t>{1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(latents.ok());
+  auto prepared = tokenizer->prepare_latents(*latents);
+  ASSERT_TRUE(prepared.ok());
+  const auto points = dense_grid_points(2);  // 125 points
+  std::vector<float> logits(125), reference(125);
+  ASSERT_TRUE(tokenizer->occupancy(*prepared, points, reference).ok());
+  std::vector<int64_t> reported;
+  auto status = tokenizer->occupancy(*prepared, points, logits, 50, [&](int64_t done, int64_t total) {
+    EXPECT_EQ(total, 125);
+    reported.push_back(done);
+    return true;
+  });
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(reported, (std::vector<int64_t>{50, 100, 125}));
+  EXPECT_TRUE(close_to("chunked logits", logits, reference));
+  status = tokenizer->occupancy(*prepared, points, logits, 50, [](int64_t done, int64_t) { return done < 100; });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code, ErrorCode::kCancelled);
+}
+
+TEST(DenseGrid, IsXMajorAndSpansTheBounds) {
+  const auto points = dense_grid_points(1);  // 3 points per axis
+  ASSERT_EQ(points.size(), size_t(27 * 3));
+  EXPECT_FLOAT_EQ(points[0], -1.05f);
+  EXPECT_FLOAT_EQ(points[3 * 1 + 2], 0.f);      // z moves first
+  EXPECT_FLOAT_EQ(points[3 * 9 + 0], 0.f);      // x moves last
+  EXPECT_FLOAT_EQ(points[3 * 26 + 0], 1.05f);
+  EXPECT_FLOAT_EQ(points[3 * 26 + 1], 1.05f);
+}
+
+// ---- The elementwise kernels (dispatched, and the scalar path) against double precision.
+
+struct KernelSet {
+  const char* name;
+  void (*softmax_rows)(float*, int64_t, int64_t, float);
+  void (*gelu)(float*, int64_t);
+  void (*silu)(float*, int64_t);
+};
+
+std::vector<KernelSet> kernel_sets() {
+  return {{"dispatched", shape_kernels::softmax_rows, shape_kernels::gelu_erf, shape_kernels::silu},
+          {"scalar", shape_kernels::softmax_rows_scalar, shape_kernels::gelu_erf_scalar, shape_kernels::silu_scalar}};
+}
+
+// |a - exact| relative to |exact|, or absolute below 1e-3: a GELU/SiLU output
+// that small is at the scale of rounding in the layer that reads it.
+double activation_error(float actual, double exact) {
+  return std::abs(double(actual) - exact) / std::max(std::abs(exact), 1e-3);
+}
+
+TEST(ShapeKernels, GeluMatchesErf) {
+  std::vector<float> x;
+  for (int i = -4000; i <= 4000; ++i) x.push_back(float(i) * 0.0025f);  // [-10, 10]
+  for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 30.f, -30.f, 1e4f, -1e4f}) x.push_back(v);
+  for (const auto& set : kernel_sets()) {
+    std::vector<float> y = x;
+    set.gelu(y.data(), int64_t(y.size()));
+    double worst = 0.0;
+    for (size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, activation_error(y[i], 0.5 * double(x[i]) * (1.0 + std::erf(double(x[i]) / std::sqrt(2.0)))));
+    std::printf("  GELU (%s, %s): worst error %.3g\n", set.name, shape_kernels::isa(), worst);
+    // A few ulp. (Written as 1 + erf in float32 this loses up to 8e-5 near
+    // x = -5 by cancellation; both paths evaluate erfc there instead.)
+    EXPECT_LT(worst, 2e-6) << set.name;
+  }
+}
+
+TEST(ShapeKernels, SiluMatchesDoublePrecision) {
+  std::vector<float> x;
+  for (int i = -6000; i <= 6000; ++i) x.push_back(float(i) * 0.005f);  // [-30, 30]
+  for (float v : {0.f, 100.f, -100.f, 1e-20f}) x.push_back(v);
+  for (const auto& set : kernel_sets()) {
+    std::vector<float> y = x;
+    set.silu(y.data(), int64_t(y.size()));
+    double worst = 0.0;
+    for (size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, activation_error(y[i], double(x[i]) / (1.0 + std::exp(-double(x[i])))));
+    std::printf("  SiLU (%s, %s): worst error %.3g\n", set.name, shape_kernels::isa(), worst);
+    EXPECT_LT(worst, 1e-6) << set.name;
+  }
+}
+
+TEST(ShapeKernels, SoftmaxRowsMatchDoublePrecision) {
+  const int64_t rows = 5, n = 1037;  // a tail that is not a multiple of 16
+  std::vector<float> scores(size_t(rows * n));
+  for (int64_t i = 0; i < rows * n; ++i) scores[size_t(i)] = float(std::sin(double(i) * 0.37) * 12.0 + double(i % 7));
+  const float scale = 0.125f;
+  for (const auto& set : kernel_sets()) {
+    std::vector<float> result = scores;
+    set.softmax_rows(result.data(), rows, n, scale);
+    double worst = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = scores.data() + r * n;
+      double max_value = -1e300, sum = 0.0;
+      for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, double(row[j]) * scale);
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(double(row[j]) * scale - max_value);
+      for (int64_t j = 0; j < n; ++j) {
+        const double exact = std::exp(double(row[j]) * scale - max_value) / sum;
+        worst = std::max(worst, std::abs(double(result[size_t(r * n + j)]) - exact) / exact);
+      }
+    }
+    std::printf("  softmax (%s, %s): worst relative error %.3g\n", set.name, shape_kernels::isa(), worst);
+    EXPECT_LT(worst, 2e-6) << set.name;
+  }
+}
+
+}  // namespace
+}  // namespace cubeforge

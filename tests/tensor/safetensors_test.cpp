@@ -1,0 +1,169 @@
+// The safetensors reader: round trips, and hand-made corrupt files that must
+// each be rejected with an error naming the file and, where there is one, the
+// tensor.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "inference/core/file_io.h"
+#include "inference/tensor/safetensors.h"
+
+namespace cubeforge {
+namespace {
+
+std::vector<std::byte> image(const std::string& header, size_t data_bytes, uint64_t declared_length = UINT64_MAX) {
+  const uint64_t length = declared_length == UINT64_MAX ? header.size() : declared_length;
+  std::vector<std::byte> bytes(8 + header.size() + data_bytes, std::byte{0});
+  for (int i = 0; i < 8; ++i) bytes[size_t(i)] = std::byte((length >> (8 * i)) & 0xff);
+  std::memcpy(bytes.data() + 8, header.data(), header.size());
+  return bytes;
+}
+
+Error rejected(std::vector<std::byte> bytes) {
+  auto file = SafetensorsFile::from_bytes(std::move(bytes), "model.safetensors");
+  EXPECT_FALSE(file.ok());
+  if (file.ok()) return Error{};
+  EXPECT_EQ(file.error().code, ErrorCode::kCorruptFile);
+  EXPECT_NE(file.error().message.find("model.safetensors"), std::string::npos) << file.error().message;
+  return file.error();
+}
+
+bool mentions(const Error& e, const std::string& text) { return e.message.find(text) != std::string::npos; }
+
+TEST(Safetensors, RoundTripThroughAtomicWriter) {
+  std::vector<float> a = {1.f, -2.f, 3.5f, 0.25f, 8.f, 9.f};
+  std::vector<uint16_t> b = {f32_to_bf16(1.5f), f32_to_bf16(-3.f)};
+  std::vector<int64_t> ids = {7, 11, 13};
+  std::vector<TensorToWrite> tensors = {
+      {"layer.a", DType::kF32, {2, 3}, std::as_bytes(std::span<const float>(a))},
+      {"layer.b", DType::kBF16, {2}, std::as_bytes(std::span<const uint16_t>(b))},
+      {"ids", DType::kI64, {1, 3}, std::as_bytes(std::span<const int64_t>(ids))},
+  };
+  const auto path = std::filesystem::temp_directory_path() / "cubeforge-roundtrip.safetensors";
+  ASSERT_TRUE(write_safetensors(path, tensors, {{"note", "hello"}}).ok());
+  auto file = SafetensorsFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  EXPECT_EQ(file->metadata().at("note"), "hello");
+  auto read_a = file->read_f32("layer.a", std::vector<int64_t>{2, 3});
+  ASSERT_TRUE(read_a.ok());
+  EXPECT_EQ(*read_a, a);
+  auto read_b = file->read_f32("layer.b");
+  ASSERT_TRUE(read_b.ok());
+  EXPECT_EQ(*read_b, (std::vector<float>{1.5f, -3.f}));
+  auto read_ids = file->read_i64("ids");
+  ASSERT_TRUE(read_ids.ok());
+  EXPECT_EQ(*read_ids, ids);
+  auto wrong_shape = file->read_f32("layer.a", std::vector<int64_t>{3, 2});
+  ASSERT_FALSE(wrong_shape.ok());
+  EXPECT_TRUE(mentions(wrong_shape.error(), "layer.a")) << wrong_shape.error().message;
+  auto missing = file->get("layer.c");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(mentions(missing.error(), "layer.c"));
+  std::filesystem::remove(path);
+}
+
+TEST(Safetensors, WriterRefusesDuplicatesAndWrongSizes) {
+  std::vector<float> a(4);
+  std::vector<TensorToWrite> dup = {{"x", DType::kF32, {4}, std::as_bytes(std::span<const float>(a))},
+                                    {"x", DType::kF32, {4}, std::as_bytes(std::span<const float>(a))}};
+  const auto path = std::filesystem::temp_directory_path() / "cubeforge-dup.safetensors";
+  EXPECT_FALSE(write_safetensors(path, dup).ok());
+  std::vector<TensorToWrite> wrong = {{"x", DType::kF32, {5}, std::as_bytes(std::span<const float>(a))}};
+  EXPECT_FALSE(write_safetensors(path, wrong).ok());
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(Safetensors, TruncatedBeforeHeaderLength) {
+  Error e = rejected(std::vector<std::byte>(5));
+  EXPECT_TRUE(mentions(e, "shorter than the 8-byte header length"));
+}
+
+TEST(Safetensors, HugeHeaderLength) {
+  Error e = rejected(image("{}", 0, uint64_t(1) << 40));
+  EXPECT_TRUE(mentions(e, "exceeds the 100 MiB limit"));
+}
+
+TEST(Safetensors, HeaderLengthPastEndOfFile) {
+  Error e = rejected(image("{}", 0, 64));
+  EXPECT_TRUE(mentions(e, "runs past the end"));
+}
+
+TEST(Safetensors, BadJson) {
+  Error e = rejected(image("{\"a\": {\"dtype\": \"F32\",", 0));
+  EXPECT_TRUE(mentions(e, "not valid JSON"));
+  e = rejected(image("[1, 2]", 0));
+  EXPECT_TRUE(mentions(e, "not an object"));
+  e = rejected(image(std::string(64, '[') + std::string(64, ']'), 0));
+  EXPECT_TRUE(mentions(e, "nested too deeply"));
+}
+
+TEST(Safetensors, TruncatedData) {
+  Error e = rejected(image(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 8));
+  EXPECT_TRUE(mentions(e, "tensor 'w'"));
+  EXPECT_TRUE(mentions(e, "truncated"));
+}
+
+TEST(Safetensors, OverlappingRanges) {
+  Error e = rejected(image(
+      R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})",
+      24));
+  EXPECT_TRUE(mentions(e, "overlap"));
+  EXPECT_TRUE(mentions(e, "'a'") && mentions(e, "'b'"));
+}
+
+TEST(Safetensors, WrongDtype) {
+  Error e = rejected(image(R"({"w":{"dtype":"Q4_K","shape":[4],"data_offsets":[0,16]}})", 16));
+  EXPECT_TRUE(mentions(e, "unsupported dtype 'Q4_K'"));
+  EXPECT_TRUE(mentions(e, "tensor 'w'"));
+}
+
+TEST(Safetensors, ShapeDisagreesWithByteRange) {
+  Error e = rejected(image(R"({"w":{"dtype":"BF16","shape":[3,4],"data_offsets":[0,16]}})", 16));
+  EXPECT_TRUE(mentions(e, "[3, 4]"));
+  EXPECT_TRUE(mentions(e, "needs 24 bytes"));
+}
+
+TEST(Safetensors, MalformedEntries) {
+  EXPECT_TRUE(mentions(rejected(image(R"({"w":{"dtype":"F32","shape":[-4],"data_offsets":[0,16]}})", 16)),
+                       "non-negative"));
+  EXPECT_TRUE(mentions(rejected(image(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[16,0]}})", 16)),
+                       "end before they begin"));
+  EXPECT_TRUE(mentions(rejected(image(R"({"w":{"dtype":"F32","shape":[4]}})", 16)), "exactly dtype"));
+  EXPECT_TRUE(mentions(rejected(image(R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", 16)),
+                       "appears twice"));
+  EXPECT_TRUE(mentions(rejected(image(R"({"__metadata__":{"a":1}})", 0)), "not a string"));
+  EXPECT_TRUE(mentions(rejected(image(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,16]}})", 16)),
+                       "too large"));
+}
+
+TEST(Safetensors, MissingFileIsNotFound) {
+  auto file = SafetensorsFile::open("/nonexistent/cubeforge/model.safetensors");
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.error().code, ErrorCode::kNotFound);
+  EXPECT_TRUE(mentions(file.error(), "model.safetensors"));
+}
+
+TEST(AtomicWrite, UnwritableDirectoryLeavesNothing) {
+  Status s = write_file_atomically("/nonexistent-dir/out.bin", std::string_view("data"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(mentions(s.error(), "/nonexistent-dir/out.bin"));
+  const auto dir = std::filesystem::temp_directory_path() / "cubeforge-atomic";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "file.txt";
+  ASSERT_TRUE(write_file_atomically(path, std::string_view("first")).ok());
+  // A writer that fails midway keeps the old contents and leaves no temporary.
+  Status failed = write_file_atomically(path, [](const ByteSink& sink) -> Status {
+    CUBEFORGE_TRY(sink(std::as_bytes(std::span<const char>("partial", 7))));
+    return make_error(ErrorCode::kIo, "simulated failure");
+  });
+  EXPECT_FALSE(failed.ok());
+  EXPECT_EQ(*read_file_text(path), "first");
+  size_t entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++entries;
+  EXPECT_EQ(entries, 1u);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace cubeforge

@@ -1,0 +1,257 @@
+// CLIP text encoder against the oracle: last_hidden_state of Hugging Face's
+// CLIPTextModel (float32, PyTorch) for the prompts of expected_tokens.json.
+#include "inference/text/clip_text_encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "inference/core/file_io.h"
+#include "inference/tensor/safetensors.h"
+#include "tests/text/oracle_dir.h"
+
+namespace cubeforge {
+namespace {
+
+std::vector<std::string> prompts_of(const std::string& expected_tokens_json) {
+  std::vector<std::string> prompts;
+  for (const nlohmann::json& c : nlohmann::json::parse(expected_tokens_json)) prompts.push_back(c.at("prompt"));
+  return prompts;
+}
+
+double relative_error(const float* actual, const float* expected, size_t count) {
+  double difference = 0.0, reference = 0.0;
+  for (size_t i = 0; i < count; ++i) {
+    difference += (double(actual[i]) - expected[i]) * (double(actual[i]) - expected[i]);
+    reference += double(expected[i]) * expected[i];
+  }
+  return std::sqrt(difference / reference);
+}
+
+TEST(ClipTextEncoder, MatchesHuggingFaceLastHiddenState) {
+  SKIP_WITHOUT_CLIP_ORACLE("expected_hidden_states.safetensors");
+  const auto clip_dir = testing::oracle_clip_dir();
+  auto tokenizer = ClipTokenizer::load(clip_dir);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+  auto encoder = ClipTextEncoder::load(clip_dir);
+  ASSERT_TRUE(encoder.ok()) << encoder.error().to_string();
+  auto expected_file = SafetensorsFile::open(clip_dir / "expected_hidden_states.safetensors");
+  ASSERT_TRUE(expected_file.ok()) << expected_file.error().to_string();
+  auto expected_text = read_file_text(clip_dir / "expected_tokens.json");
+  ASSERT_TRUE(expected_text.ok()) << expected_text.error().to_string();
+
+  auto input_ids = expected_file->read_i64("input_ids");
+  auto attention_mask = expected_file->read_i64("attention_mask");
+  auto hidden_states = expected_file->read_f32("last_hidden_state");
+  ASSERT_TRUE(input_ids.ok() && attention_mask.ok() && hidden_states.ok());
+  auto hidden_view = expected_file->get("last_hidden_state");
+  ASSERT_TRUE(hidden_view.ok());
+  const std::vector<int64_t>& shape = hidden_view->shape();
+  ASSERT_EQ(shape.size(), 3u);
+  const size_t prompts = size_t(shape[0]), tokens = size_t(shape[1]), hidden = size_t(shape[2]);
+  ASSERT_EQ(tokens, size_t(kClipContextLength));
+  ASSERT_EQ(int(hidden), encoder->hidden_size());
+
+  // The prompts are the ones of expected_tokens.json, in order; our tokenizer
+  // must give the stored ids, and the encoder the stored states.
+  const auto cases = prompts_of(expected_text.value());
+  ASSERT_EQ(cases.size(), prompts);
+  std::vector<TokenizedText> batch;
+  for (size_t p = 0; p < prompts; ++p) {
+    TokenizedText tokens_of_prompt = tokenizer->encode(cases[p]);
+    for (size_t t = 0; t < tokens; ++t) {
+      ASSERT_EQ(tokens_of_prompt.input_ids[t], input_ids.value()[p * tokens + t]) << "prompt " << p << " token " << t;
+      ASSERT_EQ(tokens_of_prompt.attention_mask[t], attention_mask.value()[p * tokens + t]) << "prompt " << p;
+    }
+    batch.push_back(std::move(tokens_of_prompt));
+  }
+
+  auto batched = encoder->encode_batch(batch);
+  ASSERT_TRUE(batched.ok()) << batched.error().to_string();
+  ASSERT_EQ(batched->size(), prompts * tokens * hidden);
+  for (size_t p = 0; p < prompts; ++p) {
+    const float* expected = hidden_states.value().data() + p * tokens * hidden;
+    const double batch_error = relative_error(batched->data() + p * tokens * hidden, expected, tokens * hidden);
+    EXPECT_LT(batch_error, 1e-4) << "prompt " << p << " \"" << cases[p] << "\" (batched)";
+
+    auto single = encoder->encode(batch[p]);
+    ASSERT_TRUE(single.ok()) << single.error().to_string();
+    const double single_error = relative_error(single->data(), expected, tokens * hidden);
+    EXPECT_LT(single_error, 1e-4) << "prompt " << p << " \"" << cases[p] << "\" (alone)";
+    std::printf("prompt %zu: relative error %.2e batched, %.2e alone; token 3 starts %.5f %.5f (expected %.5f %.5f)\n",
+                p, batch_error, single_error, (*single)[3 * hidden], (*single)[3 * hidden + 1], expected[3 * hidden],
+                expected[3 * hidden + 1]);
+  }
+}
+
+// Writes copies of the oracle CLIP weights with changes: other dtypes, and
+// missing or misshapen tensors.
+class WeightVariants : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = std::filesystem::temp_directory_path() / ("cubeforge_clip_test_" + std::to_string(getpid()));
+    std::filesystem::create_directories(directory_);
+  }
+  void TearDown() override { std::filesystem::remove_all(directory_); }
+
+  // Copies model.safetensors without `dropped` (and with `reshaped` given a
+  // flattened shape), returning the new file's path.
+  std::filesystem::path write_variant(const SafetensorsFile& source, const std::string& dropped,
+                                      const std::string& reshaped) {
+    std::vector<TensorToWrite> tensors;
+    for (const TensorEntry& entry : source.entries()) {
+      if (entry.name == dropped) continue;
+      auto view = source.get(entry.name);
+      TensorToWrite tensor{entry.name, entry.dtype, entry.shape,
+                           std::span<const std::byte>(view->data, view->byte_size())};
+      if (entry.name == reshaped) tensor.shape = {entry.element_count()};
+      tensors.push_back(tensor);
+    }
+    const auto path = directory_ / "model.safetensors";
+    EXPECT_TRUE(write_safetensors(path, tensors).ok());
+    return path;
+  }
+
+  std::filesystem::path directory_;
+};
+
+TEST_F(WeightVariants, ErrorsNameTheFileAndTensor) {
+  SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
+  const auto clip_dir = testing::oracle_clip_dir();
+  auto source = SafetensorsFile::open(clip_dir / "model.safetensors");
+  ASSERT_TRUE(source.ok()) << source.error().to_string();
+  auto config_text = read_file_text(clip_dir / "config.json");
+  ASSERT_TRUE(config_text.ok());
+  auto config = ClipTextConfig::from_json(config_text.value(), "config.json");
+  ASSERT_TRUE(config.ok()) << config.error().to_string();
+
+  const std::string missing = "text_model.encoder.layers.1.mlp.fc2.bias";
+  {
+    auto file = SafetensorsFile::open(write_variant(source.value(), missing, ""));
+    ASSERT_TRUE(file.ok());
+    auto encoder = ClipTextEncoder::from_safetensors(std::make_shared<const SafetensorsFile>(std::move(*file)),
+                                                     config.value());
+    ASSERT_FALSE(encoder.ok());
+    EXPECT_NE(encoder.error().message.find(missing), std::string::npos) << encoder.error().message;
+    EXPECT_NE(encoder.error().message.find("model.safetensors"), std::string::npos) << encoder.error().message;
+  }
+  const std::string reshaped = "text_model.encoder.layers.0.self_attn.k_proj.weight";
+  {
+    auto file = SafetensorsFile::open(write_variant(source.value(), "", reshaped));
+    ASSERT_TRUE(file.ok());
+    auto encoder = ClipTextEncoder::from_safetensors(std::make_shared<const SafetensorsFile>(std::move(*file)),
+                                                     config.value());
+    ASSERT_FALSE(encoder.ok());
+    EXPECT_NE(encoder.error().message.find(reshaped), std::string::npos) << encoder.error().message;
+  }
+  {
+    ClipTextConfig wrong = config.value();
+    wrong.intermediate_size += 1;
+    auto encoder = ClipTextEncoder::from_safetensors(
+        std::make_shared<const SafetensorsFile>(std::move(source.value())), wrong);
+    ASSERT_FALSE(encoder.ok());
+    EXPECT_NE(encoder.error().message.find("mlp.fc1.weight"), std::string::npos) << encoder.error().message;
+  }
+}
+
+TEST_F(WeightVariants, Float32CopyGivesIdenticalStates) {
+  SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
+  const auto clip_dir = testing::oracle_clip_dir();
+  auto source = SafetensorsFile::open(clip_dir / "model.safetensors");
+  ASSERT_TRUE(source.ok()) << source.error().to_string();
+  // Widening F16/BF16 to F32 is exact, so the F32 file must give the same bits.
+  std::vector<std::vector<float>> widened;
+  std::vector<TensorToWrite> tensors;
+  for (const TensorEntry& entry : source->entries()) {
+    auto values = source->read_f32(entry.name);
+    ASSERT_TRUE(values.ok());
+    widened.push_back(std::move(values.value()));
+    const std::vector<float>& data = widened.back();
+    tensors.push_back({entry.name, DType::kF32, entry.shape,
+                       std::span<const std::byte>(reinterpret_cast<const std::byte*>(data.data()), data.size() * 4)});
+  }
+  const auto path = directory_ / "model_f32.safetensors";
+  ASSERT_TRUE(write_safetensors(path, tensors).ok());
+  auto config_text = read_file_text(clip_dir / "config.json");
+  ASSERT_TRUE(config_text.ok());
+  auto config = ClipTextConfig::from_json(config_text.value(), "config.json");
+  ASSERT_TRUE(config.ok());
+  auto f32_file = SafetensorsFile::open(path);
+  ASSERT_TRUE(f32_file.ok());
+  auto from_f32 =
+      ClipTextEncoder::from_safetensors(std::make_shared<const SafetensorsFile>(std::move(*f32_file)), config.value());
+  auto from_source = ClipTextEncoder::load(clip_dir);
+  ASSERT_TRUE(from_f32.ok()) << from_f32.error().to_string();
+  ASSERT_TRUE(from_source.ok()) << from_source.error().to_string();
+
+  TokenizedText tokens;
+  tokens.input_ids.assign(kClipContextLength, 49407);
+  tokens.attention_mask.assign(kClipContextLength, 0);
+  const int32_t prompt[] = {49406, 320, 736, 5471, 49407};
+  for (size_t t = 0; t < std::size(prompt); ++t) {
+    tokens.input_ids[t] = prompt[t];
+    tokens.attention_mask[t] = 1;
+  }
+  auto a = from_f32->encode(tokens);
+  auto b = from_source->encode(tokens);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a.value(), b.value());
+}
+
+TEST(ClipTextConfig, ReadsTextConfigWithDefaultsAndRejectsBadValues) {
+  auto config = ClipTextConfig::from_json(
+      R"({"text_config": {"hidden_size": 768, "num_attention_heads": 12, "hidden_act": "gelu"}})", "config.json");
+  ASSERT_TRUE(config.ok()) << config.error().to_string();
+  EXPECT_EQ(config->hidden_size, 768);
+  EXPECT_EQ(config->num_attention_heads, 12);
+  EXPECT_EQ(config->intermediate_size, 2048);  // Hugging Face's default
+  EXPECT_EQ(config->num_hidden_layers, 12);
+  EXPECT_EQ(config->hidden_act, ClipActivation::kGelu);
+
+  auto bad_act = ClipTextConfig::from_json(R"({"text_config": {"hidden_act": "relu"}})", "my_config.json");
+  ASSERT_FALSE(bad_act.ok());
+  EXPECT_NE(bad_act.error().message.find("my_config.json"), std::string::npos);
+  EXPECT_NE(bad_act.error().message.find("relu"), std::string::npos);
+
+  auto bad_heads = ClipTextConfig::from_json(R"({"text_config": {"hidden_size": 50, "num_attention_heads": 8}})",
+                                             "config.json");
+  EXPECT_FALSE(bad_heads.ok());
+  EXPECT_FALSE(ClipTextConfig::from_json("[1,2", "config.json").ok());
+}
+
+TEST(ClipTextEncoder, RejectsMalformedTokens) {
+  SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
+  auto encoder = ClipTextEncoder::load(testing::oracle_clip_dir());
+  ASSERT_TRUE(encoder.ok()) << encoder.error().to_string();
+  TokenizedText tokens;
+  tokens.input_ids.assign(kClipContextLength, 49407);
+  tokens.attention_mask.assign(kClipContextLength, 0);
+  tokens.input_ids[0] = 49406;
+  tokens.attention_mask[0] = 1;
+  EXPECT_TRUE(encoder->encode(tokens).ok());
+
+  TokenizedText out_of_vocabulary = tokens;
+  out_of_vocabulary.input_ids[3] = 49408;
+  EXPECT_FALSE(encoder->encode(out_of_vocabulary).ok());
+
+  TokenizedText too_long = tokens;
+  too_long.input_ids.push_back(1);
+  too_long.attention_mask.push_back(1);
+  EXPECT_FALSE(encoder->encode(too_long).ok());
+
+  TokenizedText unattended_start = tokens;
+  unattended_start.attention_mask[0] = 0;
+  EXPECT_FALSE(encoder->encode(unattended_start).ok());
+
+  TokenizedText mask_with_hole = tokens;
+  mask_with_hole.attention_mask[2] = 1;  // ones, a zero, then a one again
+  auto rejected = encoder->encode(mask_with_hole);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.error().message.find("attention_mask"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cubeforge

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs cubeforge's main job: a prompt turned into a mesh
+# on the command line. With no model folder given it uses the built-in model
+# when there is one, else the reference fixture folder beside the checkout,
+# else it benchmarks a random-weight model of the "small" shape.
+# Usage: tools/run.sh [--model DIR] [--prompt TEXT] [--out FILE]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/setup.sh
+tools/build.sh >/dev/null
+cli=${CUBEFORGE_BUILD_DIR:-build}/app/cli/cubeforge-cli
+
+model="" prompt="a red dragon" out="cubeforge.glb"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --model) model=$2; shift 2 ;;
+    --prompt) prompt=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "run.sh: unknown argument $1 (use --model, --prompt, --out)" >&2; exit 2 ;;
+  esac
+done
+if [ -z "$model" ] && [ -f assets/model/shape_gpt.safetensors ]; then model=assets/model; fi
+if [ -z "$model" ] && [ -f ../shared/oracle/cube3d-v05/shape_gpt.safetensors ]; then model=../shared/oracle/cube3d-v05; fi
+if [ -z "$model" ]; then
+  echo "No model folder found: benchmarking a random-weight model instead. Pass --model DIR for real generation."
+  exec "$cli" bench --shape small --steps 32
+fi
+exec "$cli" generate --model "$model" --prompt "$prompt" --out "$out"
