@@ -166,7 +166,7 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     sample.total_steps = kTokens;
     sample.step = step.data();
     sample.advance_step = false;  // stay on the last token: every replay reads the whole cache
-    sample.sampling = {.temperature = 1.0f, .top_k = 50, .top_p = 0.9f, .seed = 1};
+    sample.sampling = {.greedy = false, .temperature = 1.0f, .top_k = 50, .top_p = 0.9f, .seed = 1};
     sample.embedding = wte;
     sample.embedding_dim = kWidth;
     sample.next_input = x.data();
