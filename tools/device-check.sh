@@ -3,8 +3,8 @@
 # PyTorch, but no network and no display): configures a Release build for
 # sm_90 into build-device/, builds it, runs the `cuda` and `vulkan` test
 # labels (Vulkan offscreen, on the machine's own driver), the CUDA benchmarks
-# and, when it exists, the command-line decode benchmark; writes summary.txt
-# and at most seven logs under "$OUT" (./device-out when OUT is unset). Every
+# and, when they exist, the command-line decode and viewport benchmarks; writes summary.txt
+# and at most six logs under "$OUT" (./device-out when OUT is unset). Every
 # stage has a time limit, logs, and lets the next stage run even when it fails;
 # the whole check ends within 8 minutes (CUBEFORGE_DEVICE_CHECK_SECONDS).
 #
@@ -214,6 +214,12 @@ if [ -d "$build_dir" ]; then
     stage "cubeforge-cli bench --shape v05" bench.log 90 "${with_deps[@]}" "$cli" bench --shape v05 --json
   else
     note "cubeforge-cli bench: skipped (no $cli)"
+  fi
+  engine_bench=$build_dir/app/engine-bench/cubeforge-engine-bench
+  if [ -x "$engine_bench" ]; then
+    stage "cubeforge-engine-bench" bench.log 60 "${with_deps[@]}" "$engine_bench"
+  else
+    note "cubeforge-engine-bench: skipped (no $engine_bench)"
   fi
   grep -h '^\[bench\]' "$OUT/bench.log" 2>/dev/null | sed 's/^/  /' >> "$summary"
   grep -h '^{' "$OUT/bench.log" 2>/dev/null | tail -3 | sed 's/^/  cli: /' >> "$summary"
