@@ -1,0 +1,184 @@
+// App settings: JSON round trip, the `set` vocabulary, the request they make.
+#include "app/desktop/core/app_settings.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "inference/core/file_io.h"
+
+namespace cubeforge::app {
+
+namespace {
+
+// One table of fields drives the JSON writer, the reader and `set`, so a new
+// setting cannot be written but forgotten on read.
+template <class Visitor>
+void visit_fields(AppSettings& s, Visitor&& visit) {
+  visit("model_folder", s.model_folder);
+  visit("recent_folders", s.recent_folders);
+  visit("prompt", s.prompt);
+  visit("backend", s.backend);
+  visit("kv_cache", s.kv_cache);
+  visit("cuda_graphs", s.cuda_graphs);
+  visit("attention", s.attention);
+  visit("guidance", s.guidance);
+  visit("seed", s.seed);
+  visit("sampling", s.sampling);
+  visit("temperature", s.temperature);
+  visit("top_k", s.top_k);
+  visit("top_p", s.top_p);
+  visit("use_bbox", s.use_bbox);
+  visit("bbox", s.bbox);
+  visit("resolution", s.resolution);
+  visit("target_faces", s.target_faces);
+  visit("progressive_preview", s.progressive_preview);
+  visit("preview_every", s.preview_every);
+  visit("preview_resolution", s.preview_resolution);
+  visit("export_folder", s.export_folder);
+  visit("export_template", s.export_template);
+  visit("wireframe", s.wireframe);
+  visit("flat_shading", s.flat_shading);
+  visit("turntable", s.turntable);
+  visit("grid", s.grid);
+  visit("window_width", s.window_width);
+  visit("window_height", s.window_height);
+}
+
+Status check_ranges(const AppSettings& s) {
+  auto bad = [](const std::string& what) { return make_error(ErrorCode::kInvalidArgument, what); };
+  if (s.backend != "cpu" && s.backend != "cuda") return bad("setting 'backend' must be cpu or cuda, not '" + s.backend + "'");
+  if (s.attention != "causal" && s.attention != "reference")
+    return bad("setting 'attention' must be causal or reference, not '" + s.attention + "'");
+  if (s.resolution < 2 || s.resolution > 10) return bad("setting 'resolution' must be in 2..10");
+  if (s.preview_resolution < 2 || s.preview_resolution > 8) return bad("setting 'preview_resolution' must be in 2..8");
+  if (s.preview_every < 1) return bad("setting 'preview_every' must be at least 1");
+  if (!(s.guidance >= 0.f && s.guidance <= 100.f)) return bad("setting 'guidance' must be in 0..100");
+  if (!(s.temperature > 0.f)) return bad("setting 'temperature' must be positive");
+  if (s.top_k < 0) return bad("setting 'top_k' must be 0 (off) or positive");
+  if (!(s.top_p > 0.f && s.top_p <= 1.f)) return bad("setting 'top_p' must be in (0, 1]");
+  for (float side : s.bbox)
+    if (!(side > 0.f)) return bad("setting 'bbox' needs three positive sizes");
+  return ok_status();
+}
+
+Result<bool> parse_bool(const std::string& key, const std::string& text) {
+  if (text == "on" || text == "true" || text == "1" || text == "yes") return true;
+  if (text == "off" || text == "false" || text == "0" || text == "no") return false;
+  return make_error(ErrorCode::kInvalidArgument, "setting '" + key + "' takes on or off, not '" + text + "'");
+}
+
+}  // namespace
+
+nlohmann::json settings_to_json(const AppSettings& settings) {
+  nlohmann::json json = nlohmann::json::object();
+  AppSettings copy = settings;
+  visit_fields(copy, [&](const char* key, auto& field) { json[key] = field; });
+  return json;
+}
+
+Result<AppSettings> settings_from_json(const nlohmann::json& json) {
+  if (!json.is_object()) return make_error(ErrorCode::kCorruptFile, "settings must be a JSON object");
+  AppSettings settings;
+  std::string failure;
+  visit_fields(settings, [&](const char* key, auto& field) {
+    auto found = json.find(key);
+    if (found == json.end() || !failure.empty()) return;
+    try {
+      found->get_to(field);
+    } catch (const nlohmann::json::exception& e) {
+      failure = std::string("setting '") + key + "' has the wrong type (" + e.what() + ")";
+    }
+  });
+  if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);
+  if (settings.recent_folders.size() > AppSettings::kMaxRecentFolders)
+    settings.recent_folders.resize(AppSettings::kMaxRecentFolders);
+  CUBEFORGE_TRY(check_ranges(settings));
+  return settings;
+}
+
+Result<AppSettings> load_settings(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return AppSettings{};
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
+  nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded())
+    return make_error(ErrorCode::kCorruptFile,
+                      "settings file '" + path.string() + "' is not valid JSON; delete it to start from the defaults");
+  auto settings = settings_from_json(json);
+  if (!settings.ok())
+    return make_error(ErrorCode::kCorruptFile, "settings file '" + path.string() + "': " + settings.error().message);
+  return settings;
+}
+
+Status save_settings(const AppSettings& settings, const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  return write_file_atomically(path, settings_to_json(settings).dump(2) + "\n");
+}
+
+Status set_setting(AppSettings& settings, const std::string& key, const std::string& value) {
+  AppSettings updated = settings;
+  bool known = false;
+  std::string failure;
+  visit_fields(updated, [&](const char* name, auto& field) {
+    if (key != name) return;
+    known = true;
+    using Field = std::decay_t<decltype(field)>;
+    if constexpr (std::is_same_v<Field, bool>) {
+      auto parsed = parse_bool(key, value);
+      if (parsed.ok()) field = *parsed;
+      else failure = parsed.error().message;
+    } else if constexpr (std::is_same_v<Field, std::string>) {
+      field = value;
+    } else if constexpr (std::is_same_v<Field, std::vector<std::string>>) {
+      failure = "setting '" + key + "' cannot be set from a script";
+    } else if constexpr (std::is_same_v<Field, std::array<float, 3>>) {
+      std::istringstream in(value);
+      std::array<float, 3> parsed{};
+      if (!(in >> parsed[0] >> parsed[1] >> parsed[2])) failure = "setting 'bbox' takes three numbers: X Y Z";
+      else field = parsed;
+    } else {
+      Field parsed{};
+      const char* end = value.data() + value.size();
+      auto [ptr, error] = std::from_chars(value.data(), end, parsed);
+      if (error != std::errc() || ptr != end) failure = "setting '" + key + "' takes a number, not '" + value + "'";
+      else field = parsed;
+    }
+  });
+  if (!known) return make_error(ErrorCode::kInvalidArgument, "unknown setting '" + key + "'");
+  if (!failure.empty()) return make_error(ErrorCode::kInvalidArgument, failure);
+  CUBEFORGE_TRY(check_ranges(updated));
+  settings = std::move(updated);
+  return ok_status();
+}
+
+void remember_folder(AppSettings& settings, const std::string& folder) {
+  if (folder.empty()) return;
+  auto& recent = settings.recent_folders;
+  recent.erase(std::remove(recent.begin(), recent.end(), folder), recent.end());
+  recent.insert(recent.begin(), folder);
+  if (recent.size() > AppSettings::kMaxRecentFolders) recent.resize(AppSettings::kMaxRecentFolders);
+}
+
+GenerationRequest make_request(const AppSettings& s) {
+  GenerationRequest request;
+  request.prompt = s.prompt;
+  request.seed = s.seed;
+  request.guidance_scale = s.guidance;
+  request.sampling.greedy = !s.sampling;
+  request.sampling.temperature = s.temperature;
+  request.sampling.top_k = s.top_k;
+  request.sampling.top_p = s.top_p;
+  if (s.use_bbox) request.bbox = s.bbox;
+  request.resolution = s.resolution;
+  request.attention = s.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
+  request.use_kv_cache = s.kv_cache;
+  request.backend = s.backend == "cuda" ? Backend::kCuda : Backend::kCpu;
+  request.target_faces = s.target_faces;
+  return request;
+}
+
+}  // namespace cubeforge::app

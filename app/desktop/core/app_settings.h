@@ -1,0 +1,79 @@
+// Everything the user can set in the app, kept between runs as JSON in the
+// data folder (settings.json, written atomically).
+//
+// Reading is lenient about what is missing (a key added in a later version
+// keeps its default) and strict about what is wrong (a value of the wrong
+// type is an error naming the key). set_setting() is the same vocabulary for
+// the script mode's `set KEY VALUE`.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "inference/core/result.h"
+#include "inference/pipeline/generation.h"
+
+namespace cubeforge::app {
+
+struct AppSettings {
+  // Model
+  std::string model_folder;                // empty: the built-in model, when there is one
+  std::vector<std::string> recent_folders;  // most recent first, at most kMaxRecentFolders
+  // Generation
+  std::string prompt = "a red dragon";
+  std::string backend = "cpu";             // cpu | cuda
+  bool kv_cache = true;
+  bool cuda_graphs = false;
+  std::string attention = "causal";        // causal | reference
+  float guidance = 3.0f;
+  uint64_t seed = 0;
+  bool sampling = false;                   // off: greedy
+  float temperature = 1.0f;
+  int top_k = 0;
+  float top_p = 1.0f;
+  bool use_bbox = false;
+  std::array<float, 3> bbox{1.f, 1.f, 1.f};
+  int resolution = 8;
+  int64_t target_faces = 0;                // 0: automatic, < 0: no simplification
+  // Progressive preview
+  bool progressive_preview = false;
+  int preview_every = 4;                   // tokens between previews
+  int preview_resolution = 4;
+  // Export
+  std::string export_folder = ".";
+  std::string export_template = "{prompt}-{seed}.glb";
+  // Viewport
+  bool wireframe = false;
+  bool flat_shading = false;
+  bool turntable = false;
+  bool grid = true;
+  // Window
+  int window_width = 1280;
+  int window_height = 800;
+
+  static constexpr size_t kMaxRecentFolders = 8;
+};
+
+nlohmann::json settings_to_json(const AppSettings& settings);
+Result<AppSettings> settings_from_json(const nlohmann::json& json);
+
+// A missing file gives the defaults; an unreadable or malformed one an error.
+Result<AppSettings> load_settings(const std::filesystem::path& path);
+Status save_settings(const AppSettings& settings, const std::filesystem::path& path);
+
+// `set KEY VALUE` with the JSON key names ("resolution", "seed", "kv_cache",
+// "bbox" as "X Y Z", ...). Booleans take on/off/true/false/1/0.
+Status set_setting(AppSettings& settings, const std::string& key, const std::string& value);
+
+// Puts `folder` first in the recent list (no duplicates, bounded).
+void remember_folder(AppSettings& settings, const std::string& folder);
+
+// The generation request these settings describe.
+GenerationRequest make_request(const AppSettings& settings);
+
+}  // namespace cubeforge::app

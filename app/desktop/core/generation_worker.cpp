@@ -1,0 +1,217 @@
+// The generation worker thread: see generation_worker.h.
+#include "app/desktop/core/generation_worker.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "inference/cpu/ops.h"
+
+namespace cubeforge::app {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Generation yields to the UI when they compete for cores: its threads run at
+// a lower priority (Linux nice is per thread and inherited by threads a
+// thread creates). Failing to lower it only costs smoothness.
+constexpr int kGenerationNice = 5;
+void lower_this_thread_priority() {
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kGenerationNice);
+}
+
+}  // namespace
+
+std::string cuda_generation_unavailable_reason() {
+  // The pipeline refuses Backend::kCuda for whole generations in this build
+  // (generate_shape says so); the CUDA kernels serve benchmarks and interop.
+  return "this build runs generation on the CPU";
+}
+
+GenerationWorker::GenerationWorker(int generation_threads) {
+  if (generation_threads <= 0) {
+    int cores = static_cast<int>(std::thread::hardware_concurrency());
+    generation_threads = std::max(1, cores - 1);
+  }
+  // The pool's threads are created here, from a thread that has already
+  // lowered its priority, so they inherit it.
+  std::thread([generation_threads] {
+    lower_this_thread_priority();
+    cpu::set_thread_count(generation_threads);
+  }).join();
+}
+
+GenerationWorker::~GenerationWorker() {
+  cancel_.store(true);
+  if (job_.joinable()) job_.join();
+}
+
+bool GenerationWorker::start(std::function<void()> job) {
+  if (busy_.load()) return false;
+  if (job_.joinable()) job_.join();  // the previous job has posted everything and is ending
+  cancel_.store(false);
+  busy_.store(true);
+  job_ = std::jthread([this, job = std::move(job)] {
+    lower_this_thread_priority();
+    try {
+      job();
+    } catch (const std::bad_alloc&) {
+      messages_.push(worker_message::Log{true, "out of memory: the job stopped; try a lower resolution or a "
+                                               "smaller model"});
+    }
+    busy_.store(false);
+  });
+  return true;
+}
+
+std::shared_ptr<const CubeModel> GenerationWorker::model() const {
+  std::lock_guard lock(model_mutex_);
+  return model_;
+}
+
+bool GenerationWorker::has_model() const { return model() != nullptr; }
+
+std::optional<ModelSummary> GenerationWorker::model_summary() const {
+  std::lock_guard lock(model_mutex_);
+  return summary_;
+}
+
+bool GenerationWorker::load_model(const std::filesystem::path& folder) {
+  return start([this, folder] {
+    auto started = Clock::now();
+    auto loaded = CubeModel::load(folder, [this](const std::string& step, double fraction) {
+      messages_.push(worker_message::LoadProgress{step, fraction});
+      return !cancel_.load();
+    });
+    if (!loaded.ok()) {
+      messages_.push(worker_message::LoadFailed{loaded.error()});
+      return;
+    }
+    ModelSummary summary{folder.string(), loaded->shape_tokens(), ms_since(started)};
+    {
+      std::lock_guard lock(model_mutex_);
+      model_ = std::make_shared<const CubeModel>(std::move(*loaded));
+      summary_ = summary;
+    }
+    messages_.push(worker_message::ModelLoaded{summary});
+  });
+}
+
+worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& model, const GenerationRequest& request,
+                                                             const PreviewOptions& preview,
+                                                             const std::string& label) {
+  const int run = next_run_++;
+  const int token_count = model.shape_tokens();
+  messages_.push(worker_message::RunStarted{run, label, token_count});
+  const auto started = Clock::now();
+
+  PreviewCost cost;
+  std::vector<int> tokens;
+  Clock::time_point decode_started = started;
+  auto sink = [&](const GenerationEvent& event) {
+    messages_.push(worker_message::Event{run, event, ms_since(started)});
+    if (event.kind == GenerationEvent::Kind::kStageStarted && event.stage == Stage::kDecode)
+      decode_started = Clock::now();
+    if (event.kind == GenerationEvent::Kind::kStageFinished && event.stage == Stage::kDecode)
+      cost.decode_ms = event.stage_ms;
+    if (event.kind != GenerationEvent::Kind::kToken) return;
+    tokens.push_back(event.token);
+    const int known = static_cast<int>(tokens.size());
+    if (!preview.enabled || known % std::max(1, preview.every_tokens) != 0 || known >= token_count) return;
+    // Budget: the previews so far plus the next one must stay within the
+    // allowed share of the time spent on tokens. The next one's cost is the
+    // last measured preview, else the shape stages of the last finished run
+    // (an overestimate at preview resolution); with neither, no preview runs.
+    const double pure_decode_ms = ms_since(decode_started) - cost.preview_ms;
+    std::optional<double> estimate = preview_estimate_ms_;
+    if (!estimate || preview_estimate_resolution_ != preview.resolution) estimate = last_shape_stages_ms_;
+    if (!estimate || cost.preview_ms + *estimate > preview.max_decode_overhead * pure_decode_ms) {
+      ++cost.skipped;
+      cost.without_estimate = !estimate;
+      return;
+    }
+    // The shape decoder needs all N tokens: the missing ones repeat the latest.
+    std::vector<int> padded = tokens;
+    padded.resize(token_count, tokens.back());
+    MeshingOptions options;
+    options.resolution = preview.resolution;
+    options.target_faces = -1;
+    const auto preview_started = Clock::now();
+    auto mesh = tokens_to_mesh(model, padded, options, {}, &cancel_);
+    const double preview_ms = ms_since(preview_started);
+    cost.preview_ms += preview_ms;
+    ++cost.previews;
+    preview_estimate_ms_ = preview_ms;
+    preview_estimate_resolution_ = preview.resolution;
+    if (mesh.ok()) messages_.push(worker_message::Preview{run, std::move(mesh->mesh), known, preview_ms});
+  };
+  worker_message::RunFinished finished;
+  finished.run = run;
+  finished.label = label;
+  finished.request = request;
+  finished.result = generate_shape(model, request, sink, &cancel_);
+  if (finished.result.ok())
+    last_shape_stages_ms_ = finished.result->timings.shape_decode_ms + finished.result->timings.occupancy_ms;
+  finished.preview = cost;
+  finished.wall_ms = ms_since(started);
+  return finished;
+}
+
+bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview) {
+  auto loaded = model();
+  if (!loaded) return false;
+  return start([this, loaded, request, preview] {
+    messages_.push(run_generation(*loaded, request, preview, "generate"));
+  });
+}
+
+bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
+  auto loaded = model();
+  if (!loaded) return false;
+  return start([this, loaded, request] {
+    struct Variant {
+      const char* label;
+      bool kv_cache;
+    };
+    for (Variant variant : {Variant{"no KV cache", false}, Variant{"KV cache", true}}) {
+      GenerationRequest varied = request;
+      varied.use_kv_cache = variant.kv_cache;
+      varied.backend = Backend::kCpu;
+      auto finished = run_generation(*loaded, varied, PreviewOptions{}, variant.label);
+      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
+      worker_message::LatencyResult bar;
+      bar.label = variant.label;
+      if (finished.result.ok()) {
+        const auto& r = *finished.result;
+        const double decode_tokens = std::max<size_t>(1, r.tokens.size()) - 1.0;
+        bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
+        bar.time_to_first_token_ms = r.time_to_first_token_ms;
+        bar.total_ms = finished.wall_ms;
+      } else {
+        bar.available = false;
+        bar.unavailable_reason = finished.result.error().to_string();
+      }
+      messages_.push(std::move(finished));
+      messages_.push(bar);
+      if (cancelled) {
+        messages_.push(worker_message::LatencyDemoFinished{true});
+        return;
+      }
+    }
+    worker_message::LatencyResult graphs;
+    graphs.label = "KV cache + CUDA graphs";
+    graphs.available = false;
+    graphs.unavailable_reason = cuda_generation_unavailable_reason();
+    messages_.push(graphs);
+    messages_.push(worker_message::LatencyDemoFinished{false});
+  });
+}
+
+}  // namespace cubeforge::app

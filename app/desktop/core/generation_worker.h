@@ -1,0 +1,132 @@
+// Model loading and generation off the UI thread.
+//
+// One job at a time runs on a std::jthread: loading a model folder, a
+// generation (with optional progressive previews), or the latency demo (the
+// same request with and without the KV cache). Everything a job learns goes
+// to the UI as WorkerMessages through a mutex-protected queue that the UI
+// drains once per frame; every event carries the wall time since its run
+// started. cancel() sets the flag the pipeline checks between tokens and
+// between occupancy batches, so a generation stops within one token.
+//
+// A job's last message is queued before busy() turns false, so a UI that
+// sees busy() == false and then drains has every message of that job.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+
+#include "app/desktop/core/message_queue.h"
+#include "inference/pipeline/cube_model.h"
+#include "inference/pipeline/generation.h"
+
+namespace cubeforge::app {
+
+struct ModelSummary {
+  std::string folder;
+  int shape_tokens = 0;
+  double load_ms = 0;
+};
+
+struct PreviewOptions {
+  bool enabled = false;
+  int every_tokens = 4;
+  int resolution = 4;
+  // Previews run on the decode thread; one is skipped when the time spent on
+  // previews, with the next one's estimated cost, would exceed this share of
+  // the pure decode time so far.
+  double max_decode_overhead = 0.10;
+};
+
+// What progressive previews cost in one run.
+struct PreviewCost {
+  int previews = 0;
+  int skipped = 0;         // due previews left out to respect the budget
+  bool without_estimate = false;  // skipped because nothing has measured a preview's cost yet
+  double preview_ms = 0;   // total time in preview decodes
+  double decode_ms = 0;    // the decode stage, previews included
+  double overhead() const { return decode_ms - preview_ms > 0 ? preview_ms / (decode_ms - preview_ms) : 0.0; }
+};
+
+namespace worker_message {
+struct LoadProgress { std::string step; double fraction = 0; };
+struct ModelLoaded { ModelSummary summary; };
+struct LoadFailed { Error error; };  // ErrorCode::kCancelled when the user cancelled
+struct RunStarted { int run = 0; std::string label; int token_count = 0; };
+struct Event { int run = 0; GenerationEvent event; double elapsed_ms = 0; };
+struct Preview { int run = 0; Mesh mesh; int tokens_known = 0; double decode_ms = 0; };
+struct RunFinished {
+  int run = 0;
+  std::string label;
+  GenerationRequest request;
+  Result<GenerationResult> result = make_error(ErrorCode::kInternal, "not run");
+  PreviewCost preview;
+  double wall_ms = 0;
+};
+// One bar group of the latency demo.
+struct LatencyResult {
+  std::string label;
+  bool available = true;
+  std::string unavailable_reason;
+  double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
+};
+struct LatencyDemoFinished { bool cancelled = false; };
+struct Log { bool error = false; std::string text; };
+}  // namespace worker_message
+
+using WorkerMessage =
+    std::variant<worker_message::LoadProgress, worker_message::ModelLoaded, worker_message::LoadFailed,
+                 worker_message::RunStarted, worker_message::Event, worker_message::Preview,
+                 worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
+                 worker_message::Log>;
+
+// Why CUDA generation cannot be chosen, or empty when it can.
+std::string cuda_generation_unavailable_reason();
+
+class GenerationWorker {
+ public:
+  // generation_threads: CPU threads for the model (0: all cores but one, so
+  // the UI thread keeps a core).
+  explicit GenerationWorker(int generation_threads = 0);
+  ~GenerationWorker();  // cancels and joins
+  GenerationWorker(const GenerationWorker&) = delete;
+  GenerationWorker& operator=(const GenerationWorker&) = delete;
+
+  // Each returns false (and starts nothing) while another job runs or, for
+  // generation, when no model is loaded.
+  bool load_model(const std::filesystem::path& folder);
+  bool generate(const GenerationRequest& request, const PreviewOptions& preview);
+  bool run_latency_demo(const GenerationRequest& request);
+  void cancel() { cancel_.store(true); }
+
+  bool busy() const { return busy_.load(); }
+  bool has_model() const;
+  std::optional<ModelSummary> model_summary() const;
+  std::vector<WorkerMessage> drain() { return messages_.drain(); }
+
+ private:
+  bool start(std::function<void()> job);
+  std::shared_ptr<const CubeModel> model() const;
+  worker_message::RunFinished run_generation(const CubeModel& model, const GenerationRequest& request,
+                                             const PreviewOptions& preview, const std::string& label);
+
+  MessageQueue<WorkerMessage> messages_;
+  std::atomic<bool> busy_{false};
+  std::atomic<bool> cancel_{false};
+  mutable std::mutex model_mutex_;
+  std::shared_ptr<const CubeModel> model_;
+  std::optional<ModelSummary> summary_;
+  int next_run_ = 1;
+  // Preview cost estimates; touched only by jobs, which run one after another.
+  std::optional<double> preview_estimate_ms_;
+  int preview_estimate_resolution_ = 0;
+  std::optional<double> last_shape_stages_ms_;
+  std::jthread job_;  // last member: joined first on destruction
+};
+
+}  // namespace cubeforge::app

@@ -1,0 +1,97 @@
+// The reduction of a generation's event stream to what the statistics panel
+// shows, fed a hand-written stream whose numbers are known.
+#include <gtest/gtest.h>
+
+#include "app/desktop/core/generation_progress.h"
+
+namespace cubeforge::app {
+namespace {
+
+GenerationEvent stage(GenerationEvent::Kind kind, Stage s, double ms = 0) {
+  GenerationEvent e;
+  e.kind = kind;
+  e.stage = s;
+  e.stage_ms = ms;
+  return e;
+}
+
+GenerationEvent token(int index, int id, int count, double ms) {
+  GenerationEvent e;
+  e.kind = GenerationEvent::Kind::kToken;
+  e.stage = index == 0 ? Stage::kPrefill : Stage::kDecode;
+  e.token_index = index;
+  e.token = id;
+  e.token_count = count;
+  e.token_ms = ms;
+  return e;
+}
+
+TEST(GenerationProgress, TokensFillTheirSlotsAndLatenciesFollowTheDecodeSteps) {
+  GenerationProgress p;
+  p.apply(stage(GenerationEvent::Kind::kStageStarted, Stage::kText), 0);
+  EXPECT_EQ(p.current_stage(), AppStage::kText);
+  p.apply(stage(GenerationEvent::Kind::kStageFinished, Stage::kText, 12.5), 12.5);
+  EXPECT_FALSE(p.current_stage().has_value());
+  p.apply(stage(GenerationEvent::Kind::kStageStarted, Stage::kPrefill), 12.5);
+  EXPECT_EQ(p.token_count(), 0);
+  EXPECT_FALSE(p.time_to_first_token_ms().has_value());
+
+  p.apply(token(0, 17, 5, 30.0), 43.0);
+  ASSERT_EQ(p.token_count(), 5);
+  EXPECT_EQ(p.tokens_done(), 1);
+  EXPECT_EQ(p.token_slots(), (std::vector<int>{17, -1, -1, -1, -1}));
+  ASSERT_TRUE(p.time_to_first_token_ms().has_value());
+  EXPECT_DOUBLE_EQ(*p.time_to_first_token_ms(), 43.0);
+  EXPECT_TRUE(p.tpot_ms().empty());  // the first token is the prefill's
+
+  p.apply(token(1, 3, 5, 10.0), 53.0);
+  p.apply(token(2, 0, 5, 20.0), 73.0);
+  EXPECT_EQ(p.tokens_done(), 3);
+  EXPECT_EQ(p.tokens_so_far(), (std::vector<int>{17, 3, 0}));
+  ASSERT_EQ(p.tpot_ms().size(), 2u);
+  EXPECT_FLOAT_EQ(p.tpot_ms()[1], 20.f);
+  EXPECT_FLOAT_EQ(p.tokens_per_second()[0], 100.f);
+  EXPECT_FLOAT_EQ(p.tokens_per_second()[1], 50.f);
+  EXPECT_DOUBLE_EQ(p.mean_tpot_ms(), 15.0);
+  EXPECT_DOUBLE_EQ(*p.time_to_first_token_ms(), 43.0);  // later tokens do not move it
+  EXPECT_DOUBLE_EQ(*p.stage_ms()[int(AppStage::kText)], 12.5);
+}
+
+TEST(GenerationProgress, OccupancyProgressAndTheUploadStage) {
+  GenerationProgress p;
+  EXPECT_EQ(p.occupancy_fraction(), 0.0);
+  p.apply(stage(GenerationEvent::Kind::kStageStarted, Stage::kOccupancy), 100);
+  GenerationEvent e;
+  e.kind = GenerationEvent::Kind::kOccupancyProgress;
+  e.stage = Stage::kOccupancy;
+  e.points_done = 250;
+  e.points_planned = 1000;
+  p.apply(e, 110);
+  EXPECT_DOUBLE_EQ(p.occupancy_fraction(), 0.25);
+  EXPECT_EQ(p.current_stage(), AppStage::kOccupancy);
+  p.apply(stage(GenerationEvent::Kind::kStageFinished, Stage::kOccupancy, 40), 140);
+  EXPECT_DOUBLE_EQ(*p.stage_ms()[int(AppStage::kOccupancy)], 40.0);
+  EXPECT_FALSE(p.stage_ms()[int(AppStage::kUpload)].has_value());
+  p.set_upload_ms(2.5);
+  EXPECT_DOUBLE_EQ(*p.stage_ms()[int(AppStage::kUpload)], 2.5);
+  EXPECT_STREQ(app_stage_name(AppStage::kUpload), "upload");
+  EXPECT_STREQ(app_stage_name(AppStage::kShapeDecode), "shape decode");
+}
+
+TEST(GenerationProgress, ResetStartsANewRunAndBadIndicesAreIgnored) {
+  GenerationProgress p;
+  p.apply(token(0, 5, 3, 1.0), 1.0);
+  p.apply(token(7, 5, 3, 1.0), 2.0);  // outside the sequence
+  EXPECT_EQ(p.tokens_done(), 1);
+  p.apply(token(0, 6, 3, 1.0), 3.0);  // the same slot again does not count twice
+  EXPECT_EQ(p.tokens_done(), 1);
+  EXPECT_EQ(p.token_slots()[0], 6);
+  p.reset();
+  EXPECT_EQ(p.token_count(), 0);
+  EXPECT_EQ(p.tokens_done(), 0);
+  EXPECT_FALSE(p.time_to_first_token_ms().has_value());
+  for (const auto& ms : p.stage_ms()) EXPECT_FALSE(ms.has_value());
+}
+
+}  // namespace
+}  // namespace cubeforge::app

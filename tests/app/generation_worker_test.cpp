@@ -1,0 +1,203 @@
+// The generation worker on the fixture model: loading off the calling thread,
+// a generation whose streamed tokens equal a direct generate_shape call,
+// progressive previews within their budget bookkeeping, cancellation within
+// one token, and load errors as messages.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "app/desktop/core/generation_worker.h"
+#include "test_folder.h"
+
+namespace cubeforge::app {
+namespace {
+
+// Drains until the worker is idle (its last message is queued before it says so).
+std::vector<WorkerMessage> wait_for(GenerationWorker& worker) {
+  std::vector<WorkerMessage> all;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (worker.busy() && std::chrono::steady_clock::now() < deadline) {
+    for (auto& m : worker.drain()) all.push_back(std::move(m));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE(worker.busy()) << "the worker did not finish within two minutes";
+  for (auto& m : worker.drain()) all.push_back(std::move(m));
+  return all;
+}
+
+template <class M>
+std::vector<M> only(const std::vector<WorkerMessage>& messages) {
+  std::vector<M> out;
+  for (const auto& m : messages)
+    if (const M* found = std::get_if<M>(&m)) out.push_back(*found);
+  return out;
+}
+
+class WorkerOnFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    folder_ = testing::oracle_model_folder();
+    if (folder_.empty())
+      GTEST_SKIP() << "fixture model folder absent (set CUBEFORGE_ORACLE_DIR or place ../shared/oracle/cube3d-v05)";
+    ASSERT_TRUE(worker_.load_model(folder_));
+    auto messages = wait_for(worker_);
+    auto loaded = only<worker_message::ModelLoaded>(messages);
+    ASSERT_EQ(loaded.size(), 1u);
+    EXPECT_EQ(loaded[0].summary.shape_tokens, 24);
+    EXPECT_FALSE(only<worker_message::LoadProgress>(messages).empty());
+    ASSERT_TRUE(worker_.has_model());
+  }
+  GenerationRequest request() const {
+    GenerationRequest r;
+    r.prompt = "a red dragon";
+    r.resolution = 4;
+    return r;
+  }
+  std::filesystem::path folder_;
+  GenerationWorker worker_{1};
+};
+
+TEST_F(WorkerOnFixture, StreamsEveryTokenAndMatchesADirectGeneration) {
+  PreviewOptions preview;
+  preview.enabled = true;
+  preview.every_tokens = 4;
+  preview.resolution = 4;
+  ASSERT_TRUE(worker_.generate(request(), preview));
+  EXPECT_FALSE(worker_.generate(request(), preview));  // one job at a time
+  auto messages = wait_for(worker_);
+  auto finished = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].result.ok()) << finished[0].result.error().to_string();
+
+  std::vector<int> streamed(24, -1);
+  double last_elapsed = 0;
+  for (const auto& e : only<worker_message::Event>(messages)) {
+    EXPECT_GE(e.elapsed_ms, last_elapsed);
+    last_elapsed = e.elapsed_ms;
+    if (e.event.kind == GenerationEvent::Kind::kToken) streamed.at(e.event.token_index) = e.event.token;
+  }
+  EXPECT_EQ(streamed, finished[0].result->tokens);
+
+  auto model = CubeModel::load(folder_);
+  ASSERT_TRUE(model.ok());
+  auto direct = generate_shape(*model, request());
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(direct->tokens, finished[0].result->tokens);
+  EXPECT_EQ(direct->mesh.face_count(), finished[0].result->mesh.face_count());
+
+  // Due previews at tokens 4, 8, ..., 20. Nothing has measured a preview's
+  // cost yet, so the first run skips them rather than guess.
+  EXPECT_EQ(finished[0].preview.previews, 0);
+  EXPECT_EQ(finished[0].preview.skipped, 5);
+  EXPECT_TRUE(finished[0].preview.without_estimate);
+  EXPECT_TRUE(only<worker_message::Preview>(messages).empty());
+}
+
+TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
+  ASSERT_TRUE(worker_.generate(request(), PreviewOptions{}));  // gives the first cost estimate
+  wait_for(worker_);
+
+  PreviewOptions unlimited;
+  unlimited.enabled = true;
+  unlimited.every_tokens = 4;
+  unlimited.max_decode_overhead = 1e9;
+  ASSERT_TRUE(worker_.generate(request(), unlimited));
+  auto messages = wait_for(worker_);
+  auto previews = only<worker_message::Preview>(messages);
+  ASSERT_EQ(previews.size(), 5u);
+  for (size_t i = 0; i < previews.size(); ++i) {
+    EXPECT_EQ(previews[i].tokens_known, 4 * int(i + 1));
+    EXPECT_GT(previews[i].decode_ms, 0.0);
+  }
+  auto finished = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].result.ok());
+  EXPECT_EQ(finished[0].preview.previews, 5);
+  EXPECT_GT(finished[0].preview.decode_ms, finished[0].preview.preview_ms);  // previews run inside decode
+
+  // With the default 10% budget the previews' share stays near it; the slack
+  // covers a preview that costs more than the last one measured.
+  PreviewOptions budgeted;
+  budgeted.enabled = true;
+  budgeted.every_tokens = 4;
+  ASSERT_TRUE(worker_.generate(request(), budgeted));
+  auto budgeted_run = only<worker_message::RunFinished>(wait_for(worker_));
+  ASSERT_EQ(budgeted_run.size(), 1u);
+  const PreviewCost& cost = budgeted_run[0].preview;
+  EXPECT_EQ(cost.previews + cost.skipped, 5);
+  EXPECT_FALSE(cost.without_estimate);
+  EXPECT_LE(cost.overhead(), 0.15) << cost.previews << " previews took " << cost.preview_ms << " ms of "
+                                   << cost.decode_ms << " ms decode";
+}
+
+TEST_F(WorkerOnFixture, CancelStopsWithinOneToken) {
+  ASSERT_TRUE(worker_.generate(request(), PreviewOptions{}));
+  worker_.cancel();
+  auto messages = wait_for(worker_);
+  auto finished = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_FALSE(finished[0].result.ok());
+  EXPECT_EQ(finished[0].result.error().code, ErrorCode::kCancelled);
+  int tokens = 0;
+  for (const auto& e : only<worker_message::Event>(messages)) tokens += e.event.kind == GenerationEvent::Kind::kToken;
+  EXPECT_LE(tokens, 1);
+  // The worker takes the next job.
+  ASSERT_TRUE(worker_.generate(request(), PreviewOptions{}));
+  auto again = only<worker_message::RunFinished>(wait_for(worker_));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_TRUE(again[0].result.ok());
+}
+
+TEST_F(WorkerOnFixture, LatencyDemoComparesWithAndWithoutTheKvCache) {
+  ASSERT_TRUE(worker_.run_latency_demo(request()));
+  auto messages = wait_for(worker_);
+  auto bars = only<worker_message::LatencyResult>(messages);
+  ASSERT_EQ(bars.size(), 3u);
+  EXPECT_TRUE(bars[0].available);
+  EXPECT_TRUE(bars[1].available);
+  EXPECT_GT(bars[0].mean_tpot_ms, 0.0);
+  EXPECT_GT(bars[1].total_ms, 0.0);
+  EXPECT_FALSE(bars[2].available);
+  EXPECT_FALSE(bars[2].unavailable_reason.empty());
+  auto runs = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(runs.size(), 2u);
+  ASSERT_TRUE(runs[0].result.ok() && runs[1].result.ok());
+  EXPECT_FALSE(runs[0].request.use_kv_cache);
+  EXPECT_TRUE(runs[1].request.use_kv_cache);
+  // Causal attention: the cache changes the cost, not the tokens.
+  EXPECT_EQ(runs[0].result->tokens, runs[1].result->tokens);
+  EXPECT_EQ(only<worker_message::LatencyDemoFinished>(messages).size(), 1u);
+}
+
+TEST(GenerationWorker, LoadingReportsProgressAndCanBeCancelled) {
+  const auto folder = testing::oracle_model_folder();
+  if (folder.empty()) GTEST_SKIP() << "fixture model folder absent";
+  GenerationWorker worker(1);
+  ASSERT_TRUE(worker.load_model(folder));
+  worker.cancel();  // seen at the next progress step
+  auto messages = wait_for(worker);
+  auto failed = only<worker_message::LoadFailed>(messages);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0].error.code, ErrorCode::kCancelled);
+  EXPECT_TRUE(only<worker_message::ModelLoaded>(messages).empty());
+  EXPECT_FALSE(worker.has_model());
+  // A later load of the same folder goes through.
+  ASSERT_TRUE(worker.load_model(folder));
+  EXPECT_EQ(only<worker_message::ModelLoaded>(wait_for(worker)).size(), 1u);
+  EXPECT_TRUE(worker.has_model());
+}
+
+TEST(GenerationWorker, BadModelFolderIsAMessageNotACrash) {
+  GenerationWorker worker(1);
+  EXPECT_FALSE(worker.generate(GenerationRequest{}, PreviewOptions{}));  // no model yet
+  ASSERT_TRUE(worker.load_model("/nonexistent/cubeforge-model"));
+  auto failed = only<worker_message::LoadFailed>(wait_for(worker));
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_NE(failed[0].error.code, ErrorCode::kCancelled);
+  EXPECT_NE(failed[0].error.message.find("cubeforge-model"), std::string::npos);
+  EXPECT_FALSE(worker.has_model());
+}
+
+}  // namespace
+}  // namespace cubeforge::app
