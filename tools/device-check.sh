@@ -3,8 +3,8 @@
 # PyTorch, but no network and no display): configures a Release build for
 # sm_90 into build-device/, builds it, runs the `cuda` and `vulkan` test
 # labels (Vulkan offscreen, on the machine's own driver), the CUDA benchmarks
-# and, when it exists, the command-line decode benchmark; writes summary.txt
-# and at most seven logs under "$OUT" (./device-out when OUT is unset). Every
+# and, when they exist, the command-line decode and viewport benchmarks; writes summary.txt
+# and at most six logs under "$OUT" (./device-out when OUT is unset). Every
 # stage has a time limit, logs, and lets the next stage run even when it fails;
 # the whole check ends within 8 minutes (CUBEFORGE_DEVICE_CHECK_SECONDS).
 #
@@ -149,11 +149,18 @@ cmake_args=(-S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUD
             -DCUBEFORGE_FUZZ=OFF)
 multiarch=x86_64-linux-gnu
 if [ -d "$deps_prefix/usr" ]; then
+  # OpenBLAS keeps its libraries in a subfolder that Debian's alternatives
+  # would link into place (dpkg -x runs no maintainer scripts).
   cmake_args+=("-DCMAKE_PREFIX_PATH=$deps_prefix/usr;$deps_prefix/usr/lib/$multiarch/cmake"
+               "-DCMAKE_LIBRARY_PATH=$deps_prefix/usr/lib/$multiarch/openblas-pthread"
                "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$deps_prefix/usr/lib/$multiarch"
                "-DCMAKE_SHARED_LINKER_FLAGS=-Wl,-rpath-link,$deps_prefix/usr/lib/$multiarch")
+  # Headers found by no CMake package (tiny_gltf.h, glm) come after the machine's own.
+  cmake_args+=("-DCMAKE_CXX_FLAGS=-idirafter $deps_prefix/usr/include" "-DCMAKE_C_FLAGS=-idirafter $deps_prefix/usr/include")
   export PATH=$PATH:$deps_prefix/usr/bin  # glslc, pkg-config: after the machine's own
-  export PKG_CONFIG_PATH=$deps_prefix/usr/lib/$multiarch/pkgconfig:$deps_prefix/usr/share/pkgconfig
+  # pkg-config answers from the prefix only, with its paths moved into it.
+  export PKG_CONFIG_LIBDIR=$deps_prefix/usr/lib/$multiarch/pkgconfig:$deps_prefix/usr/share/pkgconfig
+  export PKG_CONFIG_SYSROOT_DIR=$deps_prefix
   export CUBEFORGE_DEPS_LIBRARY_PATH=$deps_prefix/usr/lib/$multiarch:$deps_prefix/usr/lib/$multiarch/openblas-pthread
 fi
 # Vulkan and EGL on the NVIDIA driver, offscreen.
@@ -171,11 +178,12 @@ with_deps=(env "LD_LIBRARY_PATH=${CUBEFORGE_DEPS_LIBRARY_PATH:-}${LD_LIBRARY_PAT
 
 # 3. Configure (the whole project, else without the Vulkan engine and app).
 configured=no
-if stage configure build.log 90 cmake "${cmake_args[@]}"; then
+# (The carried pkg-config and glslc need the carried libraries, hence with_deps.)
+if stage configure build.log 90 "${with_deps[@]}" cmake "${cmake_args[@]}"; then
   configured=yes
 else
   rm -rf "$build_dir/CMakeCache.txt"
-  if stage "configure without Vulkan" build.log 60 cmake "${cmake_args[@]}" -DCUBEFORGE_VULKAN=OFF; then
+  if stage "configure without Vulkan" build.log 60 "${with_deps[@]}" cmake "${cmake_args[@]}" -DCUBEFORGE_VULKAN=OFF; then
     configured=yes
   fi
 fi
@@ -214,6 +222,12 @@ if [ -d "$build_dir" ]; then
     stage "cubeforge-cli bench --shape v05" bench.log 90 "${with_deps[@]}" "$cli" bench --shape v05 --json
   else
     note "cubeforge-cli bench: skipped (no $cli)"
+  fi
+  engine_bench=$build_dir/app/engine-bench/cubeforge-engine-bench
+  if [ -x "$engine_bench" ]; then
+    stage "cubeforge-engine-bench" bench.log 60 "${with_deps[@]}" "$engine_bench"
+  else
+    note "cubeforge-engine-bench: skipped (no $engine_bench)"
   fi
   grep -h '^\[bench\]' "$OUT/bench.log" 2>/dev/null | sed 's/^/  /' >> "$summary"
   grep -h '^{' "$OUT/bench.log" 2>/dev/null | tail -3 | sed 's/^/  cli: /' >> "$summary"

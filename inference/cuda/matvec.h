@@ -6,7 +6,8 @@
 //   input    [B, input_stride] f32 or bf16
 //   output   [B, output_stride] f32
 // Epilogues, in the order PyTorch applies them:
-//   plain:   y = W·x (+ bias[n]) (+ residual[b, n])     residual may alias y (x += proj(a))
+//   plain:   y = W·x (+ bias[n]) (+ residual[b, n])     residual may alias y (x += proj(a));
+//                                                        the input must not alias y
 //   SwiGLU:  y = silu(Wg·x + bg[n]) · (Wu·x + bu[n])     gate and up as two [N, K] row ranges
 // Accumulation is fp32; the order of the sum is fixed, so results are
 // deterministic. Decode is purely bandwidth-bound (each weight byte is used

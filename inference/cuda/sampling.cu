@@ -32,6 +32,7 @@ struct SampleParams {
   int total_steps;
   int* step;
   bool advance_step;
+  bool greedy;
   float temperature;
   int top_k;
   float top_p;
@@ -146,13 +147,14 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
     if (first + j < p.vocab && (logit[j] > max_logit || argmax == 0x7fffffff)) max_logit = logit[j], argmax = first + j;
   block_argmax(max_logit, argmax, float_scratch, int_scratch);
 
-  if (p.temperature <= 0.0f) {
+  if (p.greedy) {
     if (threadIdx.x == 0) chosen = argmax;
   } else {
+    const float temperature = fmaxf(p.temperature, 1e-6f);
     float weight[PerThread];
 #pragma unroll
     for (int j = 0; j < PerThread; ++j)
-      weight[j] = (first + j < p.vocab && logit[j] != -INFINITY) ? expf((logit[j] - max_logit) / p.temperature) : 0.0f;
+      weight[j] = (first + j < p.vocab && logit[j] != -INFINITY) ? expf((logit[j] - max_logit) / temperature) : 0.0f;
 
     if (p.top_k > 0 && p.top_k < p.vocab) {
       // Largest key K with count(key ≥ K) ≥ k: the k-th largest logit.
@@ -170,22 +172,23 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
         if (ordered_key(logit[j]) < low) weight[j] = 0.0f;
     }
 
-    if (p.top_p > 0.0f && p.top_p < 1.0f) {
+    if (p.top_p < 1.0f) {
       float local = 0.0f;
 #pragma unroll
       for (int j = 0; j < PerThread; ++j) local += weight[j];
       const float limit = p.top_p * block_sum(local, float_scratch);
-      // Smallest weight bit pattern T with mass(w ≥ T) ≤ limit (weights are ≥ 0,
-      // so bit order is value order); mass(+inf) = 0 satisfies it.
+      // Largest weight bit pattern T with mass(w ≥ T) ≥ limit (weights are ≥ 0,
+      // so bit order is value order): the weight at which the mass of the most
+      // likely tokens first reaches p. mass(0) = total ≥ limit; mass(+inf) = 0.
       uint32_t low = 0, high = 0x7F800000u;
       while (low < high) {
-        const uint32_t middle = low + (high - low) / 2;
+        const uint32_t middle = low + (high - low + 1) / 2;
         float mass = 0.0f;
 #pragma unroll
         for (int j = 0; j < PerThread; ++j)
           if (weight[j] > 0.0f && __float_as_uint(weight[j]) >= middle) mass += weight[j];
-        if (block_sum(mass, float_scratch) <= limit) high = middle;
-        else low = middle + 1;
+        if (block_sum(mass, float_scratch) >= limit) low = middle;
+        else high = middle - 1;
       }
       const uint32_t threshold = min(low, kOneBits);  // the maximum always stays
 #pragma unroll
@@ -291,8 +294,8 @@ Status cfg_sample_and_embed(const CfgSampleArgs& args, Stream stream) {
         args.next_input_stride < args.embedding_dim)
       return invalid(where + "an embedding needs embedding_dim, next_input, next_input_rows and a covering stride");
   }
-  const SamplingOptions& s = args.sampling;
-  if (!std::isfinite(s.temperature) || s.top_k < 0 || !(s.top_p > 0.0f))
+  const cubeforge::SamplingOptions& s = args.sampling;
+  if (!s.greedy && (!std::isfinite(s.temperature) || s.top_k < 0 || !(s.top_p > 0.0f)))
     return invalid(where + "temperature must be finite, top_k ≥ 0 and top_p > 0");
 
   SampleParams params{};
@@ -304,6 +307,7 @@ Status cfg_sample_and_embed(const CfgSampleArgs& args, Stream stream) {
   params.total_steps = args.total_steps;
   params.step = args.step;
   params.advance_step = args.advance_step;
+  params.greedy = s.greedy;
   params.temperature = s.temperature;
   params.top_k = s.top_k;
   params.top_p = s.top_p;

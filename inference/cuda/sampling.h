@@ -7,14 +7,19 @@
 //      PyTorch rounds it (γ and 1 + γ in double, cast to float; no FMA). With
 //      one row the logits are used as they are. Only the first `vocab` entries
 //      count (the codes; the special tokens are never chosen).
-//   2. choice: greedy (temperature ≤ 0) is the first index of the maximum, as
-//      torch.argmax. Otherwise w = exp((logit − max)/temperature), then
-//      - top-k (0 < k < vocab): keep logits ≥ the k-th largest (ties kept);
-//      - top-p (0 < p < 1): keep token t iff the mass of all tokens with
-//        w ≥ w_t is ≤ p of the (top-k-filtered) total, always keeping the
-//        maximum (the reference's rule: a sorted prefix whose inclusive
-//        cumulative probability stays within p, ties taken together);
-//      - sample by inverse CDF in token order with u = sampling_uniform(seed, i).
+//   2. choice, with the options of inference/sampling/sampler.h: greedy is
+//      the first index of the maximum, as torch.argmax. Otherwise
+//      w = exp((logit − max)/temperature) (temperature at least 1e-6), then
+//      - top-k (0 < k < vocab): keep logits ≥ the k-th largest;
+//      - top-p (p < 1): keep the smallest set of most likely tokens whose
+//        mass reaches p of the (top-k-filtered) total, always at least one;
+//      - draw by inverse CDF in token order with u = sampling_uniform(seed, i).
+//      This is the CPU TokenSampler's distribution, except that ties at a
+//      top-k or top-p threshold are kept together (the CPU keeps the lower
+//      ids), and the draw differs: a counter-based number per step (no state
+//      to carry between graph replays) in token order, where the CPU walks a
+//      xoshiro256** stream in probability order. Same distribution, not the
+//      same tokens for a seed.
 //   3. outputs: tokens[i] = token; host_ring[i % capacity] = token, then
 //      *host_ring_count = i + 1 (after a system-wide fence, so a host thread
 //      that sees the count sees the token); next_input rows ← embedding[token];
@@ -25,6 +30,7 @@
 #include <cstdint>
 
 #include "inference/cuda/cuda_api.h"
+#include "inference/sampling/sampler.h"
 
 #if defined(__CUDACC__)
 #define CUBEFORGE_HOST_DEVICE __host__ __device__
@@ -37,13 +43,6 @@ namespace cubeforge::cuda {
 // Largest vocabulary one sampling block holds in registers (16 per thread).
 constexpr int kMaxSamplingVocab = 16384;
 
-struct SamplingOptions {
-  float temperature = 0.0f;  // ≤ 0: greedy
-  int top_k = 0;             // 0: off
-  float top_p = 1.0f;        // ≥ 1: off
-  std::uint64_t seed = 0;
-};
-
 struct CfgSampleArgs {
   const float* logits = nullptr;  // [rows, logits_stride]
   int logits_stride = 0;
@@ -54,7 +53,7 @@ struct CfgSampleArgs {
 
   int* step = nullptr;  // device: the step index i
   bool advance_step = true;
-  SamplingOptions sampling;
+  cubeforge::SamplingOptions sampling;  // greedy by default
 
   int* tokens = nullptr;  // device [total_steps] or nullptr
   int* host_ring = nullptr;  // device alias of pinned host memory, or nullptr

@@ -3,7 +3,8 @@
 // (24 layers of c_qk, c_v, qk-norm/RoPE, attention over a full 1102-slot
 // cache, c_proj, SwiGLU, down projection, then ln_f, lm_head and sampling;
 // about 1.86 GB of bf16 weights) eager and as a replayed graph, as achieved
-// weight GB/s and the fraction of the measured read bandwidth. Weights are
+// weight GB/s and the fraction of the measured read bandwidth, then each
+// matrix shape on its own. Weights are
 // constant bytes: speed does not depend on their values. They assert only
 // that the numbers are sane, so they pass wherever the kernels run.
 #include <cuda_runtime.h>
@@ -166,7 +167,7 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     sample.total_steps = kTokens;
     sample.step = step.data();
     sample.advance_step = false;  // stay on the last token: every replay reads the whole cache
-    sample.sampling = {.temperature = 1.0f, .top_k = 50, .top_p = 0.9f, .seed = 1};
+    sample.sampling = {.greedy = false, .temperature = 1.0f, .top_k = 50, .top_p = 0.9f, .seed = 1};
     sample.embedding = wte;
     sample.embedding_dim = kWidth;
     sample.next_input = x.data();
@@ -216,6 +217,48 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
                 variant.name, milliseconds, weight_bytes / 1e9, gb_per_s, ceiling > 0 ? 100.0 * gb_per_s / ceiling : 0.0,
                 ceiling, ceiling > 0 ? weight_bytes / (ceiling * 1e9) * 1e3 : 0.0);
     EXPECT_GT(milliseconds, 0.0);
+  }
+  // Each matrix shape on its own: 24 launches over the 24 layers' copies (so
+  // nothing is served from L2), eager, as achieved GB/s of weights.
+  struct Shape {
+    const char* name;
+    int rows, cols;
+    bool swiglu;
+    const std::uint16_t* LayerWeights::*weight;
+    std::size_t bytes_per_layer;
+  };
+  const Shape shapes[] = {
+      {"c_qk 3072x1536", 2 * kWidth, kWidth, false, &LayerWeights::c_qk, std::size_t(2) * kWidth * kWidth * 2},
+      {"c_v 1536x1536", kWidth, kWidth, false, &LayerWeights::c_v, std::size_t(kWidth) * kWidth * 2},
+      {"gate+up 2x6144x1536 SwiGLU", kHidden, kWidth, true, &LayerWeights::gate, std::size_t(2) * kHidden * kWidth * 2},
+      {"down 1536x6144", kWidth, kHidden, false, &LayerWeights::down, std::size_t(kWidth) * kHidden * 2},
+  };
+  for (const Shape& shape : shapes) {
+    auto launch_all = [&]() -> Status {
+      for (int l = 0; l < kLayers; ++l) {
+        const float* input = shape.cols == kWidth ? normed.data() : hidden.data();
+        float* output = shape.swiglu ? hidden.data() : (shape.rows == 2 * kWidth ? qk.data() : attended.data());
+        MatvecArgs args = projection(layers[l].*shape.weight, shape.rows, shape.cols, input, output);
+        if (shape.swiglu) {
+          args.up_weight = layers[l].up;
+          args.swiglu = true;
+        }
+        CUBEFORGE_TRY(matvec(args, stream));
+      }
+      return ok_status();
+    };
+    CUBEFORGE_ASSERT_OK(launch_all());  // warm-up
+    cudaEventRecord(start, stream);
+    for (int r = 0; r < 5; ++r) CUBEFORGE_ASSERT_OK(launch_all());
+    cudaEventRecord(stop, stream);
+    ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
+    float milliseconds = 0.0f;
+    cudaEventElapsedTime(&milliseconds, start, stop);
+    const double per_launch_us = double(milliseconds) * 1e3 / (5 * kLayers);
+    const double gb_per_s = double(shape.bytes_per_layer) / (per_launch_us * 1e-6) / 1e9;
+    std::printf("[bench] matvec %s, batch 2, split-K %d: %.2f us/launch, %.0f GB/s\n", shape.name,
+                matvec_auto_split_k(shape.rows, shape.cols, shape.swiglu, DType::kBF16, multiprocessor_count()),
+                per_launch_us, gb_per_s);
   }
   CUBEFORGE_ASSERT_OK(synchronize_device());
   cudaEventDestroy(start);

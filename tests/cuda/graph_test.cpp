@@ -163,7 +163,7 @@ Status record_step(MiniModel& m, Stream stream) {
   sample.vocab = kVocab;
   sample.total_steps = kSteps;
   sample.step = m.step.data();
-  sample.sampling = {.temperature = 1.0f, .top_k = 20, .top_p = 0.9f, .seed = 5};
+  sample.sampling = {.greedy = false, .temperature = 1.0f, .top_k = 20, .top_p = 0.9f, .seed = 5};
   sample.tokens = m.tokens.data();
   sample.embedding = m.wte.data();
   sample.embedding_dim = kWidth;
