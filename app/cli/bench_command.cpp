@@ -30,6 +30,7 @@ struct BenchOptions {
   bool guidance = true;
   bool json = false;
   uint64_t seed = 0;
+  std::string save_random;  // write the random GPT here (benchmarks of file-backed loading)
 };
 
 double percentile(std::vector<double> values, double q) {
@@ -55,6 +56,15 @@ Result<DualStreamGpt> load_model(const BenchOptions& o, std::string* description
   *description = "random " + o.shape + " (" + std::string(dtype_name(dtype)) + ")";
   CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, make_random_weights(expected_gpt_tensors(config.gpt), dtype, o.seed,
                                                                        "random-" + o.shape + "-gpt"));
+  if (!o.save_random.empty()) {
+    std::vector<TensorToWrite> tensors;
+    for (const auto& e : file.entries()) {
+      CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file.get(e.name));
+      tensors.push_back({e.name, e.dtype, e.shape, std::span<const std::byte>(view.data, view.byte_size())});
+    }
+    std::filesystem::create_directories(o.save_random);
+    CUBEFORGE_TRY(write_safetensors(std::filesystem::path(o.save_random) / "shape_gpt.safetensors", tensors));
+  }
   return DualStreamGpt::from_file(std::move(file), config.gpt);
 }
 
@@ -122,7 +132,7 @@ int run_bench(const BenchOptions& o) {
   const double p90 = percentile(step_ms, 0.9);
   const double weight_bytes = double(model->decode_weight_bytes());
   const double weight_gbps = weight_bytes / (median * 1e-3) / 1e9;
-  const double fraction = weight_gbps / bandwidth.read_gbps;
+  const double fraction = bandwidth.read_gbps > 0 ? weight_gbps / bandwidth.read_gbps : 0.0;
 
   nlohmann::json report = {
       {"model", description},
@@ -177,6 +187,8 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "Seed for random weights and inputs");
   cmd->add_flag("!--no-guidance", options->guidance, "Batch 1 instead of the CFG batch of 2");
   cmd->add_flag("--json", options->json, "Print one JSON object");
+  cmd->add_option("--save-random", options->save_random,
+                  "Also write the random GPT to DIR/shape_gpt.safetensors (to benchmark --model on it)");
   return [cmd, options]() -> int { return cmd->parsed() ? run_bench(*options) : -1; };
 }
 

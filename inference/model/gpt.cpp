@@ -75,7 +75,8 @@ DualStreamGpt::~DualStreamGpt() = default;
 const GptConfig& DualStreamGpt::config() const { return weights_->config; }
 
 Result<DualStreamGpt> DualStreamGpt::load(const std::filesystem::path& path, const GptConfig* config) {
-  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  // Every decode step streams the shape-stream weights: keep them in huge pages.
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path, SafetensorsFile::Residence::kHugePages));
   GptConfig resolved;
   if (config) {
     CUBEFORGE_TRY(check_gpt_config(*config, file, "the model configuration"));

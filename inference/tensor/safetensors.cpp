@@ -199,7 +199,7 @@ SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = default;
 SafetensorsFile::~SafetensorsFile() = default;
 
-Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path) {
+Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path, Residence residence) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -214,16 +214,35 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path)
   SafetensorsFile file;
   file.storage_ = std::make_unique<Storage>();
   file.name_ = path.string();
-  if (st.st_size > 0) {
-    void* mapping = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+  const size_t size = size_t(st.st_size);
+  if (size > 0) {
+    const bool anonymous = residence == Residence::kHugePages;
+    void* mapping = anonymous ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                              : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapping == MAP_FAILED) {
       int err = errno;
       ::close(fd);
-      return make_error(ErrorCode::kIo, "cannot map '" + path.string() + "': " + std::strerror(err));
+      return make_error(err == ENOMEM ? ErrorCode::kOutOfMemory : ErrorCode::kIo,
+                        "cannot map '" + path.string() + "': " + std::strerror(err));
     }
     file.storage_->mapping = mapping;
-    file.storage_->mapping_size = size_t(st.st_size);
-    file.bytes_ = std::span<const std::byte>(static_cast<const std::byte*>(mapping), size_t(st.st_size));
+    file.storage_->mapping_size = size;
+    if (anonymous) {
+      ::madvise(mapping, size, MADV_HUGEPAGE);
+      auto* out = static_cast<char*>(mapping);
+      size_t done = 0;
+      while (done < size) {
+        const ssize_t n = ::pread(fd, out + done, std::min<size_t>(size - done, size_t(1) << 26), off_t(done));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          int err = n < 0 ? errno : EIO;
+          ::close(fd);
+          return make_error(ErrorCode::kIo, "cannot read '" + path.string() + "': " + std::strerror(err));
+        }
+        done += size_t(n);
+      }
+    }
+    file.bytes_ = std::span<const std::byte>(static_cast<const std::byte*>(mapping), size);
   }
   ::close(fd);
   CUBEFORGE_ASSIGN_OR_RETURN(file.header_, parse_safetensors_header(file.bytes_, file.name_));

@@ -60,8 +60,13 @@ std::string shape_to_string(std::span<const int64_t> shape);
 
 class SafetensorsFile {
  public:
-  // Maps the file read-only and validates its header.
-  static Result<SafetensorsFile> open(const std::filesystem::path& path);
+  enum class Residence {
+    kMapped,    // mmap the file: untouched tensors cost nothing (CLIP's vision tower)
+    kHugePages, // read it into anonymous huge-page memory: decode streams every
+                // weight each token, and 4 KiB page walks would cap that stream
+  };
+  // Opens the file and validates its header.
+  static Result<SafetensorsFile> open(const std::filesystem::path& path, Residence residence = Residence::kMapped);
   // Takes ownership of an in-memory image (tests, fuzzing).
   static Result<SafetensorsFile> from_bytes(std::vector<std::byte> bytes, std::string name);
   // Builds an image of `size` bytes in fresh anonymous memory (huge pages
