@@ -513,7 +513,8 @@ def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=
     """Samples one shape in the normalised frame.
 
     Returns a dict of float32 arrays: surface [S, 3], normals [S, 3], queries [Q, 3],
-    occupancy [Q] (1 inside, 0 outside), and the shape's normalised bbox extent [3].
+    occupancy [Q] (1 inside, 0 outside), the shape's normalised bbox extent [3], and the
+    normalisation itself (center [3], scale []: normalised = (original - center) * scale).
     """
     p = _project(field, _band_points(field, rng, surface_points * 2))
     p = p[np.abs(field(p)) < 2e-4]
@@ -539,6 +540,8 @@ def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=
         "queries": queries.astype(np.float32),
         "occupancy": occupancy,
         "extent": ((bb_hi - bb_lo) * scale).astype(np.float32),
+        "center": center.astype(np.float32),
+        "scale": np.float32(scale),
     }
 
 
