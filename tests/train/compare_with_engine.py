@@ -11,6 +11,12 @@
    refuses a shape without a surface, which a smoke-scale model may decode for some prompts;
    such a prompt is reported, its tokens are still checked through ENGINE_TOKENS, and at least
    one prompt must give the CLI a mesh.
+3. Shape decoding: for each CLI mesh (dense grid, floaters kept, no simplification, OBJ), its
+   bounding box must bracket the occupied grid points of the training code's own decoding of
+   the same tokens: marching cubes puts every vertex on a grid edge between an inside and an
+   outside point, so per axis occ_min - cell <= mesh_min <= occ_min and
+   occ_max <= mesh_max <= occ_max + cell. This checks the autoencoder's decoder and occupancy
+   head (embedding, attention, MLPs, codebook) in the engine against models.py.
 Exits non-zero with the first mismatch shown.
 """
 
@@ -55,6 +61,33 @@ def _first_difference(a, b):
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
+def check_mesh_bounds(shape, tokens, obj_path, resolution, prompt):
+    import torch
+
+    n = 2 ** resolution + 1
+    axis = np.linspace(-1.05, 1.05, n)
+    points = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), -1).reshape(-1, 3).astype(np.float32)
+    with torch.no_grad():
+        logits = shape.decode_indices(torch.tensor([tokens]), torch.from_numpy(points)[None])[0].numpy()
+    inside = points[logits > 0]
+    cube = (logits > 0).reshape(n, n, n)
+    if not len(inside) or cube[[0, -1]].any() or cube[:, [0, -1]].any() or cube[:, :, [0, -1]].any():
+        print(f"bounds: {prompt!r}: the decoded shape touches the grid's boundary; bounds not compared")
+        return
+    vertices = np.array([[float(v) for v in line.split()[1:4]] for line in open(obj_path) if line.startswith("v ")])
+    cell = 2.1 / (n - 1)
+    lo, hi = inside.min(0), inside.max(0)
+    mesh_lo, mesh_hi = vertices.min(0), vertices.max(0)
+    eps = 1e-4
+    ok = (np.all(lo - cell - eps <= mesh_lo) and np.all(mesh_lo <= lo + eps) and np.all(hi - eps <= mesh_hi)
+          and np.all(mesh_hi <= hi + cell + eps))
+    if not ok:
+        sys.exit(f"mesh bounds of {prompt!r} do not bracket the decoded occupancy:\n  occupied {lo} .. {hi}\n"
+                 f"  mesh     {mesh_lo} .. {mesh_hi} (cell {cell:.4f})")
+    print(f"bounds: {prompt!r}: engine mesh {np.round(mesh_lo, 3)} .. {np.round(mesh_hi, 3)} brackets the "
+          f"decoded occupancy {np.round(lo, 3)} .. {np.round(hi, 3)}")
+
+
 def check_generation(model_dir, cli, engine_tokens):
     loaded = generate.load_folder(model_dir)
     ours = {prompt: generate.greedy_tokens(*loaded, prompt, guidance=3.0) for prompt in PROMPTS}
@@ -72,9 +105,10 @@ def check_generation(model_dir, cli, engine_tokens):
     meshes = 0
     with tempfile.TemporaryDirectory() as tmp:
         for prompt in PROMPTS:
-            out = os.path.join(tmp, "shape.glb")
+            out = os.path.join(tmp, "shape.obj")
             run = subprocess.run([cli, "generate", "--model", model_dir, "--prompt", prompt, "--resolution", "5",
-                                  "--threads", "1", "--json", "-q", "--out", out], capture_output=True, text=True)
+                                  "--dense", "--keep-floaters", "--target-faces", "-1", "--threads", "1", "--json",
+                                  "-q", "--out", out], capture_output=True, text=True)
             if run.returncode != 0:
                 if "has no surface" in run.stderr:
                     print(f"cli: {prompt!r}: the decoded shape has no surface (tokens checked above)")
@@ -88,6 +122,7 @@ def check_generation(model_dir, cli, engine_tokens):
                 sys.exit(f"cubeforge-cli wrote no mesh for {prompt!r}")
             meshes += 1
             print(f"cli: {prompt!r}: tokens equal, mesh of {report['mesh']['faces']} faces")
+            check_mesh_bounds(loaded[3], ours[prompt], out, 5, prompt)
     if meshes == 0:
         sys.exit("cubeforge-cli decoded no prompt to a mesh")
 

@@ -38,7 +38,7 @@ def grid_points(n):
 
 def reference_grid(category, attrs, rng, points):
     field = shapes.occupancy_field(category, attrs, rng)
-    s = shapes.sample_shape(field, rng, surface_points=256, query_points=16)
+    s = shapes.sample_shape(field, rng, surface_points=512, query_points=16)
     return field(points / s["scale"] + s["center"]) < 0
 
 

@@ -516,8 +516,14 @@ def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=
     occupancy [Q] (1 inside, 0 outside), the shape's normalised bbox extent [3], and the
     normalisation itself (center [3], scale []: normalised = (original - center) * scale).
     """
-    p = _project(field, _band_points(field, rng, surface_points * 2))
+    p = _project(field, _band_points(field, rng, surface_points * 3))
     p = p[np.abs(field(p)) < 2e-4]
+    # Where two parts touch face to face (a bottle's shoulder on its body), the union's zero
+    # set has an internal face with a vanishing gradient; such points are not on the outside.
+    gradient = _gradient(field, p)
+    norm = _length(gradient)
+    keep = norm > 0.2
+    p, gradient, norm = p[keep], gradient[keep], norm[keep]
     if len(p) < surface_points:
         raise ValueError("projection found too few surface points")
     # Bounds from the surface itself, then the reference's rescale.
@@ -525,8 +531,7 @@ def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=
     center = (bb_lo + bb_hi) / 2
     scale = 2.0 * MESH_SCALE / (bb_hi - bb_lo).max()
     pick = rng.choice(len(p), size=surface_points, replace=False)
-    normal = _gradient(field, p[pick])
-    normal /= np.maximum(_length(normal), 1e-12)[:, None]
+    normal = gradient[pick] / norm[pick, None]
     surface = (p[pick] - center) * scale
     # Queries: near-surface and uniform, labelled in the original frame.
     near_n = query_points // 2
