@@ -472,6 +472,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="model folder to write (work files go to OUT/work)")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
+    ap.add_argument("--steps-scale", type=float, default=1.0,
+                    help="multiply every stage's step count (a quick check of a preset end to end)")
     ap.add_argument("--threads", type=int, default=0,
                     help="PyTorch threads; 0: 2 on an idle machine, 1 when it is busy (two threads on a "
                          "loaded 2-core machine measured 10x slower than one)")
@@ -480,7 +482,9 @@ def main():
     torch.set_num_threads(threads)
     log(f"{threads} PyTorch thread(s)")
     torch.manual_seed(SEED)
-    p = PRESETS[args.preset]
+    p = dict(PRESETS[args.preset])
+    for key in ("ae_warm_steps", "ae_vq_steps", "gpt_steps"):
+        p[key] = max(1, int(round(p[key] * args.steps_scale)))
     work = os.path.join(args.out, "work")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
     os.makedirs(work, exist_ok=True)
