@@ -1,0 +1,137 @@
+"""Checks that the engine reads a model folder exported by tools/train/ as the training code means it.
+
+    compare_with_engine.py MODEL_DIR CUBEFORGE_CLI VOCAB_CHECK ENGINE_TOKENS
+
+1. Tokenizer: the engine's CLIP tokenizer (through VOCAB_CHECK) and tools/train/bpe.py give the
+   same BPE ids for training captions, held-out phrasings and text outside the caption grammar
+   (capitals, punctuation, digits, accents).
+2. Generation: for fixed prompts, the engine's greedy tokens (guidance 3.0) equal those of
+   tools/train/generate.py: through the engine's generate_shape() (ENGINE_TOKENS) for every
+   prompt, and through `cubeforge-cli generate --json`, which also writes the mesh. The CLI
+   refuses a shape without a surface, which a smoke-scale model may decode for some prompts;
+   such a prompt is reported, its tokens are still checked through ENGINE_TOKENS, and at least
+   one prompt must give the CLI a mesh.
+3. Shape decoding: for each CLI mesh (dense grid, floaters kept, no simplification, OBJ), its
+   bounding box must bracket the occupied grid points of the training code's own decoding of
+   the same tokens: marching cubes puts every vertex on a grid edge between an inside and an
+   outside point, so per axis occ_min - cell <= mesh_min <= occ_min and
+   occ_max <= mesh_max <= occ_max + cell. This checks the autoencoder's decoder and occupancy
+   head (embedding, attention, MLPs, codebook) in the engine against models.py.
+Exits non-zero with the first mismatch shown.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "train"))
+import bpe  # noqa: E402
+import captions  # noqa: E402
+import generate  # noqa: E402
+import shapes  # noqa: E402
+
+PROMPTS = ["a tall chair", "a round table with four legs", "a wide sofa"]
+
+
+def check_tokenizer(model_dir, vocab_check):
+    rng = np.random.default_rng(3)
+    texts = []
+    for name in list(captions.NOUNS)[:12]:
+        attrs = shapes.random_attributes(name, rng)
+        texts.append(captions.caption(name, attrs, rng))
+        texts.append(captions.caption(name, attrs, rng, captions.HELD_OUT_TEMPLATES))
+    texts += ["A  TALL   Chair!!", "café au lait, 42 cups", "x'll don't", "zebra-striped teapot?", ""]
+    clip_dir = os.path.join(model_dir, "clip")
+    engine = subprocess.run([vocab_check, clip_dir], input="\n".join(texts) + "\n", capture_output=True,
+                            text=True, check=True).stdout.split("\n")
+    tokenizer = bpe.Tokenizer.load(clip_dir)
+    for i, text in enumerate(texts):
+        ours = " ".join(str(t) for t in tokenizer.bpe_ids(text))
+        if engine[i] != ours:
+            sys.exit(f"tokenizer mismatch on {text!r}:\n  engine {engine[i]}\n  python {ours}")
+    print(f"tokenizer: {len(texts)} texts give the same ids in the engine and bpe.py", flush=True)
+
+
+def _first_difference(a, b):
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def check_mesh_bounds(shape, tokens, obj_path, resolution, prompt):
+    import torch
+
+    n = 2 ** resolution + 1
+    axis = np.linspace(-1.05, 1.05, n)
+    points = np.stack(np.meshgrid(axis, axis, axis, indexing="ij"), -1).reshape(-1, 3).astype(np.float32)
+    with torch.no_grad():
+        logits = shape.decode_indices(torch.tensor([tokens]), torch.from_numpy(points)[None])[0].numpy()
+    inside = points[logits > 0]
+    cube = (logits > 0).reshape(n, n, n)
+    if not len(inside) or cube[[0, -1]].any() or cube[:, [0, -1]].any() or cube[:, :, [0, -1]].any():
+        print(f"bounds: {prompt!r}: the decoded shape touches the grid's boundary; bounds not compared")
+        return
+    vertices = np.array([[float(v) for v in line.split()[1:4]] for line in open(obj_path) if line.startswith("v ")])
+    cell = 2.1 / (n - 1)
+    lo, hi = inside.min(0), inside.max(0)
+    mesh_lo, mesh_hi = vertices.min(0), vertices.max(0)
+    eps = 1e-4
+    ok = (np.all(lo - cell - eps <= mesh_lo) and np.all(mesh_lo <= lo + eps) and np.all(hi - eps <= mesh_hi)
+          and np.all(mesh_hi <= hi + cell + eps))
+    if not ok:
+        sys.exit(f"mesh bounds of {prompt!r} do not bracket the decoded occupancy:\n  occupied {lo} .. {hi}\n"
+                 f"  mesh     {mesh_lo} .. {mesh_hi} (cell {cell:.4f})")
+    print(f"bounds: {prompt!r}: engine mesh {np.round(mesh_lo, 3)} .. {np.round(mesh_hi, 3)} brackets the "
+          f"decoded occupancy {np.round(lo, 3)} .. {np.round(hi, 3)}")
+
+
+def check_generation(model_dir, cli, engine_tokens):
+    loaded = generate.load_folder(model_dir)
+    ours = {prompt: generate.greedy_tokens(*loaded, prompt, guidance=3.0) for prompt in PROMPTS}
+    run = subprocess.run([engine_tokens, model_dir, *PROMPTS], capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"engine_tokens failed: {run.stderr.strip()}")
+    for line in run.stdout.strip().splitlines():
+        report = json.loads(line)
+        prompt = report["prompt"]
+        if report["tokens"] != ours[prompt]:
+            sys.exit(f"greedy tokens differ on {prompt!r} from position "
+                     f"{_first_difference(report['tokens'], ours[prompt])}:\n"
+                     f"  engine {report['tokens']}\n  python {ours[prompt]}")
+        print(f"generation: {prompt!r}: {len(ours[prompt])} tokens equal (engine library)")
+    meshes = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for prompt in PROMPTS:
+            out = os.path.join(tmp, "shape.obj")
+            run = subprocess.run([cli, "generate", "--model", model_dir, "--prompt", prompt, "--resolution", "5",
+                                  "--dense", "--keep-floaters", "--target-faces", "-1", "--threads", "1", "--json",
+                                  "-q", "--out", out], capture_output=True, text=True)
+            if run.returncode != 0:
+                if "has no surface" in run.stderr:
+                    print(f"cli: {prompt!r}: the decoded shape has no surface (tokens checked above)")
+                    continue
+                sys.exit(f"cubeforge-cli generate failed on {prompt!r}: {run.stderr.strip()}")
+            report = json.loads(run.stdout.strip().splitlines()[-1])
+            if report["tokens"] != ours[prompt]:
+                sys.exit(f"cubeforge-cli tokens differ on {prompt!r} from position "
+                         f"{_first_difference(report['tokens'], ours[prompt])}")
+            if not os.path.getsize(out) or report["mesh"]["faces"] <= 0:
+                sys.exit(f"cubeforge-cli wrote no mesh for {prompt!r}")
+            meshes += 1
+            print(f"cli: {prompt!r}: tokens equal, mesh of {report['mesh']['faces']} faces")
+            check_mesh_bounds(loaded[3], ours[prompt], out, 5, prompt)
+    if meshes == 0:
+        sys.exit("cubeforge-cli decoded no prompt to a mesh")
+
+
+def main():
+    model_dir, cli, vocab_check, engine_tokens = sys.argv[1:5]
+    check_tokenizer(model_dir, vocab_check)
+    check_generation(model_dir, cli, engine_tokens)
+
+
+if __name__ == "__main__":
+    main()

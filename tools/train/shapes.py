@@ -1,0 +1,574 @@
+"""Procedural everyday shapes as signed distance fields, for training the built-in model.
+
+Each shape is a union (min) of a few primitives (boxes, cylinders, spheres, tori, cones,
+capsules), with subtraction (max(a, -b)) where an object is hollow (mug, bowl, vase).
+A category builder turns a set of attributes (tall/short, wide/narrow, round/square, number
+of legs) plus a random generator into one such field, so the same attributes always mean the
+same geometric change and the captions (captions.py) can state them truthfully.
+
+Per shape the generator produces what the shape tokenizer trains on, in the frame the
+reference uses for meshes: centred on its bounding box and scaled so its longest side spans
+0.96 of [-1, 1]^3.
+  - surface points with unit normals, found by projecting points of a thin band around the
+    zero set onto it along the field's gradient (no marching cubes needed);
+  - occupancy queries with labels (inside = field < 0): half near the surface (surface
+    points plus Gaussian noise), half uniform over the decoding box [-1.05, 1.05]^3.
+Y is up.
+"""
+
+import math
+
+import numpy as np
+
+MESH_SCALE = 0.96
+QUERY_BOUND = 1.05
+
+# --------------------------------------------------------------------------------------
+# Primitives: each returns f(p) -> signed distance for points p of shape [N, 3].
+
+
+def _length(v):
+    return np.sqrt(np.sum(v * v, axis=-1))
+
+
+def box(center, half, rounding=0.0):
+    c = np.asarray(center, dtype=np.float64)
+    h = np.asarray(half, dtype=np.float64) - rounding
+
+    def f(p):
+        q = np.abs(p - c) - h
+        outside = _length(np.maximum(q, 0.0))
+        inside = np.minimum(np.max(q, axis=-1), 0.0)
+        return outside + inside - rounding
+
+    return f
+
+
+def _axis_frame(p, center, axis):
+    """Coordinates (along-axis, radial distance) of p about an axis through center."""
+    d = p - np.asarray(center, dtype=np.float64)
+    i = "xyz".index(axis)
+    along = d[:, i]
+    others = [j for j in range(3) if j != i]
+    radial = np.sqrt(d[:, others[0]] ** 2 + d[:, others[1]] ** 2)
+    return along, radial
+
+
+def cylinder(center, radius, half_height, axis="y"):
+    def f(p):
+        along, radial = _axis_frame(p, center, axis)
+        dx = radial - radius
+        dy = np.abs(along) - half_height
+        outside = np.sqrt(np.maximum(dx, 0.0) ** 2 + np.maximum(dy, 0.0) ** 2)
+        return outside + np.minimum(np.maximum(dx, dy), 0.0)
+
+    return f
+
+
+def cone(center, radius_bottom, radius_top, half_height, axis="y"):
+    """A capped cone (frustum); the distance is a Lipschitz bound, which projection tolerates."""
+    slope = (radius_top - radius_bottom) / (2.0 * half_height)
+    scale = 1.0 / math.sqrt(1.0 + slope * slope)
+
+    def f(p):
+        along, radial = _axis_frame(p, center, axis)
+        r = radius_bottom + (np.clip(along, -half_height, half_height) + half_height) * slope
+        side = (radial - r) * scale
+        caps = np.abs(along) - half_height
+        return np.maximum(side, caps)
+
+    return f
+
+
+def sphere(center, radius):
+    c = np.asarray(center, dtype=np.float64)
+    return lambda p: _length(p - c) - radius
+
+
+def ellipsoid(center, radii):
+    c = np.asarray(center, dtype=np.float64)
+    r = np.asarray(radii, dtype=np.float64)
+
+    def f(p):
+        k = _length((p - c) / r)
+        return (k - 1.0) * np.min(r)
+
+    return f
+
+
+def torus(center, major, minor, axis="y"):
+    def f(p):
+        along, radial = _axis_frame(p, center, axis)
+        return np.sqrt((radial - major) ** 2 + along ** 2) - minor
+
+    return f
+
+
+def capsule(a, b, radius):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    ab = b - a
+    denom = float(np.dot(ab, ab))
+
+    def f(p):
+        t = np.clip(((p - a) @ ab) / denom, 0.0, 1.0)
+        return _length(p - (a + t[:, None] * ab)) - radius
+
+    return f
+
+
+def union(*fields):
+    def f(p):
+        out = fields[0](p)
+        for g in fields[1:]:
+            out = np.minimum(out, g(p))
+        return out
+
+    return f
+
+
+def subtract(a, b):
+    return lambda p: np.maximum(a(p), -b(p))
+
+
+# --------------------------------------------------------------------------------------
+# Attributes. Each category lists which ones it understands; None means "unspecified",
+# which the generator fills with a random neutral value and the caption leaves out.
+
+HEIGHT = ("tall", "short")
+WIDTH = ("wide", "narrow")
+FORM = ("round", "square")
+LEGS = (3, 4)
+
+
+def _height_scale(attrs, rng):
+    return {"tall": rng.uniform(1.5, 1.9), "short": rng.uniform(0.5, 0.65)}.get(attrs.get("height"),
+                                                                              rng.uniform(0.9, 1.1))
+
+
+def _width_scale(attrs, rng):
+    return {"wide": rng.uniform(1.45, 1.8), "narrow": rng.uniform(0.55, 0.7)}.get(attrs.get("width"),
+                                                                               rng.uniform(0.9, 1.1))
+
+
+def _leg_positions(n, half_x, half_z, round_layout):
+    if n == 3 or round_layout:
+        return [(half_x * math.cos(2 * math.pi * k / n + 0.3), half_z * math.sin(2 * math.pi * k / n + 0.3))
+                for k in range(n)]
+    return [(sx * half_x, sz * half_z) for sx in (-1, 1) for sz in (-1, 1)][:n]
+
+
+def _legs(n, top_y, length, half_x, half_z, radius, round_layout, square_legs=False):
+    legs = []
+    for x, z in _leg_positions(n, half_x, half_z, round_layout):
+        center = (x, top_y - length / 2, z)
+        if square_legs:
+            legs.append(box(center, (radius, length / 2, radius)))
+        else:
+            legs.append(cylinder(center, radius, length / 2))
+    return legs
+
+
+def _slab(center, half_x, half_y, half_z, round_form):
+    if round_form:
+        return cylinder(center, max(half_x, half_z), half_y)
+    return box(center, (half_x, half_y, half_z), rounding=min(half_y, 0.02))
+
+
+# Each builder: (attrs, rng) -> sdf. Sizes are in arbitrary units; the shape is rescaled.
+
+
+def make_chair(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    seat_y, half = 0.45, 0.22 * w
+    round_form = a.get("form") == "round"
+    parts = [_slab((0, seat_y, 0), half, 0.03, 0.22, round_form)]
+    parts += _legs(a.get("legs") or 4, seat_y, seat_y, half * 0.8, 0.18, 0.022, round_form)
+    back_h = 0.45 * h
+    parts.append(box((0, seat_y + back_h / 2, -0.2), (half, back_h / 2, 0.025)))
+    return union(*parts)
+
+
+def make_stool(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    height, r = 0.5 * h, 0.18 * w
+    round_form = a.get("form") != "square"
+    parts = [_slab((0, height, 0), r, 0.035, r, round_form)]
+    parts += _legs(a.get("legs") or 3, height, height, r * 0.75, r * 0.75, 0.025, round_form)
+    parts.append(torus((0, height * 0.4, 0), r * 0.7, 0.012)) if round_form else None
+    return union(*[p for p in parts if p is not None])
+
+
+def make_table(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    height, half_x, half_z = 0.5 * h, 0.5 * w, 0.32
+    round_form = a.get("form") == "round"
+    if round_form:
+        half_x = half_z = 0.38 * w
+    parts = [_slab((0, height, 0), half_x, 0.03, half_z, round_form)]
+    parts += _legs(a.get("legs") or 4, height, height, half_x * 0.82, half_z * 0.82, 0.03, round_form,
+                   square_legs=not round_form)
+    return union(*parts)
+
+
+def make_bench(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    height, half_x = 0.3 * h, 0.6 * w
+    parts = [box((0, height, 0), (half_x, 0.03, 0.14), rounding=0.02)]
+    for x in (-half_x * 0.85, half_x * 0.85):
+        parts.append(box((x, height / 2, 0), (0.03, height / 2, 0.12)))
+    return union(*parts)
+
+
+def make_sofa(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half_x = 0.55 * w
+    base = box((0, 0.18, 0), (half_x, 0.12, 0.28), rounding=0.05)
+    back = box((0, 0.25 + 0.2 * h, -0.22), (half_x, 0.2 * h, 0.07), rounding=0.05)
+    arms = [box((s * (half_x - 0.06), 0.32, 0), (0.07, 0.14, 0.28), rounding=0.05) for s in (-1, 1)]
+    return union(base, back, *arms)
+
+
+def make_bed(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half_x = 0.45 * w
+    frame = box((0, 0.15, 0), (half_x, 0.08, 0.5), rounding=0.02)
+    mattress = box((0, 0.27, 0.02), (half_x * 0.95, 0.05, 0.47), rounding=0.04)
+    head = box((0, 0.2 + 0.2 * h, -0.5), (half_x, 0.2 * h + 0.12, 0.03))
+    legs = _legs(4, 0.08, 0.08, half_x * 0.9, 0.45, 0.03, False)
+    return union(frame, mattress, head, *legs)
+
+
+def make_shelf(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    height, half_x = 0.9 * h, 0.35 * w
+    shelves = max(2, int(round(3 * h)))
+    parts = [box((s * half_x, height / 2, 0), (0.02, height / 2, 0.15)) for s in (-1, 1)]
+    parts.append(box((0, height / 2, -0.14), (half_x, height / 2, 0.01)))
+    for k in range(shelves + 1):
+        parts.append(box((0, height * k / shelves, 0), (half_x, 0.015, 0.15)))
+    return union(*parts)
+
+
+def make_mug(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    r, half_h = 0.2 * w, 0.22 * h
+    round_form = a.get("form") != "square"
+    outer = cylinder((0, half_h, 0), r, half_h) if round_form else box((0, half_h, 0), (r, half_h, r), 0.02)
+    inner = cylinder((0, half_h + 0.04, 0), r - 0.03, half_h) if round_form else box(
+        (0, half_h + 0.04, 0), (r - 0.03, half_h, r - 0.03))
+    handle = torus((r + 0.04, half_h, 0), 0.09 * min(h, 1.3), 0.02, axis="z")
+    return union(subtract(outer, inner), subtract(handle, outer))
+
+
+def make_bowl(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    r = 0.35 * w
+    outer = ellipsoid((0, 0.25 * h, 0), (r, 0.25 * h, r))
+    inner = ellipsoid((0, 0.25 * h + 0.03, 0), (r - 0.03, 0.25 * h, r - 0.03))
+    cut = box((0, 0.25 * h + 0.5, 0), (1.0, 0.5, 1.0))
+    foot = cylinder((0, 0.02, 0), r * 0.4, 0.02)
+    return union(subtract(subtract(outer, inner), cut), foot)
+
+
+def make_vase(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    r = 0.16 * w
+    body = ellipsoid((0, 0.25 * h, 0), (r, 0.25 * h, r))
+    neck = cylinder((0, 0.55 * h, 0), r * 0.45, 0.12 * h)
+    lip = torus((0, 0.67 * h, 0), r * 0.45, 0.02)
+    shell = union(body, neck, lip)
+    hollow = cylinder((0, 0.6 * h, 0), r * 0.3, 0.12 * h)
+    return subtract(shell, hollow)
+
+
+def make_bottle(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    r = 0.12 * w
+    round_form = a.get("form") != "square"
+    body = cylinder((0, 0.3 * h, 0), r, 0.3 * h) if round_form else box((0, 0.3 * h, 0), (r, 0.3 * h, r), 0.03)
+    shoulder = cone((0, 0.6 * h + 0.06, 0), r, r * 0.35, 0.06)
+    neck = cylinder((0, 0.6 * h + 0.18, 0), r * 0.35, 0.07)
+    return union(body, shoulder, neck)
+
+
+def make_lamp(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    height = 0.8 * h
+    base = cylinder((0, 0.02, 0), 0.15 * w, 0.02)
+    pole = cylinder((0, height / 2, 0), 0.015, height / 2)
+    shade = subtract(cone((0, height, 0), 0.2 * w, 0.1 * w, 0.1),
+                     cone((0, height, 0), 0.18 * w, 0.08 * w, 0.12))
+    return union(base, pole, shade)
+
+
+def make_tree(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    trunk = cylinder((0, 0.2 * h, 0), 0.05, 0.2 * h)
+    if a.get("form") == "round":
+        crown = sphere((0, 0.4 * h + 0.25 * w, 0), 0.28 * w)
+        return union(trunk, crown)
+    tiers = [cone((0, 0.35 * h + k * 0.22 * h, 0), 0.32 * w * (1 - 0.25 * k), 0.02, 0.16 * h) for k in range(3)]
+    return union(trunk, *tiers)
+
+
+def make_mushroom(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    stem = cylinder((0, 0.2 * h, 0), 0.07 * w, 0.2 * h)
+    cap = subtract(ellipsoid((0, 0.4 * h, 0), (0.3 * w, 0.18, 0.3 * w)), box((0, 0.4 * h - 0.5, 0), (1, 0.5, 1)))
+    return union(stem, cap)
+
+
+def make_snowman(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    r0 = 0.25 * w
+    balls, y, r = [], r0, r0
+    count = 4 if a.get("height") == "tall" else (2 if a.get("height") == "short" else 3)
+    for _ in range(count):
+        balls.append(sphere((0, y, 0), r))
+        y += r * 1.55
+        r *= 0.72
+    nose = cone((0, y - r / 0.72 * 1.55, r / 0.72), 0.03, 0.0, 0.08, axis="z")
+    return union(*balls, nose)
+
+
+def make_house(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half_x, wall_h = 0.4 * w, 0.35 * h
+    walls = box((0, wall_h / 2, 0), (half_x, wall_h / 2, 0.3))
+    # Gabled roof: a box rotated 45 degrees about x, intersected with the half-space above the walls.
+    def roof(p):
+        q = p.copy()
+        q[:, 1] -= wall_h
+        y, z = q[:, 1], q[:, 2]
+        q[:, 1], q[:, 2] = (y + z) / math.sqrt(2), (y - z) / math.sqrt(2)
+        prism = box((0, 0, 0), (half_x + 0.04, 0.25, 0.25))(q)
+        return np.maximum(prism, -p[:, 1] + wall_h)
+    chimney = box((half_x * 0.5, wall_h + 0.2, -0.1), (0.04, 0.12, 0.04))
+    return union(walls, roof, chimney)
+
+
+def make_tower(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    height, r = 1.0 * h, 0.18 * w
+    round_form = a.get("form") != "square"
+    body = cylinder((0, height / 2, 0), r, height / 2) if round_form else box((0, height / 2, 0), (r, height / 2, r))
+    top = cone((0, height + 0.15, 0), r * 1.2, 0.0, 0.15) if round_form else box(
+        (0, height + 0.04, 0), (r * 1.15, 0.04, r * 1.15))
+    return union(body, top)
+
+
+def make_car(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half_x = 0.45 * w
+    body = box((0, 0.16, 0), (half_x, 0.08, 0.2), rounding=0.04)
+    cabin = box((-0.05 * w, 0.24 + 0.06 * h, 0), (half_x * 0.55, 0.07 * h, 0.17), rounding=0.04)
+    wheels = [cylinder((sx * half_x * 0.65, 0.08, sz * 0.2), 0.08, 0.03, axis="z") for sx in (-1, 1) for sz in (-1, 1)]
+    return union(body, cabin, *wheels)
+
+
+def make_rocket(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    r, body_h = 0.1 * w, 0.5 * h
+    body = cylinder((0, body_h / 2 + 0.1, 0), r, body_h / 2)
+    nose = cone((0, body_h + 0.1 + 0.12, 0), r, 0.0, 0.12)
+    fins = [box((r * math.cos(t), 0.12, r * math.sin(t)), (0.08 if abs(math.cos(t)) > 0.5 else 0.01, 0.1,
+                                                          0.01 if abs(math.cos(t)) > 0.5 else 0.08))
+            for t in (0, math.pi / 2, math.pi, 3 * math.pi / 2)]
+    nozzle = cone((0, 0.05, 0), r * 0.8, r * 0.5, 0.05)
+    return union(body, nose, nozzle, *fins)
+
+
+def make_boat(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half_x = 0.5 * w
+    hull = subtract(ellipsoid((0, 0.15, 0), (half_x, 0.15, 0.18)), box((0, 0.65, 0), (1, 0.5, 1)))
+    mast = cylinder((0, 0.15 + 0.3 * h, 0), 0.015, 0.3 * h)
+    sail = box((0.1, 0.2 + 0.3 * h, 0), (0.1, 0.22 * h, 0.005))
+    return union(hull, mast, sail)
+
+
+def make_dumbbell(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half = 0.3 * w
+    bar = cylinder((0, 0, 0), 0.03, half, axis="x")
+    round_form = a.get("form") != "square"
+    r = 0.11 * h
+    weights = [sphere((s * half, 0, 0), r) if round_form else box((s * half, 0, 0), (0.05, r, r)) for s in (-1, 1)]
+    return union(bar, *weights)
+
+
+def make_ring(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    if a.get("form") == "square":
+        outer = box((0, 0, 0), (0.4 * w, 0.4 * w, 0.05 * h), rounding=0.03)
+        inner = box((0, 0, 0), (0.3 * w, 0.3 * w, 0.5))
+        return subtract(outer, inner)
+    return torus((0, 0, 0), 0.4 * w, 0.08 * h, axis="z")
+
+
+def make_arch(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half_x, height = 0.4 * w, 0.6 * h
+    block = box((0, height / 2, 0), (half_x, height / 2, 0.1))
+    opening_r = half_x * 0.6
+    opening = union(box((0, (height - 0.15 - opening_r) / 2 - 0.1, 0), (opening_r, (height - 0.15 - opening_r) / 2 + 0.1, 0.3)),
+                    cylinder((0, height - 0.15 - opening_r, 0), opening_r, 0.3, axis="z"))
+    return subtract(block, opening)
+
+
+def make_bridge(a, rng):
+    h, w = _height_scale(a, rng), _width_scale(a, rng)
+    half_x, deck_y = 0.7 * w, 0.3 * h
+    deck = box((0, deck_y, 0), (half_x, 0.03, 0.15))
+    piers = [box((x, deck_y / 2, 0), (0.04, deck_y / 2, 0.12)) for x in (-half_x * 0.6, 0, half_x * 0.6)]
+    rails = [box((0, deck_y + 0.08, s * 0.14), (half_x, 0.01, 0.01)) for s in (-1, 1)]
+    posts = [box((x, deck_y + 0.04, s * 0.14), (0.01, 0.04, 0.01)) for x in np.linspace(-half_x, half_x, 5) for s in (-1, 1)]
+    return union(deck, *piers, *rails, *posts)
+
+
+# name -> (builder, attribute kinds it understands)
+CATEGORIES = {
+    "chair": (make_chair, ("height", "width", "form", "legs")),
+    "stool": (make_stool, ("height", "width", "form", "legs")),
+    "table": (make_table, ("height", "width", "form", "legs")),
+    "bench": (make_bench, ("height", "width")),
+    "sofa": (make_sofa, ("height", "width")),
+    "bed": (make_bed, ("height", "width")),
+    "shelf": (make_shelf, ("height", "width")),
+    "mug": (make_mug, ("height", "width", "form")),
+    "bowl": (make_bowl, ("height", "width")),
+    "vase": (make_vase, ("height", "width")),
+    "bottle": (make_bottle, ("height", "width", "form")),
+    "lamp": (make_lamp, ("height", "width")),
+    "tree": (make_tree, ("height", "width", "form")),
+    "mushroom": (make_mushroom, ("height", "width")),
+    "snowman": (make_snowman, ("height", "width")),
+    "house": (make_house, ("height", "width")),
+    "tower": (make_tower, ("height", "width", "form")),
+    "car": (make_car, ("height", "width")),
+    "rocket": (make_rocket, ("height", "width")),
+    "boat": (make_boat, ("height", "width")),
+    "dumbbell": (make_dumbbell, ("height", "width", "form")),
+    "ring": (make_ring, ("height", "width", "form")),
+    "arch": (make_arch, ("height", "width")),
+    "bridge": (make_bridge, ("height", "width")),
+}
+
+ATTRIBUTE_VALUES = {"height": HEIGHT, "width": WIDTH, "form": FORM, "legs": LEGS}
+
+
+def random_attributes(category, rng, p_unspecified=0.35):
+    """Draws attributes for a category; each one is left unspecified with probability p."""
+    _, kinds = CATEGORIES[category]
+    attrs = {}
+    for kind in kinds:
+        if rng.random() < p_unspecified:
+            continue
+        values = ATTRIBUTE_VALUES[kind]
+        attrs[kind] = values[rng.integers(len(values))]
+    return attrs
+
+
+# --------------------------------------------------------------------------------------
+# Sampling.
+
+
+def _gradient(field, p, h=1e-3):
+    g = np.empty_like(p)
+    for i in range(3):
+        e = np.zeros(3)
+        e[i] = h
+        g[:, i] = field(p + e) - field(p - e)
+    return g / (2 * h)
+
+
+def _project(field, p, iterations=6):
+    for _ in range(iterations):
+        d = field(p)
+        g = _gradient(field, p)
+        n2 = np.maximum(np.sum(g * g, axis=-1), 1e-12)
+        p = p - (d / n2)[:, None] * g
+    return p
+
+
+# Every builder keeps its shape inside this region (y up, resting near y = 0).
+REGION_LO = np.array([-1.5, -0.5, -1.5])
+REGION_HI = np.array([1.5, 2.5, 1.5])
+
+
+def _band_points(field, rng, count, grid=32):
+    """Random points in the grid cells that the zero set may cross."""
+    axes = [np.linspace(REGION_LO[i], REGION_HI[i], grid) for i in range(3)]
+    cell = (REGION_HI - REGION_LO) / (grid - 1)
+    centers = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    near = centers[np.abs(field(centers)) < 0.9 * _length(cell)]
+    if len(near) < 8:
+        raise ValueError("the shape has no surface inside the sampling region")
+    picks = near[rng.integers(len(near), size=count)]
+    return picks + rng.uniform(-0.5, 0.5, size=(count, 3)) * cell
+
+
+def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=0.02):
+    """Samples one shape in the normalised frame.
+
+    Returns a dict of float32 arrays: surface [S, 3], normals [S, 3], queries [Q, 3],
+    occupancy [Q] (1 inside, 0 outside), the shape's normalised bbox extent [3], and the
+    normalisation itself (center [3], scale []: normalised = (original - center) * scale).
+    """
+    p = _project(field, _band_points(field, rng, surface_points * 3))
+    p = p[np.abs(field(p)) < 2e-4]
+    # Where two parts touch face to face (a bottle's shoulder on its body), the union's zero
+    # set has an internal face with a vanishing gradient; such points are not on the outside.
+    gradient = _gradient(field, p)
+    norm = _length(gradient)
+    keep = norm > 0.2
+    p, gradient, norm = p[keep], gradient[keep], norm[keep]
+    if len(p) < surface_points:
+        raise ValueError("projection found too few surface points")
+    # Bounds from the surface itself, then the reference's rescale.
+    bb_lo, bb_hi = p.min(0), p.max(0)
+    center = (bb_lo + bb_hi) / 2
+    scale = 2.0 * MESH_SCALE / (bb_hi - bb_lo).max()
+    pick = rng.choice(len(p), size=surface_points, replace=False)
+    normal = gradient[pick] / norm[pick, None]
+    surface = (p[pick] - center) * scale
+    # Queries: near-surface and uniform, labelled in the original frame.
+    near_n = query_points // 2
+    near = surface[rng.integers(len(surface), size=near_n)] + rng.normal(0, near_sigma, size=(near_n, 3))
+    far = rng.uniform(-QUERY_BOUND, QUERY_BOUND, size=(query_points - near_n, 3))
+    queries = np.concatenate([near, far])
+    occupancy = (field(queries / scale + center) < 0).astype(np.float32)
+    return {
+        "surface": surface.astype(np.float32),
+        "normals": normal.astype(np.float32),
+        "queries": queries.astype(np.float32),
+        "occupancy": occupancy,
+        "extent": ((bb_hi - bb_lo) * scale).astype(np.float32),
+        "center": center.astype(np.float32),
+        "scale": np.float32(scale),
+    }
+
+
+def make_shape(category, attrs, rng, **kwargs):
+    builder, _ = CATEGORIES[category]
+    return sample_shape(builder(attrs, rng), rng, **kwargs)
+
+
+def occupancy_field(category, attrs, rng):
+    """The shape's field, for evaluation code that needs exact inside/outside tests."""
+    builder, _ = CATEGORIES[category]
+    return builder(attrs, rng)
+
+
+if __name__ == "__main__":
+    import sys
+    import time
+
+    rng = np.random.default_rng(0)
+    for name in CATEGORIES:
+        t = time.time()
+        attrs = random_attributes(name, rng)
+        s = make_shape(name, attrs, rng)
+        print(f"{name:10s} {str(attrs):50s} extent {np.round(s['extent'], 2)} "
+              f"inside {s['occupancy'].mean():.2f} {time.time() - t:.2f}s", file=sys.stderr)
