@@ -3,6 +3,8 @@
 // weight byte is loaded once and the loop runs at memory bandwidth.
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "inference/cpu/matvec.h"
 
 namespace cubeforge::cpu {
@@ -36,6 +38,12 @@ inline __m512 load_weights_masked(const void* base, int64_t index, __mmask16 mas
   }
 }
 
+template <DType kType>
+using Element = std::conditional_t<kType == DType::kF32, float, uint16_t>;
+
+// Software prefetch distance ahead of each weight row's stream.
+constexpr int64_t kPrefetchBytes = 512;
+
 template <DType kType, int kBatch>
 void matvec_typed(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, const float* bias, float* y,
                   bool accumulate) {
@@ -53,6 +61,10 @@ void matvec_typed(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const f
       __m512 xv[kBatch];
       for (int b = 0; b < kBatch; ++b) xv[b] = _mm512_loadu_ps(x + b * K + k);
       for (int r = 0; r < kRows; ++r) {
+        if constexpr (kPrefetchBytes > 0)
+          _mm_prefetch(static_cast<const char*>(w.data) + ((n + r) * K + k) * int64_t(sizeof(Element<kType>)) +
+                           kPrefetchBytes,
+                       _MM_HINT_T0);
         __m512 wv = load_weights<kType>(w.data, (n + r) * K + k);
         for (int b = 0; b < kBatch; ++b) acc[r][b] = _mm512_fmadd_ps(wv, xv[b], acc[r][b]);
       }
