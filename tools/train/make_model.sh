@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the built-in model from nothing with one command: installs the training packages
 # (tools/train/setup.sh), then runs the whole recipe (train.py) from its fixed seed. Run it
-# again after an interruption and it resumes from the checkpoints in OUTDIR/work.
+# again after an interruption and it resumes from the checkpoints in OUTDIR/checkpoints.
 #   tools/train/make_model.sh OUTDIR [--smoke]
 # --smoke: tiny sizes and few steps (about two minutes), to check the recipe end to end.
 set -euo pipefail

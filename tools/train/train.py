@@ -2,7 +2,7 @@
 
     /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--threads 2]
 
-Stages (each one checkpoints under OUT/work/ and is skipped or resumed when run again):
+Stages (each one checkpoints under OUT/checkpoints/ and is skipped or resumed when run again):
   1. data      procedural shapes (shapes.py) with captions' attributes; training shapes avoid
                the held-out attribute combinations (captions.py), which form a separate set;
   2. bpe       a CLIP-format BPE vocabulary trained on the caption corpus (bpe.py);
@@ -17,7 +17,7 @@ Stages (each one checkpoints under OUT/work/ and is skipped or resumed when run 
                bbox given half of the time, zero otherwise, as the engine does without one);
   8. export    OUT/shape_gpt.safetensors, OUT/shape_tokenizer.safetensors, OUT/config.yaml,
                OUT/clip/ (config.json, model.safetensors, vocab.json, merges.txt).
-Learning curves go to OUT/work/curves_<stage>.csv; step times to OUT/work/timing.json.
+Learning curves go to OUT/checkpoints/curves_<stage>.csv; step times to OUT/checkpoints/timing.json.
 """
 
 import argparse
@@ -470,7 +470,7 @@ def _yaml(v):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("out", help="model folder to write (work files go to OUT/work)")
+    ap.add_argument("out", help="model folder to write (work files go to OUT/checkpoints)")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
     ap.add_argument("--steps-scale", type=float, default=1.0,
                     help="multiply every stage's step count (a quick check of a preset end to end)")
@@ -485,7 +485,7 @@ def main():
     p = dict(PRESETS[args.preset])
     for key in ("ae_warm_steps", "ae_vq_steps", "gpt_steps"):
         p[key] = max(1, int(round(p[key] * args.steps_scale)))
-    work = os.path.join(args.out, "work")
+    work = os.path.join(args.out, "checkpoints")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
     os.makedirs(work, exist_ok=True)
     json.dump({"preset": args.preset, **p}, open(os.path.join(work, "recipe.json"), "w"), indent=1)
