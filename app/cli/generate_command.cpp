@@ -64,6 +64,8 @@ int run_generate(GenerateOptions o) {
   auto model = load_model_or_report(o.model_dir, "generate");
   if (!model) return 1;
 
+  if (model->tokenizer().encode(o.prompt).truncated && !o.json)
+    std::fprintf(stderr, "generate: note: the prompt is longer than CLIP's 75 tokens; the rest is ignored\n");
   GenerationRequest request;
   request.prompt = o.prompt;
   request.seed = o.seed;

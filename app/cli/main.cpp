@@ -1,5 +1,6 @@
 // cubeforge-cli: the command-line face of the engine.
 #include <cstdio>
+#include <new>
 #include <vector>
 
 #include "app/cli/commands.h"
@@ -15,8 +16,14 @@ int main(int argc, char** argv) {
   actions.push_back(cubeforge::cli::add_bench_command(app));
   CLI11_PARSE(app, argc, argv);
   // Each registered action checks whether its own subcommand was chosen.
-  for (auto& action : actions) {
-    if (int code = action(); code >= 0) return code;
+  try {
+    for (auto& action : actions) {
+      if (int code = action(); code >= 0) return code;
+    }
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "cubeforge-cli: out of memory; close other programs, lower --resolution, or use a smaller model\n");
+    return 1;
   }
   return 0;
 }
