@@ -1,10 +1,12 @@
 // A descriptor set that lets a fragment shader sample an offscreen target's
 // colour image: set layout {binding 0: combined image sampler, fragment stage}.
 //
-// That is the layout Dear ImGui's Vulkan backend binds for an ImTextureID, so
-// the desktop app can show the viewport in a panel with
-// ImGui::Image((ImTextureID)descriptor_set(), size). Debian's ImGui 1.86 has
-// no ImGui_ImplVulkan_AddTexture, which is why the engine makes the set.
+// That is the layout newer Dear ImGui Vulkan backends bind for an
+// ImTextureID (ImGui::Image((ImTextureID)descriptor_set(), size)). Debian's
+// ImGui 1.86 backend does not: it binds its font set for every draw command
+// ("User texture binding ... aren't supported" in its header), so with that
+// version the desktop app draws the viewport in the window's own pass and this
+// set serves renderers of our own that sample the offscreen image.
 #pragma once
 
 #include <vulkan/vulkan.h>

@@ -790,10 +790,13 @@ void DesktopApp::draw_settings() {
   }
   if (ImGui::CollapsingHeader("Sampling", ImGuiTreeNodeFlags_DefaultOpen)) {
     ImGui::SliderFloat("Guidance", &settings_.guidance, 0.f, 10.f, "%.2f");
+    // Button first, then a field sized to what is left, so both fit the panel.
+    if (ImGui::Button("Randomise")) settings_.seed = std::random_device{}() % 1000000;
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("Seed").x -
+                            ImGui::GetStyle().ItemInnerSpacing.x);
     int64_t seed = static_cast<int64_t>(settings_.seed);
     if (ImGui::InputScalar("Seed", ImGuiDataType_S64, &seed) && seed >= 0) settings_.seed = static_cast<uint64_t>(seed);
-    ImGui::SameLine();
-    if (ImGui::Button("Randomise")) settings_.seed = std::random_device{}() % 1000000;
     ImGui::Checkbox("Sample (off: greedy)", &settings_.sampling);
     ImGui::BeginDisabled(!settings_.sampling);
     ImGui::SliderFloat("Temperature", &settings_.temperature, 0.05f, 2.f, "%.2f");
