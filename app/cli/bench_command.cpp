@@ -115,6 +115,14 @@ int run_bench(const BenchOptions& o) {
     return 1;
   }
   std::vector<double> step_ms;
+  // Bytes each step reads besides the weights: the float32 keys and values
+  // of every cached position it attends to (cond + shape in dual blocks,
+  // shape only in single blocks), for each CFG row.
+  std::vector<double> step_total_gbps;
+  auto kv_bytes_at = [&](int position) {
+    const double per_slot = 2.0 * double(c.width) * sizeof(float) * batch;
+    return per_slot * (double(c.dual_layers) * (cond_length + position + 1) + double(c.single_layers) * (position + 1));
+  };
   for (int i = 0; i < o.steps; ++i) {
     const int token = int(std::max_element(logits.begin(), logits.begin() + c.codes) - logits.begin());
     auto row = model->token_embedding(token);
@@ -122,6 +130,7 @@ int run_bench(const BenchOptions& o) {
     start = std::chrono::steady_clock::now();
     Status step = session.decode(embedding, logits);
     step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    step_total_gbps.push_back((double(model->decode_weight_bytes()) + kv_bytes_at(i + 1)) / (step_ms.back() * 1e-3) / 1e9);
     if (!step.ok()) {
       std::fprintf(stderr, "bench: %s\n", step.error().to_string().c_str());
       return 1;
@@ -133,6 +142,9 @@ int run_bench(const BenchOptions& o) {
   const double weight_bytes = double(model->decode_weight_bytes());
   const double weight_gbps = weight_bytes / (median * 1e-3) / 1e9;
   const double fraction = bandwidth.read_gbps > 0 ? weight_gbps / bandwidth.read_gbps : 0.0;
+  const double total_gbps = percentile(step_total_gbps, 0.5);
+  const double total_fraction = bandwidth.read_gbps > 0 ? total_gbps / bandwidth.read_gbps : 0.0;
+  const double kv_mb_last = kv_bytes_at(o.steps) / 1e6;
 
   nlohmann::json report = {
       {"model", description},
@@ -149,6 +161,9 @@ int run_bench(const BenchOptions& o) {
       {"tokens_per_s", 1000.0 / median},
       {"decode_weight_bytes", weight_bytes},
       {"weight_gbps", weight_gbps},
+      {"total_gbps", total_gbps},
+      {"total_bandwidth_fraction", total_fraction},
+      {"kv_cache_read_mb_last_step", kv_mb_last},
       {"memory_read_gbps", bandwidth.read_gbps},
       {"memory_copy_gbps", bandwidth.copy_gbps},
       {"bandwidth_fraction", fraction},
@@ -168,6 +183,8 @@ int run_bench(const BenchOptions& o) {
   std::printf("weights per token  %.1f MB\n", weight_bytes / 1e6);
   std::printf("weight bandwidth   %.2f GB/s of %.2f GB/s measured read (%.0f%% of the floor; copy %.2f GB/s)\n",
               weight_gbps, bandwidth.read_gbps, 100.0 * fraction, bandwidth.copy_gbps);
+  std::printf("with the KV cache   %.2f GB/s median (%.0f%% of the floor); %.0f MB of cache read at the last step\n",
+              total_gbps, 100.0 * total_fraction, kv_mb_last);
   std::printf("floor              %.2f ms/token\n", weight_bytes / (bandwidth.read_gbps * 1e9) * 1e3);
   std::printf("peak RSS           %.0f MB\n", peak_rss_mb);
   return 0;
