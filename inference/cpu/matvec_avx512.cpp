@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include <type_traits>
+#include <vector>
 
 #include "inference/cpu/matvec.h"
 
@@ -52,12 +53,52 @@ void matvec_typed(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const f
   const int64_t k_main = K / 16 * 16;
   const __mmask16 tail_mask = __mmask16((1u << (K - k_main)) - 1u);
   constexpr int kRows = 4;
+  // BF16: a 64-byte load holds 32 weights; unpacking its 16-bit halves against
+  // zero yields two vectors of float32 bit patterns in one instruction each
+  // (no separate widen and shift). Their element order is fixed by the
+  // unpack's 128-bit lanes, so the activations are permuted once to match.
+  const int64_t k_pairs = kType == DType::kBF16 ? K / 32 * 32 : 0;
+  thread_local std::vector<float> permuted;
+  if constexpr (kType == DType::kBF16) {
+    permuted.resize(size_t(kBatch * k_pairs));
+    for (int b = 0; b < kBatch; ++b)
+      for (int64_t k = 0; k < k_pairs; k += 32)
+        for (int j = 0; j < 16; ++j) {
+          const int64_t source = k + 8 * (j / 4) + (j % 4);
+          permuted[size_t(b * k_pairs + k + j)] = x[b * K + source];
+          permuted[size_t(b * k_pairs + k + 16 + j)] = x[b * K + source + 4];
+        }
+  }
   int64_t n = n_begin;
   for (; n + kRows <= n_end; n += kRows) {
     __m512 acc[kRows][kBatch];
     for (int r = 0; r < kRows; ++r)
       for (int b = 0; b < kBatch; ++b) acc[r][b] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < k_main; k += 16) {
+    int64_t k_start = 0;
+    if constexpr (kType == DType::kBF16) {
+      const __m512i zero = _mm512_setzero_si512();
+      const uint16_t* weights = static_cast<const uint16_t*>(w.data);
+      for (int64_t k = 0; k < k_pairs; k += 32) {
+        __m512 x_low[kBatch], x_high[kBatch];
+        for (int b = 0; b < kBatch; ++b) {
+          x_low[b] = _mm512_loadu_ps(permuted.data() + b * k_pairs + k);
+          x_high[b] = _mm512_loadu_ps(permuted.data() + b * k_pairs + k + 16);
+        }
+        for (int r = 0; r < kRows; ++r) {
+          const uint16_t* row = weights + (n + r) * K + k;
+          _mm_prefetch(reinterpret_cast<const char*>(row) + kPrefetchBytes, _MM_HINT_T0);
+          const __m512i raw = _mm512_loadu_si512(row);
+          const __m512 low = _mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, raw));
+          const __m512 high = _mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, raw));
+          for (int b = 0; b < kBatch; ++b) {
+            acc[r][b] = _mm512_fmadd_ps(low, x_low[b], acc[r][b]);
+            acc[r][b] = _mm512_fmadd_ps(high, x_high[b], acc[r][b]);
+          }
+        }
+      }
+      k_start = k_pairs;
+    }
+    for (int64_t k = k_start; k < k_main; k += 16) {
       __m512 xv[kBatch];
       for (int b = 0; b < kBatch; ++b) xv[b] = _mm512_loadu_ps(x + b * K + k);
       for (int r = 0; r < kRows; ++r) {
