@@ -319,11 +319,84 @@ void attention_blocked(const float* q, int64_t q_len, int64_t q_stride, const fl
   }
 }
 
+// One query row (decode) over a long cache: keys are walked in order with all
+// heads of a cached row together, so every thread streams whole contiguous
+// rows (a head-at-a-time walk strides through the cache and defeats the
+// prefetchers). Threads take key ranges and merge their partial softmaxes.
+void attention_single_query(const float* q, const float* k, const float* v, int64_t visible, int64_t kv_stride,
+                            int64_t heads, int64_t head_dim, float* out) {
+  const float scale = 1.0f / std::sqrt(float(head_dim));
+  const int shares = int(std::min<int64_t>(ThreadPool::global().size(), std::max<int64_t>(1, visible / 64)));
+  struct Partial {
+    std::vector<float> max, sum, accum;  // [H], [H], [H, D]
+  };
+  std::vector<Partial> partials(static_cast<size_t>(shares));
+  parallel_for(shares, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t share = s0; share < s1; ++share) {
+      const int64_t begin = visible * share / shares, end = visible * (share + 1) / shares;
+      Partial& p = partials[size_t(share)];
+      p.max.assign(size_t(heads), -std::numeric_limits<float>::infinity());
+      p.sum.assign(size_t(heads), 0.f);
+      p.accum.assign(size_t(heads * head_dim), 0.f);
+      std::vector<float> scores(static_cast<size_t>((end - begin) * heads));
+      for (int64_t j = begin; j < end; ++j) {
+        const float* row = k + j * kv_stride;
+        for (int64_t h = 0; h < heads; ++h) {
+          const float* qh = q + h * head_dim;
+          const float* kh = row + h * head_dim;
+          float dot = 0.f;
+#pragma omp simd reduction(+ : dot)
+          for (int64_t d = 0; d < head_dim; ++d) dot += qh[d] * kh[d];
+          const float score = dot * scale;
+          scores[size_t((j - begin) * heads + h)] = score;
+          p.max[size_t(h)] = std::max(p.max[size_t(h)], score);
+        }
+      }
+      for (int64_t j = begin; j < end; ++j) {
+        const float* row = v + j * kv_stride;
+        for (int64_t h = 0; h < heads; ++h) {
+          const float weight = std::exp(scores[size_t((j - begin) * heads + h)] - p.max[size_t(h)]);
+          p.sum[size_t(h)] += weight;
+          float* acc = p.accum.data() + h * head_dim;
+          const float* vh = row + h * head_dim;
+#pragma omp simd
+          for (int64_t d = 0; d < head_dim; ++d) acc[d] += weight * vh[d];
+        }
+      }
+    }
+  });
+  for (int64_t h = 0; h < heads; ++h) {
+    float overall = -std::numeric_limits<float>::infinity();
+    for (const Partial& p : partials) overall = std::max(overall, p.max[size_t(h)]);
+    double total = 0.0;
+    float* o = out + h * head_dim;
+    std::fill(o, o + head_dim, 0.f);
+    for (const Partial& p : partials) {
+      if (p.sum[size_t(h)] == 0.f) continue;
+      const float rescale = std::exp(p.max[size_t(h)] - overall);
+      total += double(p.sum[size_t(h)]) * rescale;
+      const float* acc = p.accum.data() + h * head_dim;
+      for (int64_t d = 0; d < head_dim; ++d) o[d] += acc[d] * rescale;
+    }
+    const float inverse = float(1.0 / total);
+    for (int64_t d = 0; d < head_dim; ++d) o[d] *= inverse;
+  }
+}
+
 }  // namespace
 
 void attention(const float* q, int64_t q_len, int64_t q_stride, const float* k, const float* v, int64_t kv_len,
                int64_t kv_stride, int64_t heads, int64_t head_dim, int64_t causal_base, float* out,
                int64_t out_stride) {
+  if (q_len == 1 && kv_len >= 256) {
+    const int64_t visible = visible_keys(0, kv_len, causal_base);
+    if (visible <= 0) {
+      std::fill(out, out + heads * head_dim, 0.f);
+      return;
+    }
+    attention_single_query(q, k, v, visible, kv_stride, heads, head_dim, out);
+    return;
+  }
   if (q_len >= 16 && kv_len >= 16)
     attention_blocked(q, q_len, q_stride, k, v, kv_len, kv_stride, heads, head_dim, causal_base, out, out_stride);
   else

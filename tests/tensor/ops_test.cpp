@@ -142,6 +142,39 @@ TEST(CpuOps, CausalAttentionMasksFutureKeys) {
   }
 }
 
+// Decode over a long cache takes the key-split path with merged softmaxes.
+TEST(CpuOps, SingleQueryOverLongCacheMatchesScalar) {
+  const int64_t heads = 4, dim = 32, len = 700;
+  auto q = random_vector(size_t(heads * dim), 21);
+  auto k = random_vector(size_t(len * heads * dim), 22);
+  auto v = random_vector(size_t(len * heads * dim), 23);
+  for (auto& x : q) x *= 3.f;  // peakier softmax
+  for (int64_t base : {-1, 500}) {
+    const int64_t visible = base < 0 ? len : base + 1;
+    std::vector<float> out(static_cast<size_t>(heads * dim), NAN);
+    cpu::attention(q.data(), 1, heads * dim, k.data(), v.data(), len, heads * dim, heads, dim, base, out.data(),
+                   heads * dim);
+    std::vector<float> expected(out.size());
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<double> s(static_cast<size_t>(visible));
+      double mx = -1e30, total = 0;
+      for (int64_t j = 0; j < visible; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < dim; ++d) dot += double(q[size_t(h * dim + d)]) * k[size_t(j * heads * dim + h * dim + d)];
+        s[size_t(j)] = dot / std::sqrt(double(dim));
+        mx = std::max(mx, s[size_t(j)]);
+      }
+      for (auto& e : s) total += e = std::exp(e - mx);
+      for (int64_t d = 0; d < dim; ++d) {
+        double o = 0;
+        for (int64_t j = 0; j < visible; ++j) o += s[size_t(j)] / total * v[size_t(j * heads * dim + h * dim + d)];
+        expected[size_t(h * dim + d)] = float(o);
+      }
+    }
+    EXPECT_LT(relative_error(out, expected), 1e-5) << "causal_base " << base;
+  }
+}
+
 TEST(CpuOps, RopeRotatesPairsByPosition) {
   std::vector<float> x = {1.f, 0.f, 0.f, 1.f};  // one head of dim 4
   const int32_t position = 3;
