@@ -2,6 +2,8 @@
 # Installs every Debian package cubeforge needs to build, test and run.
 # Idempotent and quiet: packages already present are skipped, and apt is only
 # asked for what is missing. Runs as root, or through sudo when available.
+# `--train` adds what the training recipe in tools/train/ needs (PyTorch for
+# the CPU, NumPy, PyYAML); the C++ build and CI do without it.
 set -euo pipefail
 
 packages=(
@@ -17,6 +19,9 @@ packages=(
   # tests
   libgtest-dev googletest
 )
+if [ "${1:-}" = "--train" ]; then
+  packages+=(python3-torch python3-numpy python3-yaml)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
