@@ -52,15 +52,7 @@ int run_generate(GenerateOptions o) {
     std::fprintf(stderr, "generate: %s\n", format.error().to_string().c_str());
     return 2;
   }
-  // Fail before minutes of work when the output cannot be written.
-  const std::filesystem::path out_dir = std::filesystem::path(o.out).parent_path().empty()
-                                            ? std::filesystem::path(".")
-                                            : std::filesystem::path(o.out).parent_path();
-  if (!std::filesystem::is_directory(out_dir) || ::access(out_dir.c_str(), W_OK) != 0) {
-    std::fprintf(stderr, "generate: cannot write '%s': the folder '%s' does not exist or is not writable\n",
-                 o.out.c_str(), out_dir.c_str());
-    return 1;
-  }
+  if (!output_folder_writable(o.out, "generate")) return 1;
   auto model = load_model_or_report(o.model_dir, "generate");
   if (!model) return 1;
 

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <unistd.h>
+
 #include "inference/pipeline/cube_model.h"
 
 namespace cubeforge::cli {
@@ -23,6 +25,17 @@ inline std::optional<CubeModel> load_model_or_report(const std::string& given, c
     return std::nullopt;
   }
   return std::move(*model);
+}
+
+// False (after saying why) when `out` cannot be written: checked before any
+// long work so a typo in the path costs nothing.
+inline bool output_folder_writable(const std::string& out, const char* command) {
+  const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+  const std::filesystem::path folder = parent.empty() ? std::filesystem::path(".") : parent;
+  if (std::filesystem::is_directory(folder) && ::access(folder.c_str(), W_OK) == 0) return true;
+  std::fprintf(stderr, "%s: cannot write '%s': the folder '%s' does not exist or is not writable\n", command,
+               out.c_str(), folder.c_str());
+  return false;
 }
 
 }  // namespace cubeforge::cli

@@ -43,6 +43,7 @@ int run_tokenize(const TokenizeOptions& o) {
       return 2;
     }
     out_format = *format;
+    if (!output_folder_writable(o.out, "tokenize")) return 1;
   }
   auto model = load_model_or_report(o.model_dir, "tokenize");
   if (!model) return 1;
