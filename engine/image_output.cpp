@@ -1,7 +1,12 @@
 // PNG output through libstb's stb_image_write.
 #include "engine/image_output.h"
 
+#include "inference/core/file_io.h"
+
 #include <stb_image_write.h>
+
+#include <span>
+#include <string>
 
 #include <cstdio>
 #include <vector>
@@ -18,11 +23,23 @@ Status write_png(const RenderedImage& image, const std::string& path, bool trans
     for (size_t i = 3; i < opaque.size(); i += 4) opaque[i] = 255;
     pixels = &opaque;
   }
-  int ok = stbi_write_png(path.c_str(), static_cast<int>(image.width), static_cast<int>(image.height), 4,
-                          pixels->data(), static_cast<int>(image.width * 4));
-  if (!ok)
-    return make_error(ErrorCode::kIo, "write_png: could not write " + path + " (does the folder exist and is it writable?)");
-  return ok_status();
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<std::byte> png, encode_png(pixels->data(), image.width, image.height));
+  return write_file_atomically(path, std::span<const std::byte>(png));
+}
+
+Result<std::vector<std::byte>> encode_png(const uint8_t* rgba, uint32_t width, uint32_t height) {
+  std::vector<std::byte> png;
+  auto append = [](void* context, void* data, int size) {
+    auto* out = static_cast<std::vector<std::byte>*>(context);
+    const auto* bytes = static_cast<const std::byte*>(data);
+    out->insert(out->end(), bytes, bytes + size);
+  };
+  if (width == 0 || height == 0 ||
+      !stbi_write_png_to_func(append, &png, static_cast<int>(width), static_cast<int>(height), 4, rgba,
+                              static_cast<int>(width * 4)))
+    return make_error(ErrorCode::kInternal, "could not encode a " + std::to_string(width) + "x" +
+                                                std::to_string(height) + " image as PNG");
+  return png;
 }
 
 Status save_screenshot(OffscreenTarget& target, const OrbitCamera& camera, const SceneSettings& settings,

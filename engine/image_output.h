@@ -1,14 +1,21 @@
 // Screenshots and turntables to PNG (stb_image_write).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/offscreen_target.h"
 #include "inference/core/result.h"
 
 namespace cubeforge::engine {
 
-// Writes RGBA8 as PNG. With transparent_background the alpha channel (mesh
+// Encodes RGBA8 pixels ([height, width, 4], row 0 at the top) as a PNG file's bytes.
+Result<std::vector<std::byte>> encode_png(const uint8_t* rgba, uint32_t width, uint32_t height);
+
+// Writes RGBA8 as PNG, atomically (a failed write leaves any old file as it was).
+// With transparent_background the alpha channel (mesh
 // coverage) is kept; otherwise the image is made opaque.
 Status write_png(const RenderedImage& image, const std::string& path, bool transparent_background = false);
 
