@@ -1,6 +1,6 @@
 """Trains the built-in model from a fixed seed and exports a model folder the engine reads.
 
-    /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--threads 2]
+    /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--threads 1] [--blas-threads 2]
 
 Stages (each one checkpoints under OUT/checkpoints/ and is skipped or resumed when run again):
   1. data      procedural shapes (shapes.py) with captions' attributes; training shapes avoid
@@ -27,6 +27,15 @@ import math
 import os
 import sys
 import time
+
+# Debian's PyTorch does its matrix products in OpenBLAS, whose thread count is fixed when the
+# library loads: it must be set before torch is imported (see --blas-threads).
+if __name__ == "__main__":
+    for i, arg in enumerate(sys.argv):
+        if arg.startswith("--blas-threads"):
+            value = arg.split("=", 1)[1] if "=" in arg else sys.argv[i + 1]
+            os.environ["OPENBLAS_NUM_THREADS"] = value
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(os.cpu_count() or 1))
 
 import numpy as np
 import torch
@@ -474,13 +483,14 @@ def main():
     ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
     ap.add_argument("--steps-scale", type=float, default=1.0,
                     help="multiply every stage's step count (a quick check of a preset end to end)")
-    ap.add_argument("--threads", type=int, default=0,
-                    help="PyTorch threads; 0: 2 on an idle machine, 1 when it is busy (two threads on a "
-                         "loaded 2-core machine measured 10x slower than one)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="PyTorch intra-op threads (default 1: with OpenBLAS already on both cores, a second "
+                         "PyTorch thread made steps 1.6-2x slower on the 2-core machine; README.md)")
+    ap.add_argument("--blas-threads", type=int, default=os.cpu_count() or 1,
+                    help="OpenBLAS threads for matrix products (default: every core)")
     args = ap.parse_args()
-    threads = args.threads or (2 if os.getloadavg()[0] < 1.0 else 1)
-    torch.set_num_threads(threads)
-    log(f"{threads} PyTorch thread(s)")
+    torch.set_num_threads(args.threads)
+    log(f"{args.threads} PyTorch thread(s), {os.environ['OPENBLAS_NUM_THREADS']} OpenBLAS thread(s)")
     torch.manual_seed(SEED)
     p = dict(PRESETS[args.preset])
     for key in ("ae_warm_steps", "ae_vq_steps", "gpt_steps"):
