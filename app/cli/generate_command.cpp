@@ -10,6 +10,7 @@
 #include "app/cli/progress.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_io.h"
+#include "inference/geometry/mesh_metrics.h"
 
 namespace cubeforge::cli {
 
@@ -94,6 +95,8 @@ int run_generate(GenerateOptions o) {
     std::fprintf(stderr, "generate: %s\n", saved.error().to_string().c_str());
     return 1;
   }
+  // Watertightness is what 3D printing and boolean tools need; say it for the mesh as written.
+  const MeshTopology topology = analyze_topology(result->mesh);
   if (o.json) {
     nlohmann::json report = {
         {"prompt", o.prompt},
@@ -109,13 +112,18 @@ int run_generate(GenerateOptions o) {
           {"faces_before_cleanup", result->stats.faces_before_cleanup},
           {"occupancy_points", result->stats.occupancy_points},
           {"dense_points", result->stats.dense_points},
-          {"floaters_removed", result->stats.floaters_removed}}},
+          {"floaters_removed", result->stats.floaters_removed},
+          {"closed", topology.closed_and_oriented()},
+          {"boundary_edges", topology.boundary_edges},
+          {"non_manifold_edges", topology.non_manifold_edges},
+          {"components", topology.components}}},
         {"output", o.out},
     };
     std::cout << report.dump() << std::endl;
   } else {
     print_timing_table(*result, stdout);
-    std::printf("wrote %s\n", o.out.c_str());
+    std::printf("wrote %s (%lld faces, %s)\n", o.out.c_str(), static_cast<long long>(topology.faces),
+                topology.closed_and_oriented() ? "watertight" : "not watertight");
   }
   return 0;
 }

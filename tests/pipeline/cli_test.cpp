@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "inference/core/file_io.h"
+#include "inference/geometry/mesh_io.h"
+#include "inference/geometry/mesh_metrics.h"
 #include "inference/model/config.h"
 #include "inference/tensor/safetensors.h"
 #include "support/oracle.h"
@@ -53,6 +55,13 @@ TEST(Cli, GenerateJsonGivesReferenceTokensAndWritesTheMesh) {
   EXPECT_EQ(report["tokens"].get<std::vector<int64_t>>(), *tokens);
   EXPECT_TRUE(std::filesystem::exists(out));
   EXPECT_GT(report["mesh"]["faces"].get<int64_t>(), 0);
+  // The watertightness report describes the file as written (read back by Assimp).
+  auto written = import_mesh(out);
+  ASSERT_TRUE(written.ok()) << written.error().to_string();
+  const MeshTopology topology = analyze_topology(*written);
+  EXPECT_EQ(report["mesh"]["closed"].get<bool>(), topology.closed_and_oriented());
+  EXPECT_EQ(report["mesh"]["boundary_edges"].get<int64_t>(), topology.boundary_edges);
+  EXPECT_EQ(report["mesh"]["components"].get<int64_t>(), topology.components);
   for (const char* key : {"text_ms", "prefill_ms", "decode_ms", "occupancy_ms", "meshing_ms", "total_ms"})
     EXPECT_TRUE(report["timings"].contains(key)) << key;
   std::filesystem::remove_all(out.parent_path());

@@ -57,7 +57,7 @@ PRESETS = {
                "num_freqs": 16, "num_encoder_layers": 3, "encoder_cross_attention_levels": [0],
                "num_decoder_layers": 4, "eps": 1e-6, "point_feats": 3},
         "ae_batch": 16, "ae_encoder_points": 512, "ae_queries": 768, "ae_lr": 1e-3,
-        "ae_warm_steps": 1500, "ae_vq_steps": 1500, "dead_code_every": 100,
+        "ae_warm_steps": 4500, "ae_vq_steps": 2500, "dead_code_every": 100,
         "gpt": {"n_layer": 4, "n_single_layer": 1, "n_head": 4, "n_embd": 128, "rope_theta": 10000.0,
                 "bias": True, "eps": 1e-6, "use_bbox": True},
         "clip": {"width": 96, "layers": 2, "heads": 4},
