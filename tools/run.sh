@@ -13,7 +13,7 @@ tools/build.sh >/dev/null
 cli=${CUBEFORGE_BUILD_DIR:-build}/app/cli/cubeforge-cli
 desktop=${CUBEFORGE_BUILD_DIR:-build}/app/desktop/cubeforge
 
-model="" prompt="a red dragon" out="cubeforge.glb" force_cli=0
+model="" prompt="a tall chair" out="cubeforge.glb" force_cli=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cli) force_cli=1; shift ;;

@@ -1,6 +1,7 @@
 """Checks that the engine reads a model folder exported by tools/train/ as the training code means it.
 
-    compare_with_engine.py MODEL_DIR CUBEFORGE_CLI VOCAB_CHECK ENGINE_TOKENS
+    compare_with_engine.py MODEL_DIR CUBEFORGE_CLI VOCAB_CHECK ENGINE_TOKENS [--reference JSON]
+        [--write-reference JSON]
 
 1. Tokenizer: the engine's CLIP tokenizer (through VOCAB_CHECK) and tools/train/bpe.py give the
    same BPE ids for training captions, held-out phrasings and text outside the caption grammar
@@ -17,6 +18,9 @@
    outside point, so per axis occ_min - cell <= mesh_min <= occ_min and
    occ_max <= mesh_max <= occ_max + cell. This checks the autoencoder's decoder and occupancy
    head (embedding, attention, MLPs, codebook) in the engine against models.py.
+4. With --reference: the prompts and tokens recorded in JSON (the shipped model's reference,
+   which the C++ suite checks without PyTorch) must equal the training code's greedy tokens
+   now, so the recorded file cannot go stale. --write-reference records them.
 Exits non-zero with the first mismatch shown.
 """
 
@@ -36,6 +40,11 @@ import generate  # noqa: E402
 import shapes  # noqa: E402
 
 PROMPTS = ["a tall chair", "a round table with four legs", "a wide sofa"]
+# The shipped model's recorded prompts: training phrasings, held-out phrasings and attribute
+# combinations, words outside the caption grammar, and two stools whose meshes meshoptimizer
+# once left with non-manifold edges.
+REFERENCE_PROMPTS = PROMPTS + ["render of a short mug", "a tree, tall and narrow", "a rocket",
+                               "a red snowman", "3d model of a wide boat", "a stool", "render of a tall bar stool"]
 
 
 def check_tokenizer(model_dir, vocab_check):
@@ -88,10 +97,27 @@ def check_mesh_bounds(shape, tokens, obj_path, resolution, prompt):
           f"decoded occupancy {np.round(lo, 3)} .. {np.round(hi, 3)}")
 
 
-def check_generation(model_dir, cli, engine_tokens):
+def check_reference(model_dir, path, write):
     loaded = generate.load_folder(model_dir)
-    ours = {prompt: generate.greedy_tokens(*loaded, prompt, guidance=3.0) for prompt in PROMPTS}
-    run = subprocess.run([engine_tokens, model_dir, *PROMPTS], capture_output=True, text=True)
+    ours = [{"prompt": p, "tokens": generate.greedy_tokens(*loaded, p, guidance=3.0)} for p in REFERENCE_PROMPTS]
+    if write:
+        with open(path + ".tmp", "w") as f:
+            json.dump({"guidance": 3.0, "greedy": ours}, f, indent=1)
+            f.write("\n")
+        os.replace(path + ".tmp", path)
+        print(f"reference: wrote {len(ours)} prompts' greedy tokens to {path}")
+        return
+    recorded = json.load(open(path))["greedy"]
+    if recorded != ours:
+        sys.exit(f"{path} no longer matches the training code's greedy tokens for {model_dir}; "
+                 "rerun with --write-reference if the model was retrained on purpose")
+    print(f"reference: {len(ours)} recorded prompts equal the training code's greedy tokens")
+
+
+def check_generation(model_dir, cli, engine_tokens, prompts=PROMPTS):
+    loaded = generate.load_folder(model_dir)
+    ours = {prompt: generate.greedy_tokens(*loaded, prompt, guidance=3.0) for prompt in prompts}
+    run = subprocess.run([engine_tokens, model_dir, *prompts], capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"engine_tokens failed: {run.stderr.strip()}")
     for line in run.stdout.strip().splitlines():
@@ -104,7 +130,7 @@ def check_generation(model_dir, cli, engine_tokens):
         print(f"generation: {prompt!r}: {len(ours[prompt])} tokens equal (engine library)")
     meshes = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for prompt in PROMPTS:
+        for prompt in prompts:
             out = os.path.join(tmp, "shape.obj")
             run = subprocess.run([cli, "generate", "--model", model_dir, "--prompt", prompt, "--resolution", "5",
                                   "--dense", "--keep-floaters", "--target-faces", "-1", "--threads", "1", "--json",
@@ -128,9 +154,19 @@ def check_generation(model_dir, cli, engine_tokens):
 
 
 def main():
-    model_dir, cli, vocab_check, engine_tokens = sys.argv[1:5]
-    check_tokenizer(model_dir, vocab_check)
-    check_generation(model_dir, cli, engine_tokens)
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name in ("model_dir", "cli", "vocab_check", "engine_tokens"):
+        ap.add_argument(name)
+    ap.add_argument("--reference", help="recorded prompts and tokens to check (or write)")
+    ap.add_argument("--write-reference", action="store_true")
+    args = ap.parse_args()
+    check_tokenizer(args.model_dir, args.vocab_check)
+    check_generation(args.model_dir, args.cli, args.engine_tokens,
+                     REFERENCE_PROMPTS if args.reference else PROMPTS)
+    if args.reference:
+        check_reference(args.model_dir, args.reference, args.write_reference)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,57 @@
+// The built-in model in assets/model, as shipped: it is the default model
+// folder, it loads, and for the recorded prompts the engine's greedy tokens
+// equal the training code's own greedy generation (builtin_model_reference.json,
+// written by tests/train/compare_with_engine.py from tools/train/generate.py;
+// the `train` suite re-derives it when PyTorch is present). Every recorded
+// prompt must also give a non-empty watertight mesh at resolution 7.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "inference/core/file_io.h"
+#include "inference/geometry/mesh_metrics.h"
+#include "inference/pipeline/cube_model.h"
+#include "inference/pipeline/generation.h"
+
+namespace cubeforge {
+namespace {
+
+const std::filesystem::path kBuiltin = CUBEFORGE_BUILTIN_MODEL_DIR;
+const std::filesystem::path kReference = CUBEFORGE_BUILTIN_REFERENCE;
+
+TEST(BuiltinModel, IsTheDefaultModelFolder) {
+  if (const char* env = std::getenv("CUBEFORGE_MODEL_DIR"); env && *env)
+    GTEST_SKIP() << "CUBEFORGE_MODEL_DIR is set, so it is the default";
+  ASSERT_TRUE(std::filesystem::exists(kBuiltin / "shape_gpt.safetensors")) << kBuiltin;
+  EXPECT_TRUE(std::filesystem::equivalent(default_model_folder(), kBuiltin));
+}
+
+TEST(BuiltinModel, GreedyTokensEqualTheTrainingCodeAndMeshesAreWatertight) {
+  auto model = CubeModel::load(kBuiltin);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto text = read_file_text(kReference);
+  ASSERT_TRUE(text.ok()) << text.error().to_string();
+  const auto reference = nlohmann::json::parse(*text);
+  const auto& prompts = reference.at("greedy");
+  ASSERT_GE(prompts.size(), 5u);
+  for (const auto& entry : prompts) {
+    const std::string prompt = entry.at("prompt");
+    GenerationRequest request;
+    request.prompt = prompt;
+    request.guidance_scale = reference.at("guidance").get<float>();
+    request.resolution = 7;
+    auto result = generate_shape(*model, request);
+    ASSERT_TRUE(result.ok()) << prompt << ": " << result.error().to_string();
+    EXPECT_EQ(result->tokens, entry.at("tokens").get<std::vector<int>>()) << prompt;
+    ASSERT_TRUE(result->stats.has_surface) << prompt;
+    const MeshTopology topology = analyze_topology(result->mesh);
+    EXPECT_GT(topology.faces, 0) << prompt;
+    EXPECT_TRUE(topology.closed_and_oriented())
+        << prompt << ": " << topology.boundary_edges << " boundary, " << topology.non_manifold_edges
+        << " non-manifold, " << topology.misoriented_edges << " misoriented edges";
+  }
+}
+
+}  // namespace
+}  // namespace cubeforge
