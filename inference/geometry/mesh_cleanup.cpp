@@ -12,6 +12,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "inference/geometry/mesh_metrics.h"
+
 namespace cubeforge {
 
 namespace {
@@ -233,12 +235,31 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
   if (!(options.max_relative_error >= 0.f)) {
     return make_error(ErrorCode::kInvalidArgument, "simplify: the allowed error must not be negative");
   }
+  const bool must_stay_closed = options.keep_closed && analyze_topology(mesh).closed_and_oriented();
   std::vector<uint32_t> simplified(mesh.indices.size());
   float error = 0.f;
-  const size_t index_count =
-      meshopt_simplify(simplified.data(), mesh.indices.data(), mesh.indices.size(), mesh.positions.data(),
-                       mesh.vertex_count(), sizeof(float) * 3, size_t(target) * 3, options.max_relative_error, 0, &error);
-  simplified.resize(index_count);
+  int64_t budget = target;
+  for (int attempt = 0;; ++attempt) {
+    const size_t index_count =
+        meshopt_simplify(simplified.data(), mesh.indices.data(), mesh.indices.size(), mesh.positions.data(),
+                         mesh.vertex_count(), sizeof(float) * 3, size_t(budget) * 3, options.max_relative_error, 0,
+                         &error);
+    Mesh candidate;
+    candidate.positions = mesh.positions;
+    candidate.indices.assign(simplified.begin(), simplified.begin() + ptrdiff_t(index_count));
+    if (!must_stay_closed || analyze_topology(candidate).closed_and_oriented()) {
+      simplified.resize(index_count);
+      break;
+    }
+    budget *= 2;
+    if (attempt == 2 || budget >= report.faces_before) {
+      report.left_unsimplified_to_stay_closed = true;
+      report.retries_to_stay_closed = attempt + 1;
+      report.faces_after = report.faces_before;
+      return report;
+    }
+    report.retries_to_stay_closed = attempt + 1;
+  }
   const bool had_normals = mesh.has_normals();
   mesh.indices.swap(simplified);
   remove_unreferenced_vertices(mesh);

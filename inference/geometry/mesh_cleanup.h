@@ -49,12 +49,18 @@ struct SimplifyOptions {
   // The largest deviation allowed, relative to the mesh's extent. The default
   // lets the face budget decide, as the reference's decimation does.
   float max_relative_error = 1.f;
+  // meshoptimizer may pinch thin parts into edges shared by four faces. A closed
+  // input then gets simplified again towards a larger budget (twice the faces,
+  // up to three times), and stays as it was if every try opens it.
+  bool keep_closed = true;
 };
 
 struct SimplifyReport {
   int64_t faces_before = 0;
   int64_t faces_after = 0;
   float relative_error = 0.f;  // the deviation meshoptimizer reports
+  int retries_to_stay_closed = 0;
+  bool left_unsimplified_to_stay_closed = false;
 };
 
 // Simplifies in place (normals, if any, are recomputed). A mesh already within
