@@ -21,6 +21,9 @@ constexpr int kSpinIterations = 4000;
 
 std::mutex g_pool_mutex;
 std::unique_ptr<ThreadPool> g_pool;
+
+// True while this thread runs a share of a parallel loop.
+thread_local bool t_inside_parallel_body = false;
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -39,7 +42,11 @@ void ThreadPool::run_share(int share, int shares) {
   const int64_t per = (count_ + shares - 1) / shares;
   const int64_t begin = std::min(count_, per * share);
   const int64_t end = std::min(count_, begin + per);
-  if (begin < end) (*body_)(begin, end);
+  if (begin >= end) return;
+  const bool was_inside = t_inside_parallel_body;
+  t_inside_parallel_body = true;
+  (*body_)(begin, end);
+  t_inside_parallel_body = was_inside;
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -63,6 +70,10 @@ void ThreadPool::worker_loop(int index) {
 
 void ThreadPool::parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& body) {
   if (count <= 0) return;
+  if (t_inside_parallel_body) {
+    body(0, count);
+    return;
+  }
   const int64_t max_shares = std::max<int64_t>(1, count / std::max<int64_t>(1, grain));
   const int shares = int(std::min<int64_t>(size(), max_shares));
   if (shares <= 1) {

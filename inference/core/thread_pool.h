@@ -26,6 +26,8 @@ class ThreadPool {
 
   // Calls body(begin, end) over [0, count) split into contiguous ranges of at
   // least `grain` items, one range per thread; returns when all are done.
+  // Called from inside a body (a nested loop), it runs the whole range on the
+  // calling thread: the outer loop already has every thread busy.
   void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
 
   // The process-wide pool; resized by set_thread_count.

@@ -96,6 +96,12 @@ void set_thread_count(int threads) {
 
 int thread_count() { return ThreadPool::global().size(); }
 
+SingleThreadedBlas::SingleThreadedBlas() : previous_threads_(openblas_get_num_threads()) {
+  openblas_set_num_threads(1);
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() { openblas_set_num_threads(previous_threads_); }
+
 const char* kernel_isa() { return kernels().isa; }
 
 void matvec_generic(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,

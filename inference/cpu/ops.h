@@ -28,6 +28,21 @@ struct WeightMatrix {
 void set_thread_count(int threads);
 int thread_count();
 
+// OpenBLAS runs single-threaded while one of these lives (the previous count
+// comes back after): for loops already split across the pool's threads, where
+// BLAS's own threads would only hand work back and forth. Not for concurrent
+// use from several threads; OpenBLAS's thread count is process-wide.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int previous_threads_;
+};
+
 // Name of the instruction set chosen at run time for the matrix-vector kernels.
 const char* kernel_isa();
 
