@@ -3,7 +3,6 @@
 // rendered mesh over the background and its caption in ink underneath.
 #include <gtest/gtest.h>
 #include <stb_image.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -14,6 +13,7 @@
 
 #include "app/gallery/caption_text.h"
 #include "support/oracle.h"
+#include "support/run_command.h"
 
 namespace cubeforge::gallery {
 namespace {
@@ -56,22 +56,8 @@ TEST(CaptionText, DrawsInkOnlyInsideTheScaledTextBox) {
   EXPECT_EQ(ink_pixels(empty, 0, 0, 50, 20), 0);
 }
 
-struct CommandOutput {
-  int exit_code = -1;
-  std::string out;
-};
-
-CommandOutput run(const std::string& arguments) {
-  const std::string command = std::string(CUBEFORGE_GALLERY_PATH) + " " + arguments + " 2>&1";
-  CommandOutput result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+testing::CommandOutput run(const std::string& arguments) {
+  return testing::run_command(CUBEFORGE_GALLERY_PATH, arguments);
 }
 
 TEST(Gallery, RendersOneCaptionedCellPerPrompt) {

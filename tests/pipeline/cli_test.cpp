@@ -12,28 +12,15 @@
 #include "inference/model/config.h"
 #include "inference/tensor/safetensors.h"
 #include "support/oracle.h"
+#include "support/run_command.h"
 
 namespace cubeforge {
 namespace {
 
 using testing::oracle_dir;
 
-struct CommandOutput {
-  int exit_code = -1;
-  std::string out;
-};
-
-CommandOutput run(const std::string& arguments) {
-  const std::string command = std::string(CUBEFORGE_CLI_PATH) + " " + arguments + " 2>&1";
-  CommandOutput result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return result;
-  std::array<char, 4096> buffer;
-  size_t n;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+testing::CommandOutput run(const std::string& arguments) {
+  return testing::run_command(CUBEFORGE_CLI_PATH, arguments);
 }
 
 std::filesystem::path scratch(const std::string& name) {
