@@ -133,6 +133,7 @@ TEST_F(AppScript, ErrorsAreLoggedAndTheAppCarriesOn) {
   std::ofstream(dir / "errors.txt") << "model /nonexistent/cubeforge-model\n"
                                     << "export " << (dir / "nothing.glb").string() << "\n"
                                     << "model " << model_.string() << "\n"
+                                    << "prompt a red dragon\n"  // one the fixture model decodes to a surface
                                     << "set resolution 4\n"
                                     << "generate\n"
                                     << "wait\n"
