@@ -1,15 +1,14 @@
 // PNG output through libstb's stb_image_write.
 #include "engine/image_output.h"
 
-#include "inference/core/file_io.h"
-
 #include <stb_image_write.h>
 
+#include <cstdio>
 #include <span>
 #include <string>
-
-#include <cstdio>
 #include <vector>
+
+#include "inference/core/file_io.h"
 
 namespace cubeforge::engine {
 

@@ -238,27 +238,27 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
   const bool must_stay_closed = options.keep_closed && analyze_topology(mesh).closed_and_oriented();
   std::vector<uint32_t> simplified(mesh.indices.size());
   float error = 0.f;
+  // Topology is checked on a copy that shares nothing but the positions, made only when needed.
+  Mesh candidate;
+  if (must_stay_closed) candidate.positions = mesh.positions;
   int64_t budget = target;
   for (int attempt = 0;; ++attempt) {
     const size_t index_count =
         meshopt_simplify(simplified.data(), mesh.indices.data(), mesh.indices.size(), mesh.positions.data(),
                          mesh.vertex_count(), sizeof(float) * 3, size_t(budget) * 3, options.max_relative_error, 0,
                          &error);
-    Mesh candidate;
-    candidate.positions = mesh.positions;
-    candidate.indices.assign(simplified.begin(), simplified.begin() + ptrdiff_t(index_count));
-    if (!must_stay_closed || analyze_topology(candidate).closed_and_oriented()) {
-      simplified.resize(index_count);
-      break;
-    }
+    simplified.resize(index_count);
+    if (!must_stay_closed) break;
+    candidate.indices = simplified;
+    if (analyze_topology(candidate).closed_and_oriented()) break;
+    report.retries_to_stay_closed = attempt + 1;
     budget *= 2;
     if (attempt == 2 || budget >= report.faces_before) {
       report.left_unsimplified_to_stay_closed = true;
-      report.retries_to_stay_closed = attempt + 1;
       report.faces_after = report.faces_before;
       return report;
     }
-    report.retries_to_stay_closed = attempt + 1;
+    simplified.resize(mesh.indices.size());
   }
   const bool had_normals = mesh.has_normals();
   mesh.indices.swap(simplified);
