@@ -37,6 +37,8 @@ const KernelChoice& kernels() {
   return choice;
 }
 
+// Work smaller than this many values (1 MB of float32) stays on the calling thread.
+constexpr int64_t kMinParallelValues = int64_t(1) << 18;
 // Decode-sized products (a couple of rows) stream weights; beyond this many
 // rows BLAS's blocked GEMM wins.
 constexpr int64_t kMaxMatvecRows = 4;
@@ -54,8 +56,10 @@ void run_matvec(const float* x, int64_t m, const WeightMatrix& w, const float* b
     const int batch = int(std::min<int64_t>(2, m - row));
     const float* xr = x + row * w.cols;
     float* yr = y + row * N;
-    // Threads only pay off once a call streams a few hundred KB of weights.
-    const int64_t grain = N * w.cols >= (int64_t(1) << 16) ? 1 : blocks;
+    // Threads only pay off once a call streams about a megabyte of weights:
+    // below that, waking the other threads costs more than the product (a
+    // built-in-model decode step, 128 wide, ran at half speed on two threads).
+    const int64_t grain = N * w.cols >= kMinParallelValues ? 1 : blocks;
     parallel_for(blocks, grain, [&](int64_t b0, int64_t b1) {
       kernel(w, b0 * block, std::min(N, b1 * block), xr, batch, bias, yr, accumulate);
     });
@@ -64,7 +68,21 @@ void run_matvec(const float* x, int64_t m, const WeightMatrix& w, const float* b
 
 void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y, bool accumulate) {
   const int64_t N = w.rows, K = w.cols;
-  const float beta = accumulate ? 1.f : 0.f;
+  // The bias goes into y first and the product is added to it (beta = 1): with
+  // beta = 0 OpenBLAS clears y itself and a second pass added the bias, two
+  // sweeps over an output that is as large as the input at the occupancy decoder.
+  if (bias) {
+    parallel_for(m, std::max<int64_t>(1, 65536 / N), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = y + i * N;
+        if (accumulate)
+          for (int64_t n = 0; n < N; ++n) row[n] += bias[n];
+        else
+          std::copy_n(bias, N, row);
+      }
+    });
+  }
+  const float beta = accumulate || bias ? 1.f : 0.f;
   if (w.dtype == DType::kF32) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(N), int(K), 1.f, x, int(K),
                 static_cast<const float*>(w.data), int(K), beta, y, int(N));
@@ -77,12 +95,6 @@ void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bia
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(rows), int(K), 1.f, x, int(K),
                   widened.data(), int(K), beta, y + n0, int(N));
     }
-  }
-  if (bias) {
-    parallel_for(m, std::max<int64_t>(1, 65536 / N), [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i)
-        for (int64_t n = 0; n < N; ++n) y[i * N + n] += bias[n];
-    });
   }
 }
 
@@ -332,7 +344,10 @@ void attention_blocked(const float* q, int64_t q_len, int64_t q_stride, const fl
 void attention_single_query(const float* q, const float* k, const float* v, int64_t visible, int64_t kv_stride,
                             int64_t heads, int64_t head_dim, float* out) {
   const float scale = 1.0f / std::sqrt(float(head_dim));
-  const int shares = int(std::min<int64_t>(ThreadPool::global().size(), std::max<int64_t>(1, visible / 64)));
+  // Key ranges per thread only once the cache is large enough to pay for the hand-over.
+  const int shares = visible * heads * head_dim < kMinParallelValues
+                         ? 1
+                         : int(std::min<int64_t>(ThreadPool::global().size(), std::max<int64_t>(1, visible / 64)));
   struct Partial {
     std::vector<float> max, sum, accum;  // [H], [H], [H, D]
   };

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "inference/core/thread_pool.h"
+#include "inference/cpu/ops.h"
 
 namespace cubeforge::shape_kernels {
 
@@ -20,6 +22,34 @@ bool has_avx512() {
 }
 
 }  // namespace
+
+void fourier_embed_scalar(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
+                          int64_t count, float* out) {
+  const int64_t F = num_freqs;
+  const int64_t dim = 3 * (2 * F + 1);
+  const float pi = std::numbers::pi_v<float>;
+  parallel_for_each(count, count * F > 4096, [&](int64_t p) {
+    const float* xyz = points + p * 3;
+    float* row = out + p * dim;
+    float* cosines = row + 3;
+    float* sines = row + 3 + 3 * F;
+    for (int i = 0; i < 3; ++i) {
+      row[i] = xyz[i];
+      const float phase = xyz[i] * 0.5f * pi;  // (p·0.5)·π in float32, the reference's order
+      for (int64_t f = 0; f < F; ++f) {
+        const float modulated = xyz[i] * weight[i * F + f];
+        const float carried = phase + carrier[f];
+        cosines[i * F + f] = std::cos(modulated) + std::cos(carried);
+        sines[i * F + f] = std::sin(modulated) + std::sin(carried);
+      }
+    }
+  });
+}
+
+void layer_norm_scalar(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias,
+                       float* y) {
+  cpu::layer_norm(x, rows, n, eps, weight, bias, y);
+}
 
 void softmax_rows_scalar(float* scores, int64_t rows, int64_t n, float scale) {
   parallel_for_each(rows, rows * n > 16384, [&](int64_t r) {
@@ -43,6 +73,23 @@ void gelu_erf_scalar(float* x, int64_t n) {
 
 void silu_scalar(float* x, int64_t n) {
   parallel_for_each(n, n > 65536, [&](int64_t i) { x[i] = x[i] / (1.0f + std::exp(-x[i])); });
+}
+
+void fourier_embed(const float* weight, const float* carrier, int64_t num_freqs, const float* points, int64_t count,
+                   float* out) {
+  if (count <= 0) return;
+  if (has_avx512())
+    fourier_embed_avx512(weight, carrier, num_freqs, points, count, out);
+  else
+    fourier_embed_scalar(weight, carrier, num_freqs, points, count, out);
+}
+
+void layer_norm(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias, float* y) {
+  if (rows <= 0 || n <= 0) return;
+  if (has_avx512())
+    layer_norm_avx512(x, rows, n, eps, weight, bias, y);
+  else
+    layer_norm_scalar(x, rows, n, eps, weight, bias, y);
 }
 
 void softmax_rows(float* scores, int64_t rows, int64_t n, float scale) {

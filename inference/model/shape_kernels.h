@@ -1,17 +1,33 @@
-// Elementwise kernels of the occupancy hot path: row softmax, exact-erf GELU, SiLU.
+// Elementwise kernels of the occupancy hot path: the Fourier embedding of query
+// points, row softmax, exact-erf GELU, SiLU.
 //
 // An occupancy query spends as much time in exp (softmax over 1024 latents per
 // head) and erf (the 4·width MLP) as in its matrix products when those run
 // through libm one value at a time. These kernels evaluate 16 lanes at once
 // on AVX-512 (chosen at run time; other CPUs take the scalar libm path). The
-// vector exp is Cephes' single-precision polynomial (about 1 ulp) and erf is
-// Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7), so results agree
-// with the scalar path to float32 rounding.
+// vector exp, sin and cos are Cephes' single-precision polynomials (about 1 ulp
+// for the arguments these layers see) and erfc is a Chebyshev fit (fractional
+// error below 1.2e-7), so results agree with the scalar path to float32 rounding.
 #pragma once
 
 #include <cstdint>
 
 namespace cubeforge::shape_kernels {
+
+// The phase-modulated Fourier embedding of `count` points (xyz rows) with F =
+// num_freqs frequencies; out rows hold 3(2F+1) values:
+//   [x, y, z, cos(p_i·w_if) + cos(p_i·π/2 + carrier_f) (3F), the same with sin (3F)]
+// with weight [3, F] and carrier [F]; arguments are formed in float32 in the
+// reference's order. At width 64 the 96 sin/cos pairs per point cost as much as
+// the point's first matrix product when libm evaluates them one at a time.
+void fourier_embed(const float* weight, const float* carrier, int64_t num_freqs, const float* points, int64_t count,
+                   float* out);
+
+// Each of `rows` rows of n values: y = (x − mean) / sqrt(var + eps) · weight + bias
+// (weight and bias may be null). Sums run in float32 over 16 lanes, where the
+// general cpu::layer_norm sums one value at a time in double precision: the
+// occupancy decoder normalises three 64-wide rows per query point.
+void layer_norm(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias, float* y);
 
 // Each of `rows` rows of n values (row stride n) becomes softmax(scale · row).
 void softmax_rows(float* scores, int64_t rows, int64_t n, float scale);
@@ -27,6 +43,14 @@ const char* isa();
 
 // The implementations behind the dispatch, callable directly for tests. The
 // vector ones are defined in shape_kernels_avx512.cpp and need AVX-512F/DQ.
+void fourier_embed_scalar(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
+                          int64_t count, float* out);
+void fourier_embed_avx512(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
+                          int64_t count, float* out);
+void layer_norm_scalar(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias,
+                       float* y);
+void layer_norm_avx512(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias,
+                       float* y);
 void softmax_rows_scalar(float* scores, int64_t rows, int64_t n, float scale);
 void gelu_erf_scalar(float* x, int64_t n);
 void silu_scalar(float* x, int64_t n);

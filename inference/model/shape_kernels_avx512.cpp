@@ -5,8 +5,10 @@
 // GCC 12's _mm512_reduce_* helpers trip -Wmaybe-uninitialized inside its own header.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "inference/core/thread_pool.h"
 #include "inference/model/shape_kernels.h"
@@ -62,6 +64,41 @@ inline __m512 gelu16(__m512 x) {
   return _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(0.5f), x), one_plus_erf);
 }
 
+// sin(x) and cos(x) for 16 lanes: Cephes sinf/cosf. |x| = q·π/2 + r with
+// |r| ≤ π/4 (π/2 split in three parts so r is accurate for |x| up to about 8192),
+// then a polynomial each for sin r and cos r, swapped and signed by quadrant q.
+inline void sincos16(__m512 x, __m512* sine, __m512* cosine) {
+  const __m512 a = _mm512_abs_ps(x);
+  // q = round-to-even-up(|x|·4/π) / 2, as Cephes' (j + 1) & ~1.
+  const __m512i j = _mm512_and_si512(
+      _mm512_add_epi32(_mm512_cvttps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(1.27323954473516f))), _mm512_set1_epi32(1)),
+      _mm512_set1_epi32(~1));
+  const __m512 y = _mm512_cvtepi32_ps(j);
+  __m512 r = _mm512_fnmadd_ps(y, _mm512_set1_ps(0.78515625f), a);
+  r = _mm512_fnmadd_ps(y, _mm512_set1_ps(2.4187564849853515625e-4f), r);
+  r = _mm512_fnmadd_ps(y, _mm512_set1_ps(3.77489497744594108e-8f), r);
+  const __m512 z = _mm512_mul_ps(r, r);
+  __m512 s = _mm512_set1_ps(-1.9515295891e-4f);
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(8.3321608736e-3f));
+  s = _mm512_fmadd_ps(s, z, _mm512_set1_ps(-1.6666654611e-1f));
+  s = _mm512_fmadd_ps(_mm512_mul_ps(s, z), r, r);
+  __m512 c = _mm512_set1_ps(2.443315711809948e-5f);
+  c = _mm512_fmadd_ps(c, z, _mm512_set1_ps(-1.388731625493765e-3f));
+  c = _mm512_fmadd_ps(c, z, _mm512_set1_ps(4.166664568298827e-2f));
+  c = _mm512_fmadd_ps(_mm512_mul_ps(c, z), z, _mm512_fnmadd_ps(z, _mm512_set1_ps(0.5f), _mm512_set1_ps(1.f)));
+  const __m512i q = _mm512_srli_epi32(j, 1);
+  const __mmask16 swap = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
+  const __mmask16 negative_x = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __mmask16 sine_negative = _mm512_test_epi32_mask(q, _mm512_set1_epi32(2)) ^ negative_x;
+  const __mmask16 cosine_negative =
+      _mm512_test_epi32_mask(_mm512_add_epi32(q, _mm512_set1_epi32(1)), _mm512_set1_epi32(2));
+  const __m512 sin_x = _mm512_mask_blend_ps(swap, s, c);
+  const __m512 cos_x = _mm512_mask_blend_ps(swap, c, s);
+  const __m512 sign = _mm512_set1_ps(-0.f);
+  *sine = _mm512_mask_xor_ps(sin_x, sine_negative, sin_x, sign);
+  *cosine = _mm512_mask_xor_ps(cos_x, cosine_negative, cos_x, sign);
+}
+
 inline __mmask16 tail_mask(int64_t remaining) {
   return remaining >= 16 ? __mmask16(0xffff) : __mmask16((1u << remaining) - 1u);
 }
@@ -91,6 +128,65 @@ void softmax_row(float* row, int64_t n, float scale) {
 }
 
 }  // namespace
+
+void fourier_embed_avx512(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
+                          int64_t count, float* out) {
+  const int64_t F = num_freqs;
+  const int64_t dim = 3 * (2 * F + 1);
+  const __m512 half_pi = _mm512_set1_ps(0.5f * std::numbers::pi_v<float>);
+  parallel_for(count, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, F)), [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* xyz = points + p * 3;
+      float* row = out + p * dim;
+      float* cosines = row + 3;
+      float* sines = row + 3 + 3 * F;
+      for (int i = 0; i < 3; ++i) {
+        row[i] = xyz[i];
+        const __m512 coordinate = _mm512_set1_ps(xyz[i]);
+        // (p·0.5)·π in float32, the reference's order (0.5·π is exact in float32 either way).
+        const __m512 phase = _mm512_mul_ps(coordinate, half_pi);
+        for (int64_t f = 0; f < F; f += 16) {
+          const __mmask16 m = tail_mask(F - f);
+          const __m512 modulated = _mm512_mul_ps(coordinate, _mm512_maskz_loadu_ps(m, weight + i * F + f));
+          const __m512 carried = _mm512_add_ps(phase, _mm512_maskz_loadu_ps(m, carrier + f));
+          __m512 sin_modulated, cos_modulated, sin_carried, cos_carried;
+          sincos16(modulated, &sin_modulated, &cos_modulated);
+          sincos16(carried, &sin_carried, &cos_carried);
+          _mm512_mask_storeu_ps(cosines + i * F + f, m, _mm512_add_ps(cos_modulated, cos_carried));
+          _mm512_mask_storeu_ps(sines + i * F + f, m, _mm512_add_ps(sin_modulated, sin_carried));
+        }
+      }
+    }
+  });
+}
+
+void layer_norm_avx512(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias,
+                       float* y) {
+  parallel_for(rows, std::max<int64_t>(1, 32768 / n), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * n;
+      float* yr = y + r * n;
+      __m512 sum16 = _mm512_setzero_ps();
+      for (int64_t j = 0; j < n; j += 16) sum16 = _mm512_add_ps(sum16, _mm512_maskz_loadu_ps(tail_mask(n - j), xr + j));
+      const __m512 mean = _mm512_set1_ps(_mm512_reduce_add_ps(sum16) / float(n));
+      __m512 square16 = _mm512_setzero_ps();
+      for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = tail_mask(n - j);
+        const __m512 d = _mm512_maskz_sub_ps(m, _mm512_maskz_loadu_ps(m, xr + j), mean);
+        square16 = _mm512_fmadd_ps(d, d, square16);
+      }
+      const __m512 inverse =
+          _mm512_set1_ps(1.f / std::sqrt(_mm512_reduce_add_ps(square16) / float(n) + eps));
+      for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = tail_mask(n - j);
+        __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, xr + j), mean), inverse);
+        if (weight) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + j));
+        if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + j));
+        _mm512_mask_storeu_ps(yr + j, m, v);
+      }
+    }
+  });
+}
 
 void softmax_rows_avx512(float* scores, int64_t rows, int64_t n, float scale) {
   parallel_for_each(rows, rows * n > 32768, [&](int64_t r) { softmax_row(scores + r * n, n, scale); });

@@ -162,25 +162,7 @@ std::vector<float> fourier_carrier(int num_freqs) {
 // points: [P, 3]; out: [P, 3(2F+1)].
 void fourier_embed_rows(const std::vector<float>& weight, const std::vector<float>& carrier, int64_t num_freqs,
                         const float* points, int64_t count, float* out) {
-  const int64_t F = num_freqs;
-  const int64_t dim = 3 * (2 * F + 1);
-  const float pi = std::numbers::pi_v<float>;
-  parallel_for_each(count, count * F > 4096, [&](int64_t p) {
-    const float* xyz = points + p * 3;
-    float* row = out + p * dim;
-    float* cosines = row + 3;
-    float* sines = row + 3 + 3 * F;
-    for (int i = 0; i < 3; ++i) {
-      row[i] = xyz[i];
-      const float phase = xyz[i] * 0.5f * pi;  // (p·0.5)·π in float32, the reference's order
-      for (int64_t f = 0; f < F; ++f) {
-        const float modulated = xyz[i] * weight[size_t(i * F + f)];
-        const float carried = phase + carrier[size_t(f)];
-        cosines[i * F + f] = std::cos(modulated) + std::cos(carried);
-        sines[i * F + f] = std::sin(modulated) + std::sin(carried);
-      }
-    }
-  });
+  shape_kernels::fourier_embed(weight.data(), carrier.data(), num_freqs, points, count, out);
 }
 
 // Working buffers for the layer functions, grown on demand and reused.
@@ -223,7 +205,7 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
 // x += down(GELU(up(LN(x)))) over n rows.
 void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s) {
   float* normed = Scratch::sized(s.normed, n * d.width);
-  cpu::layer_norm(x, n, d.width, eps, nullptr, nullptr, normed);
+  shape_kernels::layer_norm(x, n, d.width, eps, nullptr, nullptr, normed);
   const int64_t hidden_width = mlp.up.out_features();
   float* hidden = Scratch::sized(s.hidden, n * hidden_width);
   mlp.up.apply(normed, n, hidden);
@@ -235,7 +217,7 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
                           Scratch& s) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
-  cpu::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  shape_kernels::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
   float* query = Scratch::sized(s.query, n * W);
   float* key = Scratch::sized(s.key, n * W);
   float* value = Scratch::sized(s.value, n * W);
@@ -254,7 +236,7 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
 void cross_attention_context(const CrossAttentionLayer& layer, const Dims& d, float eps, const float* context,
                              int64_t n, float* keys, float* values, Scratch& s) {
   float* normed = Scratch::sized(s.normed, n * d.width);
-  cpu::layer_norm(context, n, d.width, eps, nullptr, nullptr, normed);
+  shape_kernels::layer_norm(context, n, d.width, eps, nullptr, nullptr, normed);
   layer.key.apply(normed, n, keys);
   layer.value.apply(normed, n, values);
 }
@@ -263,7 +245,7 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
                            const float* keys, const float* values, int64_t context_len, Scratch& s) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
-  cpu::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  shape_kernels::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
   float* query = Scratch::sized(s.query, n * W);
   layer.query.apply(normed, n, query);
   float* attended = Scratch::sized(s.attended, n * W);
@@ -472,20 +454,24 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
   if (chunk == 0) return invalid(file_name(), "occupancy chunk size must be positive");
   const int64_t rows = std::min<int64_t>(int64_t(chunk), std::max<int64_t>(P, 1));
   const int64_t fourier_dim = m.config.fourier_dim();
-  std::vector<float> embedded(size_t(rows * fourier_dim));
-  std::vector<float> x(size_t(rows * W));
-  Scratch scratch;
+  // Meshing calls this thousands of times from the pool's threads, a few thousand
+  // points each. Buffers of that size are fresh pages on every allocation (page
+  // faults and zeroing were about a seventh of the occupancy time), so each thread
+  // keeps its own and grows them on demand.
+  thread_local Scratch scratch;
+  thread_local std::vector<float> embedded_buffer, x_buffer;
+  float* embedded = Scratch::sized(embedded_buffer, rows * fourier_dim);
+  float* x = Scratch::sized(x_buffer, rows * W);
   for (int64_t begin = 0; begin < P; begin += rows) {
     const int64_t n = std::min(rows, P - begin);
     fourier_embed_rows(m.occupancy_fourier_weight, m.carrier, m.config.num_freqs, points_xyz.data() + begin * 3, n,
-                       embedded.data());
+                       embedded);
     float* hidden = Scratch::sized(scratch.hidden, n * W);
-    mlp_embed(m.occupancy_query_in, m.occupancy_query_out, embedded.data(), n, hidden, x.data());
-    cross_attention_layer(m.occupancy_attention, m.dims, kDefaultLayerNormEps, x.data(), n, latents.keys.data(),
+    mlp_embed(m.occupancy_query_in, m.occupancy_query_out, embedded, n, hidden, x);
+    cross_attention_layer(m.occupancy_attention, m.dims, kDefaultLayerNormEps, x, n, latents.keys.data(),
                           latents.values.data(), latents.latent_count, scratch);
     float* normed = Scratch::sized(scratch.normed, n * W);
-    cpu::layer_norm(x.data(), n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(),
-                    normed);
+    shape_kernels::layer_norm(x, n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(), normed);
     m.occupancy_head.apply(normed, n, logits.data() + begin * out_dim);
     if (progress && !progress(begin + n, P))
       return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) + " of " +
@@ -560,7 +546,7 @@ Result<std::vector<int64_t>> ShapeTokenizer::encode(std::span<const float> surfa
     }
   }
   std::vector<float> normed(h.size());
-  cpu::layer_norm(h.data(), Q, W, c.eps, m.encoder_norm_weight.data(), m.encoder_norm_bias.data(), normed.data());
+  shape_kernels::layer_norm(h.data(), Q, W, c.eps, m.encoder_norm_weight.data(), m.encoder_norm_bias.data(), normed.data());
   const int64_t skip = c.encoder_with_cls_token ? 1 : 0;
   const int64_t T = Q - skip;
   const float* z_e = normed.data() + skip * W;
