@@ -116,6 +116,18 @@ void silu(float* x, int64_t n) {
     silu_scalar(x, n);
 }
 
+bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count) {
+  if (!has_avx512() || width <= 0 || heads <= 0 || width % heads != 0) return false;
+  const int64_t head_dim = width / heads;
+  return width % 16 == 0 && head_dim % 16 == 0 && hidden % 16 == 0 && hidden >= width && latent_count > 0;
+}
+
+void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
+                       int64_t latent_count, const float* points, int64_t count, float* logits) {
+  if (count <= 0) return;
+  occupancy_decoder_avx512(weights, keys, values, latent_count, points, count, logits);
+}
+
 const char* isa() { return has_avx512() ? "avx512" : "scalar"; }
 
 }  // namespace cubeforge::shape_kernels

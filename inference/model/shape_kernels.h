@@ -38,6 +38,41 @@ void gelu_erf(float* x, int64_t n);
 // x = x / (1 + exp(-x)) over n values.
 void silu(float* x, int64_t n);
 
+// The occupancy decoder, fused: for each query point, Fourier embedding →
+// query_in (SiLU) → query_out → one cross-attention layer over prepared latent
+// keys/values (LN → c_q → softmax attention → c_proj, then LN → up → GELU →
+// down, both residual) → ln_f → a single-logit head. Blocks of a few dozen
+// points run every step in cache with register-blocked products, where the
+// layer-at-a-time path sends thin matrices through BLAS (packing, clearing and
+// a hand-over per product, a third of its time at width 64). Linear weights are
+// float32 stored transposed, [in, out]; biases may be null.
+struct OccupancyDecoderWeights {
+  int64_t width = 0, heads = 0, hidden = 0, num_freqs = 0;
+  float layer_eps = 0.f;  // the cross-attention layer's two LayerNorms
+  float final_eps = 0.f;  // ln_f
+  const float* fourier_weight = nullptr;  // [3, F]
+  const float* carrier = nullptr;         // [F]
+  const float *query_in = nullptr, *query_in_bias = nullptr;    // [3(2F+1), W]
+  const float *query_out = nullptr, *query_out_bias = nullptr;  // [W, W]
+  const float *query = nullptr, *query_bias = nullptr;          // [W, W]
+  const float *proj = nullptr, *proj_bias = nullptr;            // [W, W]
+  const float *up = nullptr, *up_bias = nullptr;                // [W, hidden]
+  const float *down = nullptr, *down_bias = nullptr;            // [hidden, W]
+  const float *final_norm_weight = nullptr, *final_norm_bias = nullptr;  // [W]
+  const float* head = nullptr;  // [W]
+  float head_bias = 0.f;
+};
+
+// Whether occupancy_decoder can run these sizes on this CPU: AVX-512, and the
+// width, head size and hidden width (at least the width) multiples of 16.
+bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count);
+
+// logits[p] for `count` points (xyz rows); keys/values [latent_count, W].
+void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
+                       int64_t latent_count, const float* points, int64_t count, float* logits);
+void occupancy_decoder_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
+                              int64_t latent_count, const float* points, int64_t count, float* logits);
+
 // The instruction set these kernels use on this CPU ("avx512" or "scalar").
 const char* isa();
 

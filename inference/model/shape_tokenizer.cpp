@@ -17,6 +17,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/ops.h"
@@ -267,6 +268,17 @@ Error invalid(const std::string& file, const std::string& what) {
 
 }  // namespace
 
+// [N, K] weights in any stored precision → float32 [K, N].
+std::vector<float> transposed_f32(const cpu::WeightMatrix& w) {
+  std::vector<float> rows(size_t(w.rows * w.cols)), out(rows.size());
+  cpu::widen_rows(w, 0, w.rows, rows.data());
+  for (int64_t n = 0; n < w.rows; ++n)
+    for (int64_t k = 0; k < w.cols; ++k) out[size_t(k * w.rows + n)] = rows[size_t(n * w.cols + k)];
+  return out;
+}
+
+const float* bias_or_null(const std::vector<float>& bias) { return bias.empty() ? nullptr : bias.data(); }
+
 struct ShapeTokenizer::Model {
   SafetensorsFile file;
   ShapeModelConfig config;
@@ -289,6 +301,14 @@ struct ShapeTokenizer::Model {
   std::vector<float> occupancy_norm_weight, occupancy_norm_bias;  // [W]
   Linear occupancy_head;  // W → out_dim
 
+  // The fused occupancy decoder's float32 [in, out] copies of the weights above,
+  // when the CPU and the sizes allow it (shape_kernels::occupancy_decoder).
+  struct FusedOccupancy {
+    std::vector<float> query_in, query_out, query, proj, up, down, head;
+    shape_kernels::OccupancyDecoderWeights weights;
+  };
+  std::optional<FusedOccupancy> fused_occupancy;
+
   // Encoder.
   std::vector<float> encoder_fourier_weight;  // [3, F]
   std::vector<float> encoder_query;           // [T (+1 cls), W]
@@ -302,6 +322,47 @@ struct ShapeTokenizer::Model {
 };
 
 ShapeTokenizer::ShapeTokenizer(std::unique_ptr<Model> model) : model_(std::move(model)) {}
+
+void ShapeTokenizer::prepare_fused_occupancy(Model& m) {
+  const CrossAttentionLayer& attention = m.occupancy_attention;
+  const int64_t hidden = attention.mlp.up.out_features();
+  if (m.occupancy_head.out_features() != 1 ||
+      !shape_kernels::occupancy_decoder_supported(m.dims.width, m.dims.heads, hidden, m.config.latents))
+    return;
+  auto& fused = m.fused_occupancy.emplace();
+  fused.query_in = transposed_f32(m.occupancy_query_in.weight);
+  fused.query_out = transposed_f32(m.occupancy_query_out.weight);
+  fused.query = transposed_f32(attention.query.weight);
+  fused.proj = transposed_f32(attention.proj.weight);
+  fused.up = transposed_f32(attention.mlp.up.weight);
+  fused.down = transposed_f32(attention.mlp.down.weight);
+  fused.head = transposed_f32(m.occupancy_head.weight);
+  shape_kernels::OccupancyDecoderWeights& w = fused.weights;
+  w.width = m.dims.width;
+  w.heads = m.dims.heads;
+  w.hidden = hidden;
+  w.num_freqs = m.config.num_freqs;
+  w.layer_eps = kDefaultLayerNormEps;
+  w.final_eps = m.config.eps;
+  w.fourier_weight = m.occupancy_fourier_weight.data();
+  w.carrier = m.carrier.data();
+  w.query_in = fused.query_in.data();
+  w.query_in_bias = bias_or_null(m.occupancy_query_in.bias);
+  w.query_out = fused.query_out.data();
+  w.query_out_bias = bias_or_null(m.occupancy_query_out.bias);
+  w.query = fused.query.data();
+  w.query_bias = bias_or_null(attention.query.bias);
+  w.proj = fused.proj.data();
+  w.proj_bias = bias_or_null(attention.proj.bias);
+  w.up = fused.up.data();
+  w.up_bias = bias_or_null(attention.mlp.up.bias);
+  w.down = fused.down.data();
+  w.down_bias = bias_or_null(attention.mlp.down.bias);
+  w.final_norm_weight = m.occupancy_norm_weight.data();
+  w.final_norm_bias = m.occupancy_norm_bias.data();
+  w.head = fused.head.data();
+  w.head_bias = m.occupancy_head.bias.empty() ? 0.f : m.occupancy_head.bias[0];
+}
 ShapeTokenizer::ShapeTokenizer(ShapeTokenizer&&) noexcept = default;
 ShapeTokenizer& ShapeTokenizer::operator=(ShapeTokenizer&&) noexcept = default;
 ShapeTokenizer::~ShapeTokenizer() = default;
@@ -370,6 +431,7 @@ Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const Sha
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_weight, bind.vector("occupancy_decoder.ln_f.weight"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_bias, bind.vector("occupancy_decoder.ln_f.bias"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_head, bind.linear("occupancy_decoder.c_head"));
+  prepare_fused_occupancy(m);
 
   CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_fourier_weight, bind.vector("encoder.embedder.weight"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.encoder_query, bind.vector("encoder.query"));
@@ -393,6 +455,7 @@ Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const Sha
 }
 
 const ShapeModelConfig& ShapeTokenizer::config() const { return model_->config; }
+bool ShapeTokenizer::fused_occupancy_available() const { return model_->fused_occupancy.has_value(); }
 const std::string& ShapeTokenizer::file_name() const { return model_->file.name(); }
 const std::vector<float>& ShapeTokenizer::codebook() const { return model_->codebook; }
 
@@ -453,6 +516,17 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
                                     std::to_string(P) + " points × " + std::to_string(out_dim) + " outputs");
   if (chunk == 0) return invalid(file_name(), "occupancy chunk size must be positive");
   const int64_t rows = std::min<int64_t>(int64_t(chunk), std::max<int64_t>(P, 1));
+  if (m.fused_occupancy && use_fused_occupancy_) {
+    for (int64_t begin = 0; begin < P; begin += rows) {
+      const int64_t n = std::min(rows, P - begin);
+      shape_kernels::occupancy_decoder(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
+                                       latents.latent_count, points_xyz.data() + begin * 3, n, logits.data() + begin);
+      if (progress && !progress(begin + n, P))
+        return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) +
+                                                     " of " + std::to_string(P) + " points");
+    }
+    return ok_status();
+  }
   const int64_t fourier_dim = m.config.fourier_dim();
   // Meshing calls this thousands of times from the pool's threads, a few thousand
   // points each. Buffers of that size are fresh pages on every allocation (page

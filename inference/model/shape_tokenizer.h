@@ -84,6 +84,12 @@ class ShapeTokenizer {
   Status occupancy(std::span<const float> latents, std::span<const float> points_xyz, std::span<float> logits,
                    size_t chunk = 8192) const;
 
+  // Whether occupancy() runs the fused decoder (shape_kernels::occupancy_decoder)
+  // on this CPU for this model: AVX-512, a single logit, sizes in multiples of
+  // 16. Otherwise, or when switched off, it runs a layer at a time through BLAS.
+  bool fused_occupancy_available() const;
+  void set_fused_occupancy(bool enabled) { use_fused_occupancy_ = enabled; }
+
   // The occupancy decoder's phase-modulated Fourier embedding: [P, 3(2F+1)]
   // for the P = size / 3 whole points given.
   std::vector<float> fourier_embed(std::span<const float> points_xyz) const;
@@ -96,7 +102,9 @@ class ShapeTokenizer {
 
  private:
   explicit ShapeTokenizer(std::unique_ptr<Model> model);
+  static void prepare_fused_occupancy(Model& m);
   std::unique_ptr<Model> model_;
+  bool use_fused_occupancy_ = true;
 };
 
 // Query points of the dense grid the reference meshes: (2^resolution_base + 1)³

@@ -88,6 +88,21 @@ Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::stri
   return model.gpt().project_condition(hidden, normalized_bbox ? normalized_bbox->data() : nullptr);
 }
 
+Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
+                           std::span<const float> points, std::span<float> logits) {
+  const int64_t count = int64_t(points.size() / 3);
+  const int64_t slices = std::clamp<int64_t>(count / 512, 1, cpu::thread_count());
+  std::vector<Status> statuses(static_cast<size_t>(slices), ok_status());
+  parallel_for_each(slices, slices > 1, [&](int64_t i) {
+    const int64_t begin = count * i / slices, end = count * (i + 1) / slices;
+    statuses[size_t(i)] = shape.occupancy(prepared, points.subspan(size_t(begin) * 3, size_t(end - begin) * 3),
+                                          logits.subspan(size_t(begin), size_t(end - begin)));
+  });
+  for (Status& status : statuses)
+    if (!status.ok()) return status;
+  return ok_status();
+}
+
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
                                         const MeshingOptions& options, const GenerationEventSink& events,
                                         const std::atomic<bool>* cancel) {
@@ -112,23 +127,10 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   StageClock occupancy_clock(events, Stage::kOccupancy);
   GridSpec spec;
   spec.resolution = options.resolution;
-  // One slice of each batch per thread, each slice through single-threaded BLAS: at small
-  // widths (the built-in model's 64) most of the time otherwise went to handing thin
-  // matrix products between OpenBLAS's threads and the pool's.
   std::optional<cpu::SingleThreadedBlas> single_threaded_blas;
   single_threaded_blas.emplace();
   FieldFunction field = [&](std::span<const float> points, std::span<float> values) -> Status {
-    const int64_t count = int64_t(points.size() / 3);
-    const int64_t slices = std::clamp<int64_t>(count / 512, 1, cpu::thread_count());
-    std::vector<Status> statuses(static_cast<size_t>(slices), ok_status());
-    parallel_for_each(slices, slices > 1, [&](int64_t i) {
-      const int64_t begin = count * i / slices, end = count * (i + 1) / slices;
-      statuses[size_t(i)] = shape.occupancy(prepared, points.subspan(size_t(begin) * 3, size_t(end - begin) * 3),
-                                            values.subspan(size_t(begin), size_t(end - begin)));
-    });
-    for (Status& status : statuses)
-      if (!status.ok()) return status;
-    return ok_status();
+    return occupancy_in_slices(shape, prepared, points, values);
   };
   FieldEvaluationOptions evaluation;
   evaluation.chunk_points = 8192;

@@ -104,6 +104,14 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
                                         const MeshingOptions& options, const GenerationEventSink& events = {},
                                         const std::atomic<bool>* cancel = nullptr);
 
+// Occupancy logits for many points, as meshing asks for them: one slice per
+// thread, each through single-threaded BLAS (hold a cpu::SingleThreadedBlas
+// around the calls). At small widths (the built-in model's 64) handing thin
+// matrix products between OpenBLAS's threads and the pool's otherwise cost
+// most of the time.
+Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
+                           std::span<const float> points, std::span<float> logits);
+
 // The condition rows for a prompt: text_proj(CLIP(prompt)) (+ bbox token).
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
                                          const std::optional<std::array<float, 3>>& normalized_bbox);

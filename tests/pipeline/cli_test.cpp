@@ -79,7 +79,26 @@ TEST(Cli, UnknownExtensionIsRejectedBeforeWork) {
 TEST(Cli, HelpListsTheCommands) {
   auto r = run("--help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* command : {"generate", "tokenize", "bench"}) EXPECT_NE(r.out.find(command), std::string::npos);
+  for (const char* command : {"generate", "tokenize", "bench", "bench-occupancy"}) EXPECT_NE(r.out.find(command), std::string::npos);
+}
+
+// The benchmark's figures are not checked (timing belongs to benchmarks, not
+// tests); its report is, and the two decoder paths must agree on the logits.
+TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
+  auto r = run("bench-occupancy --points 3000 --repeats 1 --json");  // the built-in model
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  ASSERT_TRUE(report["paths"].contains("layered")) << r.out;
+  EXPECT_GT(report["paths"]["layered"]["points_per_second"].get<double>(), 0.0);
+  EXPECT_GT(report["flops_per_point"].get<double>(), 0.0);
+  if (report["isa"] == "avx512") {
+    ASSERT_TRUE(report["paths"].contains("fused")) << r.out;
+    // Logits are O(10); the paths differ only in float32 rounding order.
+    EXPECT_LT(report["largest_logit_difference"].get<double>(), 1e-3);
+  }
+  auto bad = run("bench-occupancy --model /nonexistent-model-dir --points 10");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("nonexistent-model-dir"), std::string::npos) << bad.out;
 }
 
 TEST(Cli, TokenizeRoundTripsAMesh) {

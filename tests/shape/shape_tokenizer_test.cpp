@@ -65,7 +65,7 @@ struct Oracle {
 };
 
 // Loaded once for the whole suite; empty when the fixtures are absent.
-const Oracle* oracle(std::string* why_missing) {
+Oracle* oracle(std::string* why_missing) {
   static std::optional<Oracle> loaded;
   static std::string missing;
   static bool tried = false;
@@ -118,7 +118,22 @@ class ShapeOracleTest : public ::testing::Test {
   }
   const ShapeTokenizer& tokenizer() const { return oracle_->tokenizer; }
 
-  const Oracle* oracle_ = nullptr;
+  // Runs `check` once per occupancy path this CPU has (fused, then layer at a
+  // time), naming the path; the fused one is on again afterwards.
+  template <typename Check>
+  void for_each_occupancy_path(Check check) {
+    ShapeTokenizer& t = oracle_->tokenizer;
+    if (std::string(shape_kernels::isa()) == "avx512")
+      EXPECT_TRUE(t.fused_occupancy_available()) << "the fixture's sizes fit the fused decoder";
+    for (bool fused : {true, false}) {
+      if (fused && !t.fused_occupancy_available()) continue;
+      t.set_fused_occupancy(fused);
+      check(fused ? "fused" : "layered");
+    }
+    t.set_fused_occupancy(true);
+  }
+
+  Oracle* oracle_ = nullptr;
 };
 
 TEST_F(ShapeOracleTest, InferredConfigurationMatchesYaml) {
@@ -162,22 +177,27 @@ TEST_F(ShapeOracleTest, OccupancyMatchesReferenceInAnyChunking) {
   const auto reference = expected("decode.occupancy_logits");
   auto prepared = tokenizer().prepare_latents(latents);
   ASSERT_TRUE(prepared.ok()) << prepared.error().to_string();
-  for (size_t chunk : {size_t(8192), size_t(1000), size_t(7)}) {
-    std::vector<float> logits(points.size() / 3);
-    auto status = tokenizer().occupancy(*prepared, points, logits, chunk);
-    ASSERT_TRUE(status.ok()) << status.error().to_string();
-    EXPECT_TRUE(close_to("decode.occupancy_logits (chunk " + std::to_string(chunk) + ")", logits, reference));
-  }
+  for_each_occupancy_path([&](const std::string& path) {
+    for (size_t chunk : {size_t(8192), size_t(1000), size_t(7)}) {
+      std::vector<float> logits(points.size() / 3);
+      auto status = tokenizer().occupancy(*prepared, points, logits, chunk);
+      ASSERT_TRUE(status.ok()) << status.error().to_string();
+      EXPECT_TRUE(close_to("decode.occupancy_logits (" + path + ", chunk " + std::to_string(chunk) + ")", logits,
+                           reference));
+    }
+  });
 }
 
 TEST_F(ShapeOracleTest, GridLogitsMatchReference) {
   const auto reference = expected("decode.grid_logits_r5");
   const auto points = dense_grid_points(5);
   ASSERT_EQ(points.size() / 3, reference.size());
-  std::vector<float> logits(reference.size());
-  auto status = tokenizer().occupancy(std::span<const float>(expected("decode.latents")), points, logits);
-  ASSERT_TRUE(status.ok()) << status.error().to_string();
-  EXPECT_TRUE(close_to("decode.grid_logits_r5", logits, reference));
+  for_each_occupancy_path([&](const std::string& path) {
+    std::vector<float> logits(reference.size());
+    auto status = tokenizer().occupancy(std::span<const float>(expected("decode.latents")), points, logits);
+    ASSERT_TRUE(status.ok()) << status.error().to_string();
+    EXPECT_TRUE(close_to("decode.grid_logits_r5 (" + path + ")", logits, reference));
+  });
 }
 
 TEST_F(ShapeOracleTest, EncodeMatchesReference) {
