@@ -116,10 +116,13 @@ void silu(float* x, int64_t n) {
     silu_scalar(x, n);
 }
 
-bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count) {
-  if (!has_avx512() || width <= 0 || heads <= 0 || width % heads != 0) return false;
+bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count,
+                                 int64_t num_freqs) {
+  if (!has_avx512() || width <= 0 || heads <= 0 || width % heads != 0 || num_freqs <= 0) return false;
   const int64_t head_dim = width / heads;
-  return width % 16 == 0 && head_dim % 16 == 0 && hidden % 16 == 0 && hidden >= width && latent_count > 0;
+  const int64_t weights = 3 * (2 * num_freqs + 1) * width + 3 * width * width + 2 * width * hidden + width;
+  return width % 16 == 0 && head_dim % 16 == 0 && hidden % 16 == 0 && hidden >= width && latent_count > 0 &&
+         weights <= kOccupancyDecoderMaxWeights;
 }
 
 void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,

@@ -63,9 +63,15 @@ struct OccupancyDecoderWeights {
   float head_bias = 0.f;
 };
 
-// Whether occupancy_decoder can run these sizes on this CPU: AVX-512, and the
-// width, head size and hidden width (at least the width) multiples of 16.
-bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count);
+// Whether occupancy_decoder can run these sizes on this CPU, and pays off:
+// AVX-512; width, head size and hidden width (at least the width) multiples of
+// 16; and weights that stay in a core's L2 cache (kOccupancyDecoderMaxWeights),
+// since every block of points reads them all again. Wider decoders (the real
+// Cube models' 768) run faster through BLAS, which blocks its products for the
+// cache.
+constexpr int64_t kOccupancyDecoderMaxWeights = int64_t(1) << 18;  // float32 values, 1 MB
+bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count,
+                                 int64_t num_freqs);
 
 // logits[p] for `count` points (xyz rows); keys/values [latent_count, W].
 void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,

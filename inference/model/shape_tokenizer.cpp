@@ -327,7 +327,8 @@ void ShapeTokenizer::prepare_fused_occupancy(Model& m) {
   const CrossAttentionLayer& attention = m.occupancy_attention;
   const int64_t hidden = attention.mlp.up.out_features();
   if (m.occupancy_head.out_features() != 1 ||
-      !shape_kernels::occupancy_decoder_supported(m.dims.width, m.dims.heads, hidden, m.config.latents))
+      !shape_kernels::occupancy_decoder_supported(m.dims.width, m.dims.heads, hidden, m.config.latents,
+                                                  m.config.num_freqs))
     return;
   auto& fused = m.fused_occupancy.emplace();
   fused.query_in = transposed_f32(m.occupancy_query_in.weight);

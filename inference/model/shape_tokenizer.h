@@ -86,7 +86,9 @@ class ShapeTokenizer {
 
   // Whether occupancy() runs the fused decoder (shape_kernels::occupancy_decoder)
   // on this CPU for this model: AVX-512, a single logit, sizes in multiples of
-  // 16. Otherwise, or when switched off, it runs a layer at a time through BLAS.
+  // 16, a decoder small enough for the L2 cache (the built-in model's, not the
+  // real Cube models'). Otherwise, or when switched off, it runs a layer at a
+  // time through BLAS.
   bool fused_occupancy_available() const;
   void set_fused_occupancy(bool enabled) { use_fused_occupancy_ = enabled; }
 

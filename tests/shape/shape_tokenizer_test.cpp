@@ -123,8 +123,9 @@ class ShapeOracleTest : public ::testing::Test {
   template <typename Check>
   void for_each_occupancy_path(Check check) {
     ShapeTokenizer& t = oracle_->tokenizer;
-    if (std::string(shape_kernels::isa()) == "avx512")
+    if (std::string(shape_kernels::isa()) == "avx512") {
       EXPECT_TRUE(t.fused_occupancy_available()) << "the fixture's sizes fit the fused decoder";
+    }
     for (bool fused : {true, false}) {
       if (fused && !t.fused_occupancy_available()) continue;
       t.set_fused_occupancy(fused);
@@ -365,6 +366,53 @@ TEST(DenseGrid, IsXMajorAndSpansTheBounds) {
   EXPECT_FLOAT_EQ(points[3 * 9 + 0], 0.f);      // x moves last
   EXPECT_FLOAT_EQ(points[3 * 26 + 0], 1.05f);
   EXPECT_FLOAT_EQ(points[3 * 26 + 1], 1.05f);
+}
+
+// The fused decoder is for decoders whose weights stay in L2; a wide one (and
+// any on a CPU without AVX-512) goes through BLAS a layer at a time.
+TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
+  const bool avx512 = std::string(shape_kernels::isa()) == "avx512";
+  ShapeModelConfig small = tiny_config();
+  small.width = 64;
+  small.heads = 4;
+  small.latents = 20;
+  small.num_freqs = 8;
+  auto small_file = random_shape_tokenizer_file(small, 11);
+  ASSERT_TRUE(small_file.ok());
+  auto small_tokenizer = ShapeTokenizer::from_file(std::move(small_file).value(), small);
+  ASSERT_TRUE(small_tokenizer.ok()) << small_tokenizer.error().to_string();
+  EXPECT_EQ(small_tokenizer->fused_occupancy_available(), avx512);
+
+  ShapeModelConfig wide = small;
+  wide.width = 256;  // 256·1024·2 MLP weights alone exceed the limit
+  auto wide_file = random_shape_tokenizer_file(wide, 12);
+  ASSERT_TRUE(wide_file.ok());
+  auto wide_tokenizer = ShapeTokenizer::from_file(std::move(wide_file).value(), wide);
+  ASSERT_TRUE(wide_tokenizer.ok()) << wide_tokenizer.error().to_string();
+  EXPECT_FALSE(wide_tokenizer->fused_occupancy_available());
+
+  ShapeModelConfig odd = small;
+  odd.width = 40;  // not a multiple of 16
+  odd.heads = 2;
+  auto odd_file = random_shape_tokenizer_file(odd, 13);
+  ASSERT_TRUE(odd_file.ok());
+  auto odd_tokenizer = ShapeTokenizer::from_file(std::move(odd_file).value(), odd);
+  ASSERT_TRUE(odd_tokenizer.ok()) << odd_tokenizer.error().to_string();
+  EXPECT_FALSE(odd_tokenizer->fused_occupancy_available());
+
+  // Where it runs, the fused decoder agrees with the layered one on random weights too.
+  if (small_tokenizer->fused_occupancy_available()) {
+    std::vector<int64_t> tokens(20);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t(i * 5 % 16);
+    auto latents = small_tokenizer->decode_tokens(tokens);
+    ASSERT_TRUE(latents.ok());
+    const std::vector<float> points = dense_grid_points(4);
+    std::vector<float> fused(points.size() / 3), layered(points.size() / 3);
+    ASSERT_TRUE(small_tokenizer->occupancy(*latents, points, fused).ok());
+    small_tokenizer->set_fused_occupancy(false);
+    ASSERT_TRUE(small_tokenizer->occupancy(*latents, points, layered).ok());
+    EXPECT_TRUE(close_to("random-weight occupancy (fused vs layered)", fused, layered));
+  }
 }
 
 // ---- The elementwise kernels (dispatched, and the scalar path) against double precision.
