@@ -1,6 +1,7 @@
 """Trains the built-in model from a fixed seed and exports a model folder the engine reads.
 
-    /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--threads 1] [--blas-threads 2]
+    /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--shapes-per-category N]
+        [--threads 1] [--blas-threads 2]
 
 Stages (each one checkpoints under OUT/checkpoints/ and is skipped or resumed when run again):
   1. data      procedural shapes (shapes.py) with captions' attributes; training shapes avoid
@@ -483,6 +484,8 @@ def main():
     ap.add_argument("--preset", choices=sorted(PRESETS), default="full")
     ap.add_argument("--steps-scale", type=float, default=1.0,
                     help="multiply every stage's step count (a quick check of a preset end to end)")
+    ap.add_argument("--shapes-per-category", type=int,
+                    help="training shapes per category instead of the preset's (data is generated once per OUT)")
     ap.add_argument("--threads", type=int, default=1,
                     help="PyTorch intra-op threads (default 1: with OpenBLAS already on both cores, a second "
                          "PyTorch thread made steps 1.6-2x slower on the 2-core machine; README.md)")
@@ -495,6 +498,8 @@ def main():
     p = dict(PRESETS[args.preset])
     for key in ("ae_warm_steps", "ae_vq_steps", "gpt_steps"):
         p[key] = max(1, int(round(p[key] * args.steps_scale)))
+    if args.shapes_per_category:
+        p["shapes_per_category"] = args.shapes_per_category
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
     os.makedirs(work, exist_ok=True)
