@@ -6,6 +6,7 @@
 #include <limits>
 #include <numbers>
 
+#include "inference/core/result.h"
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/ops.h"
 
@@ -128,6 +129,9 @@ bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, i
 void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
                        int64_t latent_count, const float* points, int64_t count, float* logits) {
   if (count <= 0) return;
+  CUBEFORGE_CHECK(occupancy_decoder_supported(weights.width, weights.heads, weights.hidden, latent_count,
+                                              weights.num_freqs),
+                  "the fused occupancy decoder was called where occupancy_decoder_supported() says no");
   occupancy_decoder_avx512(weights, keys, values, latent_count, points, count, logits);
 }
 

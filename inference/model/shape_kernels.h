@@ -73,7 +73,8 @@ constexpr int64_t kOccupancyDecoderMaxWeights = int64_t(1) << 18;  // float32 va
 bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count,
                                  int64_t num_freqs);
 
-// logits[p] for `count` points (xyz rows); keys/values [latent_count, W].
+// logits[p] for `count` points (xyz rows); keys/values [latent_count, W]. Only
+// where occupancy_decoder_supported() says yes (checked: anything else stops).
 void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
                        int64_t latent_count, const float* points, int64_t count, float* logits);
 void occupancy_decoder_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
