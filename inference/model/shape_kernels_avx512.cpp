@@ -2,8 +2,10 @@
 // only when the CPU has them; see shape_kernels.h for the accuracy argument).
 #include <immintrin.h>
 
-// GCC 12's _mm512_reduce_* helpers trip -Wmaybe-uninitialized inside its own header.
+// GCC 12's _mm512_reduce_* helpers trip -W(maybe-)uninitialized inside its own header
+// (they start from _mm256_undefined_pd()).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 #include <algorithm>
 #include <cmath>
