@@ -39,8 +39,10 @@ struct PreparedLatents {
   std::vector<float> values;  // [S, W] c_v(LN(latents))
 };
 
-// Every method is const and keeps its working memory local: a tokenizer holds
-// no mutable state once loaded.
+// Every query method is const and safe to call from many threads at once: the
+// weights do not change once loaded, and occupancy() keeps its working buffers
+// per thread. Only set_fused_occupancy() changes the tokenizer (call it before
+// sharing one).
 class ShapeTokenizer {
  public:
   // Opens MODEL/shape_tokenizer.safetensors (kept mapped while the tokenizer
