@@ -5,10 +5,6 @@
 #   builtin_model_check.sh REPO_ROOT CUBEFORGE_CLI VOCAB_CHECK ENGINE_TOKENS
 set -euo pipefail
 repo=$1 cli=$2 vocab_check=$3 engine_tokens=$4
-python=/usr/bin/python3
-if ! "$python" -c "import torch, numpy, yaml" 2>/dev/null; then
-  echo "SKIP: $python cannot import torch, numpy and yaml; install them with tools/train/setup.sh"
-  exit 77
-fi
+source "$repo/tests/train/require_torch.sh"
 exec "$python" "$repo/tests/train/compare_with_engine.py" "$repo/assets/model" "$cli" "$vocab_check" \
   "$engine_tokens" --reference "$repo/tests/pipeline/builtin_model_reference.json"

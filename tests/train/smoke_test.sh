@@ -5,11 +5,7 @@
 #   smoke_test.sh REPO_ROOT CUBEFORGE_CLI VOCAB_CHECK ENGINE_TOKENS
 set -euo pipefail
 repo=$1 cli=$2 vocab_check=$3 engine_tokens=$4
-python=/usr/bin/python3
-if ! "$python" -c "import torch, numpy, yaml" 2>/dev/null; then
-  echo "SKIP: $python cannot import torch, numpy and yaml; install them with tools/train/setup.sh"
-  exit 77
-fi
+source "$repo/tests/train/require_torch.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 nice -n 10 "$python" "$repo/tools/train/train.py" "$work/model" --preset smoke --threads 1 | tail -n 3
