@@ -101,6 +101,25 @@ TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
   EXPECT_NE(bad.out.find("nonexistent-model-dir"), std::string::npos) << bad.out;
 }
 
+// Coarse-to-fine must classify every grid point as the dense grid does on a
+// shape the built-in model generates, and evaluate fewer points doing it.
+TEST(Cli, MeshingBenchFindsTheDenseSurface) {
+  auto r = run("bench-meshing --prompt 'a tall chair' --prompt 'a mug' --resolution 6 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  ASSERT_EQ(report["prompts"].size(), 2u) << r.out;
+  for (const auto& row : report["prompts"]) {
+    EXPECT_EQ(row["sign_disagreements"].get<int64_t>(), 0) << row.dump();
+    EXPECT_LT(row["evaluated_points"].get<int64_t>(), row["dense_points"].get<int64_t>()) << row.dump();
+    int64_t per_level = 0;
+    for (const auto& level : row["levels"]) per_level += level["evaluated_points"].get<int64_t>();
+    EXPECT_EQ(per_level, row["evaluated_points"].get<int64_t>()) << row.dump();
+  }
+  auto no_prompt = run("bench-meshing");
+  EXPECT_NE(no_prompt.exit_code, 0);
+  EXPECT_NE(no_prompt.out.find("--prompt"), std::string::npos) << no_prompt.out;
+}
+
 TEST(Cli, TokenizeRoundTripsAMesh) {
   CUBEFORGE_REQUIRE_ORACLE();
   const auto mesh = scratch("input.obj");
