@@ -1,6 +1,6 @@
 """Trains the built-in model from a fixed seed and exports a model folder the engine reads.
 
-    /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--shapes-per-category N]
+    /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--shapes-per-category N] [--ae-fourier-std S]
         [--threads 1] [--blas-threads 2]
 
 Stages (each one checkpoints under OUT/checkpoints/ and is skipped or resumed when run again):
@@ -243,6 +243,9 @@ def kmeans_codebook(model, data, train_idx, p, rng, iterations=15):
 def train_autoencoder(work, data, p):
     ckpt = os.path.join(work, "ae.pt")
     model = models.ShapeAutoEncoder(p["ae"])
+    if p.get("ae_fourier_std"):
+        with torch.no_grad():
+            model.embedder.weight.normal_(0.0, p["ae_fourier_std"])
     opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
     state = {"stage": "ae_warm", "step": 0}
     rng = np.random.default_rng(SEED + 2)
@@ -486,6 +489,9 @@ def main():
                     help="multiply every stage's step count (a quick check of a preset end to end)")
     ap.add_argument("--shapes-per-category", type=int,
                     help="training shapes per category instead of the preset's (data is generated once per OUT)")
+    ap.add_argument("--ae-fourier-std", type=float,
+                    help="initialise the autoencoder's Fourier frequencies with this standard deviation instead of "
+                         "sqrt(num_freqs / 2) (README.md: 8 lets one shape be fitted far better)")
     ap.add_argument("--threads", type=int, default=1,
                     help="PyTorch intra-op threads (default 1: with OpenBLAS already on both cores, a second "
                          "PyTorch thread made steps 1.6-2x slower on the 2-core machine; README.md)")
@@ -500,6 +506,8 @@ def main():
         p[key] = max(1, int(round(p[key] * args.steps_scale)))
     if args.shapes_per_category:
         p["shapes_per_category"] = args.shapes_per_category
+    if args.ae_fourier_std:
+        p["ae_fourier_std"] = args.ae_fourier_std
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
     os.makedirs(work, exist_ok=True)

@@ -1,0 +1,142 @@
+"""Trains the autoencoder's unquantised stage alone, for comparing sizes and settings.
+
+    /usr/bin/python3 tools/train/ablate.py DATA.npz OUT.json [--steps 2000] [--set width=128 ...]
+
+DATA.npz is a recipe's `checkpoints/data.npz`, so every variant sees the same shapes. `--set`
+overrides a key of the preset's `ae` config (width, num_freqs, num_encoder_latents, ...) or a
+training key (ae_batch, ae_lr, ae_encoder_points, ae_queries); values are JSON. The run uses a
+full cosine schedule over `--steps` and writes its curve and final figures to OUT.json:
+held-out IoU over the training query mix (as in curves_ae.csv) and held-out volumetric IoU over
+uniform points (as evaluate.py reports it, here without quantisation), per category too.
+The quantised stage usually costs a few hundredths of IoU on top; variants are compared here
+before one is worth a whole recipe.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+if __name__ == "__main__":
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import captions  # noqa: E402
+import models  # noqa: E402
+import shapes  # noqa: E402
+import train  # noqa: E402
+
+
+@torch.no_grad()
+def volumetric_iou(model, rng, per_category):
+    """Fresh shapes of every category's held-out attribute combination, encoded from 2048
+    surface points and decoded at 20,000 uniform points."""
+    model.eval()
+    scores = {}
+    for name in shapes.CATEGORIES:
+        for _ in range(per_category):
+            attrs = shapes.random_attributes(name, rng)
+            attrs["height"], attrs["width"] = captions.HELD_OUT_COMBOS[name]
+            field = shapes.occupancy_field(name, attrs, rng)
+            s = shapes.sample_shape(field, rng, surface_points=2048, query_points=256)
+            uniform = rng.uniform(-shapes.QUERY_BOUND, shapes.QUERY_BOUND, size=(20000, 3)).astype(np.float32)
+            truth = field(uniform / s["scale"] + s["center"]) < 0
+            logits, _ = model(torch.from_numpy(s["surface"])[None], torch.from_numpy(s["normals"])[None],
+                              torch.from_numpy(uniform)[None], False)
+            pred = (logits[0] > 0).numpy()
+            scores.setdefault(name, []).append(float((pred & truth).sum() / max((pred | truth).sum(), 1)))
+    model.train()
+    return {name: float(np.mean(v)) for name, v in scores.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data")
+    ap.add_argument("out")
+    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--fourier-std", type=float,
+                    help="initialise the Fourier frequencies with this standard deviation instead of sqrt(num_freqs / 2)")
+    ap.add_argument("--per-category", type=int,
+                    help="train on only the first N training shapes of each category (a test of how well the "
+                         "network can fit at all: their IoU is reported as train_mix_iou)")
+    ap.add_argument("--no-bottleneck", action="store_true",
+                    help="diagnostic: feed the encoder's width-sized outputs straight to the decoder (no projection "
+                         "to the code dimension and back); the result is not a tokenizer")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--volumetric-per-category", type=int, default=3)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(train.SEED + 2)
+    p = json.loads(json.dumps(train.PRESETS["full"]))
+    for item in args.set:
+        key, value = item.split("=", 1)
+        target = p["ae"] if key in p["ae"] else p
+        if key not in target:
+            sys.exit(f"ablate.py: unknown setting {key!r}; known: {sorted(p['ae'])} and the preset's ae_* keys")
+        target[key] = json.loads(value)
+    if p["ae"]["width"] % p["ae"]["num_heads"]:
+        sys.exit(f"ablate.py: width {p['ae']['width']} is not a multiple of num_heads {p['ae']['num_heads']}")
+
+    data = dict(np.load(args.data, allow_pickle=True))
+    held = data["held_out"].astype(bool)
+    train_idx, val_idx = np.nonzero(~held)[0], np.nonzero(held)[0]
+    if args.per_category:
+        category = data["category"]
+        train_idx = np.concatenate([train_idx[category[train_idx] == c][:args.per_category]
+                                    for c in shapes.CATEGORIES])
+    rng = np.random.default_rng(train.SEED + 2)
+    model = models.ShapeAutoEncoder(p["ae"])
+    if args.no_bottleneck:
+        model.encode = model.encoder
+        model.vq.c_out = torch.nn.Identity()
+    if args.fourier_std:
+        with torch.no_grad():
+            model.embedder.weight.normal_(0.0, args.fourier_std)
+    opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
+    curve = []
+    name = " ".join(args.set + ([f"fourier_std={args.fourier_std}"] if args.fourier_std else [])
+                    + ([f"per_category={args.per_category}"] if args.per_category else [])
+                    + (["no_bottleneck"] if args.no_bottleneck else [])) or "preset"
+    t0 = time.time()
+    for step in range(args.steps):
+        for g in opt.param_groups:
+            g["lr"] = train.lr_at(step, args.steps, p["ae_lr"])
+        batch = rng.choice(train_idx, p["ae_batch"], replace=False)
+        pts, nrm, qry, occ = train.ae_batch(data, batch, p, rng)
+        logits, _ = model(pts, nrm, qry, False)
+        loss = F.binary_cross_entropy_with_logits(logits, occ)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        done = step + 1
+        if done % 250 == 0 or done == args.steps:
+            val = train.evaluate_ae(model, data, val_idx, p, False)
+            sps = (time.time() - t0) / done
+            curve.append({"step": done, "loss": loss.item(), "train_iou": train.iou(logits, occ), "val_iou": val,
+                          "seconds_per_step": sps})
+            train.log(f"{name}: {done}/{args.steps} loss {loss.item():.4f} "
+                      f"val_iou {val:.3f} {sps:.3f} s/step")
+    train_mix = train.evaluate_ae(model, data, train_idx, p, False)
+    per_category = volumetric_iou(model, np.random.default_rng(99), args.volumetric_per_category)
+    result = {"settings": args.set, "fourier_std": args.fourier_std, "no_bottleneck": args.no_bottleneck, "ae": p["ae"], "steps": args.steps,
+              "parameters": sum(x.numel() for x in model.parameters()),
+              "training_shapes": len(train_idx), "train_mix_iou": train_mix,
+              "held_out_mix_iou": curve[-1]["val_iou"],
+              "held_out_volumetric_iou": float(np.mean(list(per_category.values()))),
+              "per_category_volumetric_iou": per_category, "curve": curve}
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.replace(tmp, args.out)
+    train.log(f"{name}: held-out volumetric IoU {result['held_out_volumetric_iou']:.3f}, "
+              f"query mix {result['held_out_mix_iou']:.3f}, training shapes' query mix {train_mix:.3f}")
+
+
+if __name__ == "__main__":
+    main()
