@@ -1,6 +1,7 @@
 """Trains the autoencoder's unquantised stage alone, for comparing sizes and settings.
 
     /usr/bin/python3 tools/train/ablate.py DATA.npz OUT.json [--steps 2000] [--set width=128 ...]
+        [--fourier-std S] [--per-category N] [--no-bottleneck] [--fit-one CATEGORY]
 
 DATA.npz is a recipe's `checkpoints/data.npz`, so every variant sees the same shapes. `--set`
 overrides a key of the preset's `ae` config (width, num_freqs, num_encoder_latents, ...) or a
@@ -54,6 +55,46 @@ def volumetric_iou(model, rng, per_category):
     return {name: float(np.mean(v)) for name, v in scores.items()}
 
 
+def write_json(path, value):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=1)
+    os.replace(tmp, path)
+
+
+def fit_one_shape(model, p, category, steps, seed=5):
+    """Trains on one fresh shape alone (batches of 8 resamplings of its 4096 surface points and
+    65,536 labelled queries) and returns its volumetric IoU on itself every 100 steps: how
+    well the network can represent a shape at all, with nothing to generalise."""
+    rng = np.random.default_rng(seed)
+    attrs = shapes.random_attributes(category, rng)
+    field = shapes.occupancy_field(category, attrs, rng)
+    s = shapes.sample_shape(field, rng, surface_points=4096, query_points=65536)
+    uniform = rng.uniform(-shapes.QUERY_BOUND, shapes.QUERY_BOUND, size=(20000, 3)).astype(np.float32)
+    truth = field(uniform / s["scale"] + s["center"]) < 0
+    opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
+    curve = []
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = train.lr_at(step, steps, p["ae_lr"])
+        si = np.stack([rng.choice(4096, p["ae_encoder_points"], replace=False) for _ in range(8)])
+        qi = np.stack([rng.choice(65536, p["ae_queries"], replace=False) for _ in range(8)])
+        logits, _ = model(torch.from_numpy(s["surface"][si]), torch.from_numpy(s["normals"][si]),
+                          torch.from_numpy(s["queries"][qi]), False)
+        loss = F.binary_cross_entropy_with_logits(logits, torch.from_numpy(s["occupancy"][qi]))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (step + 1) % 100 == 0 or step + 1 == steps:
+            with torch.no_grad():
+                pred = (model(torch.from_numpy(s["surface"][:2048])[None], torch.from_numpy(s["normals"][:2048])[None],
+                              torch.from_numpy(uniform)[None], False)[0][0] > 0).numpy()
+            curve.append({"step": step + 1, "loss": loss.item(),
+                          "volumetric_iou": float((pred & truth).sum() / max((pred | truth).sum(), 1))})
+            train.log(f"{category}: {step + 1}/{steps} loss {loss.item():.4f} IoU {curve[-1]['volumetric_iou']:.3f}")
+    return curve
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data")
@@ -68,6 +109,8 @@ def main():
     ap.add_argument("--no-bottleneck", action="store_true",
                     help="diagnostic: feed the encoder's width-sized outputs straight to the decoder (no projection "
                          "to the code dimension and back); the result is not a tokenizer")
+    ap.add_argument("--fit-one", metavar="CATEGORY",
+                    help="instead: fit one fresh shape of CATEGORY alone (DATA.npz is not read) and report its IoU")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--volumetric-per-category", type=int, default=3)
     args = ap.parse_args()
@@ -83,6 +126,21 @@ def main():
     if p["ae"]["width"] % p["ae"]["num_heads"]:
         sys.exit(f"ablate.py: width {p['ae']['width']} is not a multiple of num_heads {p['ae']['num_heads']}")
 
+    model = models.ShapeAutoEncoder(p["ae"])
+    if args.no_bottleneck:
+        # An instance attribute, not a registered submodule, so that it shadows the method.
+        object.__setattr__(model, "encode", model.encoder)
+        model.vq.c_out = torch.nn.Identity()
+    if args.fourier_std:
+        with torch.no_grad():
+            model.embedder.weight.normal_(0.0, args.fourier_std)
+    if args.fit_one:
+        if args.fit_one not in shapes.CATEGORIES:
+            sys.exit(f"ablate.py: unknown category {args.fit_one!r}; known: {', '.join(shapes.CATEGORIES)}")
+        curve = fit_one_shape(model, p, args.fit_one, args.steps)
+        write_json(args.out, {"settings": args.set, "fourier_std": args.fourier_std, "ae": p["ae"],
+                              "fit_one": args.fit_one, "steps": args.steps, "curve": curve})
+        return
     data = dict(np.load(args.data, allow_pickle=True))
     held = data["held_out"].astype(bool)
     train_idx, val_idx = np.nonzero(~held)[0], np.nonzero(held)[0]
@@ -91,13 +149,6 @@ def main():
         train_idx = np.concatenate([train_idx[category[train_idx] == c][:args.per_category]
                                     for c in shapes.CATEGORIES])
     rng = np.random.default_rng(train.SEED + 2)
-    model = models.ShapeAutoEncoder(p["ae"])
-    if args.no_bottleneck:
-        model.encode = model.encoder
-        model.vq.c_out = torch.nn.Identity()
-    if args.fourier_std:
-        with torch.no_grad():
-            model.embedder.weight.normal_(0.0, args.fourier_std)
     opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
     curve = []
     name = " ".join(args.set + ([f"fourier_std={args.fourier_std}"] if args.fourier_std else [])
@@ -124,16 +175,14 @@ def main():
                       f"val_iou {val:.3f} {sps:.3f} s/step")
     train_mix = train.evaluate_ae(model, data, train_idx, p, False)
     per_category = volumetric_iou(model, np.random.default_rng(99), args.volumetric_per_category)
-    result = {"settings": args.set, "fourier_std": args.fourier_std, "no_bottleneck": args.no_bottleneck, "ae": p["ae"], "steps": args.steps,
+    result = {"settings": args.set, "fourier_std": args.fourier_std, "no_bottleneck": args.no_bottleneck,
+              "ae": p["ae"], "steps": args.steps,
               "parameters": sum(x.numel() for x in model.parameters()),
               "training_shapes": len(train_idx), "train_mix_iou": train_mix,
               "held_out_mix_iou": curve[-1]["val_iou"],
               "held_out_volumetric_iou": float(np.mean(list(per_category.values()))),
               "per_category_volumetric_iou": per_category, "curve": curve}
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(result, f, indent=1)
-    os.replace(tmp, args.out)
+    write_json(args.out, result)
     train.log(f"{name}: held-out volumetric IoU {result['held_out_volumetric_iou']:.3f}, "
               f"query mix {result['held_out_mix_iou']:.3f}, training shapes' query mix {train_mix:.3f}")
 
