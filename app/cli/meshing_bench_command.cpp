@@ -94,8 +94,10 @@ std::optional<std::vector<std::string>> read_prompts(const MeshingBenchOptions& 
       std::fprintf(stderr, "bench-meshing: cannot read the prompts file '%s'\n", o.prompts_file.c_str());
       return std::nullopt;
     }
-    for (std::string line; std::getline(in, line);)
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();  // files written on Windows
       if (!line.empty() && line[0] != '#') prompts.push_back(line);
+    }
   }
   if (prompts.empty()) {
     std::fprintf(stderr, "bench-meshing: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE\n");

@@ -118,11 +118,15 @@ def main():
     torch.manual_seed(train.SEED + 2)
     p = json.loads(json.dumps(train.PRESETS["full"]))
     for item in args.set:
-        key, value = item.split("=", 1)
+        key, sep, value = item.partition("=")
         target = p["ae"] if key in p["ae"] else p
-        if key not in target:
-            sys.exit(f"ablate.py: unknown setting {key!r}; known: {sorted(p['ae'])} and the preset's ae_* keys")
-        target[key] = json.loads(value)
+        if not sep or key not in target:
+            sys.exit(f"ablate.py: --set {item!r}: expected KEY=VALUE with KEY one of {sorted(p['ae'])} "
+                     f"or the preset's ae_* keys")
+        try:
+            target[key] = json.loads(value)
+        except json.JSONDecodeError:
+            sys.exit(f"ablate.py: --set {item!r}: the value must be JSON (a number, true/false, or a list like [0,2])")
     if p["ae"]["width"] % p["ae"]["num_heads"]:
         sys.exit(f"ablate.py: width {p['ae']['width']} is not a multiple of num_heads {p['ae']['num_heads']}")
 
