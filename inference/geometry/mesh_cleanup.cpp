@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <unordered_map>
@@ -67,76 +67,107 @@ int64_t remove_unreferenced_vertices(Mesh& mesh) {
   return unused;
 }
 
-WeldReport weld_vertices(Mesh& mesh, float tolerance) {
-  WeldReport report;
+namespace {
+
+// For each vertex, the first vertex at exactly its position (-0 and +0 are one
+// position). meshoptimizer's remap hashes the bytes, so the zeros are made one first.
+std::vector<uint32_t> first_vertex_at_same_position(const Mesh& mesh) {
+  const size_t count = mesh.vertex_count();
+  std::vector<float> positions(mesh.positions.size());
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = mesh.positions[i] + 0.f;
+  std::vector<uint32_t> remap(count);
+  const size_t unique =
+      meshopt_generateVertexRemap(remap.data(), nullptr, count, positions.data(), count, sizeof(float) * 3);
+  // New indices follow first occurrence, so the first vertex of group g is the
+  // first v with remap[v] == g.
+  std::vector<uint32_t> first(unique, UINT32_MAX);
+  std::vector<uint32_t> representative(count);
+  for (size_t v = 0; v < count; ++v) {
+    if (first[remap[v]] == UINT32_MAX) first[remap[v]] = uint32_t(v);
+    representative[v] = first[remap[v]];
+  }
+  return representative;
+}
+
+// For each vertex, the first earlier vertex within `tolerance` of it, found
+// through a hash grid of cells as wide as the tolerance.
+std::vector<uint32_t> first_vertex_within(const Mesh& mesh, float tolerance) {
   const size_t count = mesh.vertex_count();
   std::vector<uint32_t> representative(count);
-  const double cell = tolerance > 0.f ? double(tolerance) : 0.0;
+  const double cell = double(tolerance);
   std::unordered_multimap<uint64_t, uint32_t> buckets;
   buckets.reserve(count);
   for (size_t v = 0; v < count; ++v) {
     const float* p = &mesh.positions[v * 3];
     uint32_t found = uint32_t(v);
-    if (cell == 0.0) {
-      // Exact: -0 and +0 are one position.
-      float q[3] = {p[0] + 0.f, p[1] + 0.f, p[2] + 0.f};
-      uint32_t bits[3];
-      std::memcpy(bits, q, sizeof bits);
-      const uint64_t key = hash_cell(bits[0], bits[1], bits[2]);
-      auto [begin, end] = buckets.equal_range(key);
-      for (auto it = begin; it != end; ++it) {
-        const float* r = &mesh.positions[size_t(it->second) * 3];
-        if (r[0] == q[0] && r[1] == q[1] && r[2] == q[2]) {
-          found = it->second;
-          break;
-        }
-      }
-      if (found == v) buckets.emplace(key, uint32_t(v));
-    } else {
-      const int64_t c[3] = {int64_t(std::floor(p[0] / cell)), int64_t(std::floor(p[1] / cell)),
-                            int64_t(std::floor(p[2] / cell))};
-      for (int64_t dx = -1; dx <= 1 && found == v; ++dx)
-        for (int64_t dy = -1; dy <= 1 && found == v; ++dy)
-          for (int64_t dz = -1; dz <= 1 && found == v; ++dz) {
-            auto [begin, end] = buckets.equal_range(hash_cell(c[0] + dx, c[1] + dy, c[2] + dz));
-            for (auto it = begin; it != end; ++it) {
-              const float* r = &mesh.positions[size_t(it->second) * 3];
-              const double d2 = (double(r[0]) - p[0]) * (double(r[0]) - p[0]) +
-                                (double(r[1]) - p[1]) * (double(r[1]) - p[1]) +
-                                (double(r[2]) - p[2]) * (double(r[2]) - p[2]);
-              if (d2 <= cell * cell) {
-                found = it->second;
-                break;
-              }
+    const int64_t c[3] = {int64_t(std::floor(p[0] / cell)), int64_t(std::floor(p[1] / cell)),
+                          int64_t(std::floor(p[2] / cell))};
+    for (int64_t dx = -1; dx <= 1 && found == v; ++dx)
+      for (int64_t dy = -1; dy <= 1 && found == v; ++dy)
+        for (int64_t dz = -1; dz <= 1 && found == v; ++dz) {
+          auto [begin, end] = buckets.equal_range(hash_cell(c[0] + dx, c[1] + dy, c[2] + dz));
+          for (auto it = begin; it != end; ++it) {
+            const float* r = &mesh.positions[size_t(it->second) * 3];
+            const double d2 = (double(r[0]) - p[0]) * (double(r[0]) - p[0]) +
+                              (double(r[1]) - p[1]) * (double(r[1]) - p[1]) +
+                              (double(r[2]) - p[2]) * (double(r[2]) - p[2]);
+            if (d2 <= cell * cell) {
+              found = it->second;
+              break;
             }
           }
-      if (found == v) buckets.emplace(hash_cell(c[0], c[1], c[2]), uint32_t(v));
-    }
+        }
+    if (found == v) buckets.emplace(hash_cell(c[0], c[1], c[2]), uint32_t(v));
     representative[v] = found;
-    report.merged_vertices += found != v;
   }
+  return representative;
+}
 
-  std::vector<uint32_t> kept;
-  kept.reserve(mesh.indices.size());
-  std::unordered_map<uint64_t, std::vector<std::array<uint32_t, 3>>> seen_faces;
-  for (size_t f = 0; f < mesh.face_count(); ++f) {
-    std::array<uint32_t, 3> face = {representative[mesh.indices[f * 3]], representative[mesh.indices[f * 3 + 1]],
-                                    representative[mesh.indices[f * 3 + 2]]};
+}  // namespace
+
+WeldReport weld_vertices(Mesh& mesh, float tolerance) {
+  WeldReport report;
+  const std::vector<uint32_t> representative =
+      tolerance > 0.f ? first_vertex_within(mesh, tolerance) : first_vertex_at_same_position(mesh);
+  for (size_t v = 0; v < representative.size(); ++v) report.merged_vertices += representative[v] != v;
+
+  // Faces over the same three vertices (in any order) are found by sorting
+  // them by their sorted vertices; the first of each run is kept.
+  struct FaceKey {
+    std::array<uint32_t, 3> sorted;
+    uint32_t face;
+    bool operator<(const FaceKey& o) const { return sorted != o.sorted ? sorted < o.sorted : face < o.face; }
+  };
+  const size_t faces = mesh.face_count();
+  std::vector<FaceKey> keys;
+  keys.reserve(faces);
+  std::vector<uint8_t> keep(faces, 0);
+  for (size_t f = 0; f < faces; ++f) {
+    for (size_t c = 0; c < 3; ++c) mesh.indices[f * 3 + c] = representative[mesh.indices[f * 3 + c]];
+    const uint32_t* face = &mesh.indices[f * 3];
     if (face[0] == face[1] || face[1] == face[2] || face[0] == face[2]) {
       ++report.degenerate_faces;
       continue;
     }
-    std::array<uint32_t, 3> sorted = face;
+    std::array<uint32_t, 3> sorted = {face[0], face[1], face[2]};
     std::sort(sorted.begin(), sorted.end());
-    auto& bucket = seen_faces[hash_cell(sorted[0], sorted[1], sorted[2])];
-    if (std::find(bucket.begin(), bucket.end(), sorted) != bucket.end()) {
+    keys.push_back({sorted, uint32_t(f)});
+  }
+  std::sort(keys.begin(), keys.end());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (i > 0 && keys[i].sorted == keys[i - 1].sorted) {
       ++report.duplicate_faces;
       continue;
     }
-    bucket.push_back(sorted);
-    kept.insert(kept.end(), face.begin(), face.end());
+    keep[keys[i].face] = 1;
   }
-  mesh.indices.swap(kept);
+  size_t next = 0;
+  for (size_t f = 0; f < faces; ++f) {
+    if (!keep[f]) continue;
+    for (size_t c = 0; c < 3; ++c) mesh.indices[next * 3 + c] = mesh.indices[f * 3 + c];
+    ++next;
+  }
+  mesh.indices.resize(next * 3);
   report.unreferenced_vertices = remove_unreferenced_vertices(mesh) - report.merged_vertices;
   return report;
 }
@@ -221,6 +252,45 @@ void compute_vertex_normals(Mesh& mesh) {
   }
 }
 
+int64_t remove_fins(std::vector<uint32_t>& indices) {
+  // A face as its vertices rotated to start at the smallest, so that the two
+  // faces of a fin share the first vertex and swap the other two.
+  auto rotated = [&](size_t f) {
+    std::array<uint32_t, 3> v = {indices[f * 3], indices[f * 3 + 1], indices[f * 3 + 2]};
+    std::rotate(v.begin(), std::min_element(v.begin(), v.end()), v.end());
+    return v;
+  };
+  const size_t faces = indices.size() / 3;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> by_vertices;  // faces still unpaired, by sorted vertices
+  std::vector<uint8_t> removed(faces, 0);
+  int64_t pairs = 0;
+  for (size_t f = 0; f < faces; ++f) {
+    const std::array<uint32_t, 3> v = rotated(f);
+    if (v[0] == v[1] || v[1] == v[2]) continue;
+    auto& candidates = by_vertices[hash_cell(v[0], std::min(v[1], v[2]), std::max(v[1], v[2]))];
+    const auto opposite = std::find_if(candidates.begin(), candidates.end(), [&](uint32_t g) {
+      const std::array<uint32_t, 3> w = rotated(g);
+      return w[0] == v[0] && w[1] == v[2] && w[2] == v[1];
+    });
+    if (opposite == candidates.end()) {
+      candidates.push_back(uint32_t(f));
+      continue;
+    }
+    removed[f] = removed[*opposite] = 1;
+    candidates.erase(opposite);
+    ++pairs;
+  }
+  if (pairs == 0) return 0;
+  size_t next = 0;
+  for (size_t f = 0; f < faces; ++f) {
+    if (removed[f]) continue;
+    for (size_t c = 0; c < 3; ++c) indices[next * 3 + c] = indices[f * 3 + c];
+    ++next;
+  }
+  indices.resize(next * 3);
+  return pairs;
+}
+
 int64_t default_target_faces(int64_t faces) { return std::max<int64_t>(10000, faces / 10); }
 
 Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options) {
@@ -249,8 +319,12 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
                          &error);
     simplified.resize(index_count);
     if (!must_stay_closed) break;
+    const int64_t fins = remove_fins(simplified);
     candidate.indices = simplified;
-    if (analyze_topology(candidate).closed_and_oriented()) break;
+    if (analyze_topology(candidate).closed_and_oriented()) {
+      report.fins_removed = fins;
+      break;
+    }
     report.retries_to_stay_closed = attempt + 1;
     budget *= 2;
     if (attempt == 2 || budget >= report.faces_before) {

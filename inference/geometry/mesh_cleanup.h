@@ -49,9 +49,11 @@ struct SimplifyOptions {
   // The largest deviation allowed, relative to the mesh's extent. The default
   // lets the face budget decide, as the reference's decimation does.
   float max_relative_error = 1.f;
-  // meshoptimizer may pinch thin parts into edges shared by four faces. A closed
-  // input then gets simplified again towards a larger budget (twice the faces,
-  // up to three times), and stays as it was if every try opens it.
+  // meshoptimizer may thin a part down to nothing: a fin of two faces over the
+  // same three vertices, hanging on an edge that four faces then share. For a
+  // closed input such fins are removed (they enclose no volume); if the result
+  // is still not closed, it is simplified again towards a larger budget (twice
+  // the faces, up to three times), and stays as it was if every try opens it.
   bool keep_closed = true;
 };
 
@@ -59,9 +61,14 @@ struct SimplifyReport {
   int64_t faces_before = 0;
   int64_t faces_after = 0;
   float relative_error = 0.f;  // the deviation meshoptimizer reports
+  int64_t fins_removed = 0;  // pairs of opposite faces over the same vertices (see keep_closed)
   int retries_to_stay_closed = 0;
   bool left_unsimplified_to_stay_closed = false;
 };
+
+// Removes fins: pairs of faces over the same three vertices wound opposite
+// ways, which enclose nothing. Returns how many pairs went; vertices are kept.
+int64_t remove_fins(std::vector<uint32_t>& indices);
 
 // Simplifies in place (normals, if any, are recomputed). A mesh already within
 // the budget is left alone.

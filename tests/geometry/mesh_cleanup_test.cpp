@@ -1,7 +1,8 @@
 // Welding, floater removal, normals and simplification on meshes whose
 // answers are known: a sphere cut into a triangle soup must weld back into
 // itself, a far small ball must go, normals of a sphere point away from its
-// centre, and a simplified sphere keeps its shape.
+// centre, a simplified sphere keeps its shape, and thin parts simplified hard
+// stay closed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,6 +64,39 @@ TEST(Weld, RemovesDegenerateAndDuplicateFaces) {
   EXPECT_TRUE(analyze_topology(mesh).closed_and_oriented());
 }
 
+TEST(Weld, NegativeAndPositiveZeroAreOnePosition) {
+  Mesh mesh;
+  mesh.positions = {0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 1.f, 0.f, -0.f, 0.f, -0.f, 0.f, 0.f, 1.f};
+  mesh.indices = {0, 2, 1, 3, 1, 4};
+  const WeldReport report = weld_vertices(mesh);
+  EXPECT_EQ(report.merged_vertices, 1);
+  EXPECT_EQ(mesh.vertex_count(), 4u);
+  EXPECT_EQ(mesh.indices, (std::vector<uint32_t>{0, 2, 1, 0, 1, 3}));
+}
+
+// A closed tetrahedron with a fin (two opposite faces over one extra vertex)
+// hanging on its edge 0-1, which four faces then share.
+Mesh tetrahedron_with_fin() {
+  Mesh mesh;
+  mesh.positions = {0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 1.f, 0.f, 0.f, 0.f, 1.f, 0.5f, -0.5f, -0.5f};
+  mesh.indices = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3, 0, 1, 4, 4, 1, 0};
+  return mesh;
+}
+
+TEST(Fins, OppositeFacesOverTheSameVerticesAreRemoved) {
+  Mesh mesh = tetrahedron_with_fin();
+  EXPECT_EQ(analyze_topology(mesh).non_manifold_edges, 1);
+  EXPECT_EQ(remove_fins(mesh.indices), 1);
+  EXPECT_EQ(mesh.indices, (std::vector<uint32_t>{0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3}));
+  EXPECT_TRUE(analyze_topology(mesh).closed_and_oriented());
+  EXPECT_EQ(remove_fins(mesh.indices), 0) << "a closed surface has none";
+
+  // Two faces wound the same way are a duplicate, not a fin: they stay.
+  std::vector<uint32_t> duplicate = {0, 1, 4, 1, 4, 0};
+  EXPECT_EQ(remove_fins(duplicate), 0);
+  EXPECT_EQ(duplicate.size(), 6u);
+}
+
 TEST(Floaters, SmallFarComponentsAreRemoved) {
   // A body, a ball of 5% of the whole diagonal (goes) and one of 19% (stays).
   const Mesh mesh_before = mesh_of_field(union_field({sphere_field(0.5f, {-0.3f, 0.f, 0.f}),
@@ -119,6 +153,30 @@ TEST(Simplify, HitsTheTargetAndKeepsTheShape) {
   ASSERT_TRUE(chamfer.ok());
   EXPECT_LT(chamfer->symmetric, 0.002 * bounding_diagonal(original));
   EXPECT_NEAR(signed_volume(mesh), signed_volume(original), 0.01 * signed_volume(original));
+}
+
+// Thin boards and rods simplified hard: meshoptimizer collapses some of them
+// into fins; without removing those the closed mesh would have to be
+// simplified again towards a larger budget, or not at all.
+TEST(Simplify, ThinPartsStayClosedWithinTheBudget) {
+  const Mesh original = mesh_of_field(thin_shapes_field(), 7);
+  Mesh mesh = original;
+  SimplifyOptions options;
+  options.target_faces = int64_t(original.face_count() / 20);
+  auto report = simplify_mesh(mesh, options);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  auto chamfer = chamfer_distance(mesh, original, {5000, 3, true});
+  ASSERT_TRUE(chamfer.ok());
+  std::printf("simplified %lld -> %lld faces (target %lld), %lld fins removed, chamfer %.3g of the diagonal\n",
+              (long long)report->faces_before, (long long)report->faces_after, (long long)options.target_faces,
+              (long long)report->fins_removed, chamfer->symmetric / bounding_diagonal(original));
+  EXPECT_GT(report->fins_removed, 0);
+  EXPECT_EQ(report->retries_to_stay_closed, 0);
+  EXPECT_FALSE(report->left_unsimplified_to_stay_closed);
+  EXPECT_LE(report->faces_after, options.target_faces);
+  EXPECT_GE(report->faces_after, options.target_faces * 95 / 100);
+  EXPECT_TRUE(analyze_topology(mesh).closed_and_oriented());
+  EXPECT_LT(chamfer->symmetric, 0.002 * bounding_diagonal(original));
 }
 
 TEST(Simplify, DefaultBudgetIsTheReferences) {
