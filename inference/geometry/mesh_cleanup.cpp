@@ -291,6 +291,78 @@ int64_t remove_fins(std::vector<uint32_t>& indices) {
   return pairs;
 }
 
+int64_t split_pinched_vertices(Mesh& mesh) {
+  const size_t faces = mesh.face_count();
+  auto edge_key = [](uint64_t a, uint64_t b) { return (std::min(a, b) << 32) | std::max(a, b); };
+  std::vector<uint64_t> edges;  // every face's three edges, sorted: uses of one edge are adjacent
+  edges.reserve(faces * 3);
+  for (size_t f = 0; f < faces; ++f)
+    for (size_t c = 0; c < 3; ++c) edges.push_back(edge_key(mesh.indices[f * 3 + c], mesh.indices[f * 3 + (c + 1) % 3]));
+  std::sort(edges.begin(), edges.end());
+  auto uses = [&](uint64_t key) {
+    const auto [begin, end] = std::equal_range(edges.begin(), edges.end(), key);
+    return end - begin;
+  };
+  std::vector<uint32_t> pinched;
+  for (size_t i = 0; i < edges.size();) {
+    size_t j = i;
+    while (j < edges.size() && edges[j] == edges[i]) ++j;
+    if (j - i > 2) {
+      pinched.push_back(uint32_t(edges[i] >> 32));
+      pinched.push_back(uint32_t(edges[i] & 0xffffffffu));
+    }
+    i = j;
+  }
+  if (pinched.empty()) return 0;
+  std::sort(pinched.begin(), pinched.end());
+  pinched.erase(std::unique(pinched.begin(), pinched.end()), pinched.end());
+
+  // The faces around each pinched vertex.
+  std::unordered_map<uint32_t, std::vector<uint32_t>> around;
+  for (uint32_t v : pinched) around[v];
+  for (size_t f = 0; f < faces; ++f)
+    for (size_t c = 0; c < 3; ++c)
+      if (auto it = around.find(mesh.indices[f * 3 + c]); it != around.end()) it->second.push_back(uint32_t(f));
+
+  const bool with_normals = mesh.has_normals();
+  int64_t copies = 0;
+  for (uint32_t v : pinched) {
+    const std::vector<uint32_t>& fan_faces = around[v];
+    // Union the faces that meet in an edge (v, x) that exactly two faces share.
+    std::vector<size_t> parent(fan_faces.size());
+    std::iota(parent.begin(), parent.end(), size_t(0));
+    auto find = [&](size_t i) {
+      while (parent[i] != i) i = parent[i] = parent[parent[i]];
+      return i;
+    };
+    std::unordered_map<uint32_t, std::vector<size_t>> by_other_vertex;
+    for (size_t i = 0; i < fan_faces.size(); ++i)
+      for (size_t c = 0; c < 3; ++c) {
+        const uint32_t x = mesh.indices[size_t(fan_faces[i]) * 3 + c];
+        if (x != v) by_other_vertex[x].push_back(i);
+      }
+    for (const auto& [x, members] : by_other_vertex)
+      if (members.size() == 2 && uses(edge_key(v, x)) == 2) parent[find(members[0])] = find(members[1]);
+    // The fan of the first face keeps v; every other fan gets a copy.
+    std::unordered_map<size_t, uint32_t> vertex_of_fan;
+    vertex_of_fan[find(0)] = v;
+    for (size_t i = 0; i < fan_faces.size(); ++i) {
+      auto [it, added] = vertex_of_fan.emplace(find(i), uint32_t(mesh.vertex_count()));
+      if (added) {
+        for (size_t a = 0; a < 3; ++a) mesh.positions.push_back(mesh.positions[size_t(v) * 3 + a]);
+        if (with_normals)
+          for (size_t a = 0; a < 3; ++a) mesh.normals.push_back(mesh.normals[size_t(v) * 3 + a]);
+        ++copies;
+      }
+      for (size_t c = 0; c < 3; ++c) {
+        uint32_t& index = mesh.indices[size_t(fan_faces[i]) * 3 + c];
+        if (index == v) index = it->second;
+      }
+    }
+  }
+  return copies;
+}
+
 int64_t default_target_faces(int64_t faces) { return std::max<int64_t>(10000, faces / 10); }
 
 Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options) {
@@ -306,6 +378,7 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
     return make_error(ErrorCode::kInvalidArgument, "simplify: the allowed error must not be negative");
   }
   const bool must_stay_closed = options.keep_closed && analyze_topology(mesh).closed_and_oriented();
+  const bool had_normals = mesh.has_normals();
   std::vector<uint32_t> simplified(mesh.indices.size());
   float error = 0.f;
   // Topology is checked on a copy that shares nothing but the positions, made only when needed.
@@ -321,8 +394,20 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
     if (!must_stay_closed) break;
     const int64_t fins = remove_fins(simplified);
     candidate.indices = simplified;
-    if (analyze_topology(candidate).closed_and_oriented()) {
+    candidate.positions.resize(mesh.positions.size());  // without the copies of an earlier try
+    MeshTopology topology = analyze_topology(candidate);
+    int64_t copies = 0;
+    if (topology.non_manifold_edges > 0) {
+      copies = split_pinched_vertices(candidate);
+      topology = analyze_topology(candidate);
+    }
+    if (topology.closed_and_oriented()) {
       report.fins_removed = fins;
+      report.vertices_split = copies;
+      if (copies > 0) {
+        simplified = candidate.indices;
+        mesh.positions = candidate.positions;  // the normals are recomputed below
+      }
       break;
     }
     report.retries_to_stay_closed = attempt + 1;
@@ -334,7 +419,6 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
     }
     simplified.resize(mesh.indices.size());
   }
-  const bool had_normals = mesh.has_normals();
   mesh.indices.swap(simplified);
   remove_unreferenced_vertices(mesh);
   if (had_normals) compute_vertex_normals(mesh);

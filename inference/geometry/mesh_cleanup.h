@@ -50,10 +50,12 @@ struct SimplifyOptions {
   // lets the face budget decide, as the reference's decimation does.
   float max_relative_error = 1.f;
   // meshoptimizer may thin a part down to nothing: a fin of two faces over the
-  // same three vertices, hanging on an edge that four faces then share. For a
-  // closed input such fins are removed (they enclose no volume); if the result
-  // is still not closed, it is simplified again towards a larger budget (twice
-  // the faces, up to three times), and stays as it was if every try opens it.
+  // same three vertices, hanging on an edge that four faces then share; or it
+  // presses two sheets of the surface together along an edge. For a closed
+  // input such fins are removed (they enclose no volume) and pressed sheets get
+  // their own copies of the shared vertices; if the result is still not
+  // closed, it is simplified again towards a larger budget (twice the faces, up
+  // to three times), and stays as it was if every try opens it.
   bool keep_closed = true;
 };
 
@@ -61,7 +63,8 @@ struct SimplifyReport {
   int64_t faces_before = 0;
   int64_t faces_after = 0;
   float relative_error = 0.f;  // the deviation meshoptimizer reports
-  int64_t fins_removed = 0;  // pairs of opposite faces over the same vertices (see keep_closed)
+  int64_t fins_removed = 0;     // pairs of opposite faces over the same vertices (see keep_closed)
+  int64_t vertices_split = 0;   // copies given to sheets pressed together (see keep_closed)
   int retries_to_stay_closed = 0;
   bool left_unsimplified_to_stay_closed = false;
 };
@@ -69,6 +72,13 @@ struct SimplifyReport {
 // Removes fins: pairs of faces over the same three vertices wound opposite
 // ways, which enclose nothing. Returns how many pairs went; vertices are kept.
 int64_t remove_fins(std::vector<uint32_t>& indices);
+
+// Where more than two faces share an edge, gives each fan of faces around
+// the edge's vertices (faces joined through edges exactly two faces share)
+// its own copy of the vertex, appended to positions (and normals, if any).
+// Two sheets pressed together along an edge then become two closed sheets
+// that touch; the geometry is unchanged. Returns how many copies were made.
+int64_t split_pinched_vertices(Mesh& mesh);
 
 // Simplifies in place (normals, if any, are recomputed). A mesh already within
 // the budget is left alone.
