@@ -175,7 +175,9 @@ def main():
                                                           for e in engine_rows])),
             "engine_tokens_equal_training_code": float(np.mean([r["engine_tokens_equal"] for r in rows])),
             f"engine_ms_per_object_r{args.resolution}_median": times[len(times) // 2] if times else None,
+            f"engine_ms_per_object_r{args.resolution}_p90": times[(9 * len(times)) // 10] if times else None,
             f"engine_ms_per_object_r{args.resolution}_max": times[-1] if times else None,
+            "engine_fraction_under_1s": float(np.mean([t < 1000.0 for t in times])) if times else None,
         })
     per_category = {name: {"volumetric_iou": round(float(np.mean(volume[name])), 3),
                            "accuracy": float(np.mean([r["predicted"] == name for r in rows if r["category"] == name]))}
