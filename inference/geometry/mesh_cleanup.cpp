@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -377,13 +378,19 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
   if (!(options.max_relative_error >= 0.f)) {
     return make_error(ErrorCode::kInvalidArgument, "simplify: the allowed error must not be negative");
   }
-  const bool must_stay_closed = options.keep_closed && analyze_topology(mesh).closed_and_oriented();
   const bool had_normals = mesh.has_normals();
+  // Whether the input is closed is only asked when a result is not: analysing
+  // a large input costs about a third of simplifying it.
+  std::optional<bool> input_closed;
+  auto input_is_closed = [&] {
+    if (!input_closed) input_closed = analyze_topology(mesh).closed_and_oriented();
+    return *input_closed;
+  };
   std::vector<uint32_t> simplified(mesh.indices.size());
   float error = 0.f;
-  // Topology is checked on a copy that shares nothing but the positions, made only when needed.
+  // Topology is checked on a copy that shares nothing but the positions.
   Mesh candidate;
-  if (must_stay_closed) candidate.positions = mesh.positions;
+  if (options.keep_closed) candidate.positions = mesh.positions;
   int64_t budget = target;
   for (int attempt = 0;; ++attempt) {
     const size_t index_count =
@@ -391,9 +398,9 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
                          mesh.vertex_count(), sizeof(float) * 3, size_t(budget) * 3, options.max_relative_error, 0,
                          &error);
     simplified.resize(index_count);
-    if (!must_stay_closed) break;
-    const int64_t fins = remove_fins(simplified);
+    if (!options.keep_closed) break;
     candidate.indices = simplified;
+    const int64_t fins = remove_fins(candidate.indices);
     candidate.positions.resize(mesh.positions.size());  // without the copies of an earlier try
     MeshTopology topology = analyze_topology(candidate);
     int64_t copies = 0;
@@ -404,12 +411,11 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
     if (topology.closed_and_oriented()) {
       report.fins_removed = fins;
       report.vertices_split = copies;
-      if (copies > 0) {
-        simplified = candidate.indices;
-        mesh.positions = candidate.positions;  // the normals are recomputed below
-      }
+      simplified.swap(candidate.indices);
+      if (copies > 0) mesh.positions = candidate.positions;  // the normals are recomputed below
       break;
     }
+    if (!input_is_closed()) break;  // nothing to keep: meshoptimizer's result as it is
     report.retries_to_stay_closed = attempt + 1;
     budget *= 2;
     if (attempt == 2 || budget >= report.faces_before) {

@@ -51,11 +51,12 @@ struct SimplifyOptions {
   float max_relative_error = 1.f;
   // meshoptimizer may thin a part down to nothing: a fin of two faces over the
   // same three vertices, hanging on an edge that four faces then share; or it
-  // presses two sheets of the surface together along an edge. For a closed
-  // input such fins are removed (they enclose no volume) and pressed sheets get
-  // their own copies of the shared vertices; if the result is still not
-  // closed, it is simplified again towards a larger budget (twice the faces, up
-  // to three times), and stays as it was if every try opens it.
+  // presses two sheets of the surface together along an edge. Fins are
+  // removed (they enclose no volume) and pressed sheets get their own copies of
+  // the shared vertices, and the result is kept if that makes it closed. If
+  // not, and the input was closed, it is simplified again towards a larger
+  // budget (twice the faces, up to three times), and stays as it was if every
+  // try opens it; an open input keeps meshoptimizer's result as it is.
   bool keep_closed = true;
 };
 

@@ -212,6 +212,22 @@ TEST(Simplify, ThinPartsStayClosedWithinTheBudget) {
   }
 }
 
+TEST(Simplify, AnOpenInputIsSimplifiedToTheBudgetWithoutRetries) {
+  Mesh mesh = mesh_of_field(torus_field(0.6f, 0.25f), 6);
+  mesh.indices.resize(mesh.indices.size() - 3 * 200);  // a hole: 200 faces gone
+  remove_unreferenced_vertices(mesh);
+  ASSERT_GT(analyze_topology(mesh).boundary_edges, 0);
+  SimplifyOptions options;
+  options.target_faces = int64_t(mesh.face_count() / 8);
+  auto report = simplify_mesh(mesh, options);
+  ASSERT_TRUE(report.ok()) << report.error().to_string();
+  EXPECT_EQ(report->retries_to_stay_closed, 0);
+  EXPECT_FALSE(report->left_unsimplified_to_stay_closed);
+  EXPECT_LE(report->faces_after, options.target_faces);
+  EXPECT_GE(report->faces_after, options.target_faces * 9 / 10);
+  EXPECT_GT(analyze_topology(mesh).boundary_edges, 0) << "the hole is still there";
+}
+
 TEST(Simplify, DefaultBudgetIsTheReferences) {
   EXPECT_EQ(default_target_faces(5000), 10000);
   EXPECT_EQ(default_target_faces(150000), 15000);
