@@ -254,32 +254,38 @@ void compute_vertex_normals(Mesh& mesh) {
 }
 
 int64_t remove_fins(std::vector<uint32_t>& indices) {
-  // A face as its vertices rotated to start at the smallest, so that the two
-  // faces of a fin share the first vertex and swap the other two.
-  auto rotated = [&](size_t f) {
-    std::array<uint32_t, 3> v = {indices[f * 3], indices[f * 3 + 1], indices[f * 3 + 2]};
-    std::rotate(v.begin(), std::min_element(v.begin(), v.end()), v.end());
-    return v;
+  // Faces sorted by their sorted vertices, so faces over the same three are
+  // adjacent; `forward` tells the two windings apart (a face rotated to start
+  // at its smallest vertex is forward when the other two are in order).
+  struct FaceKey {
+    std::array<uint32_t, 3> sorted;
+    uint32_t face;
+    bool forward;
+    bool operator<(const FaceKey& o) const { return sorted != o.sorted ? sorted < o.sorted : face < o.face; }
   };
   const size_t faces = indices.size() / 3;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> by_vertices;  // faces still unpaired, by sorted vertices
+  std::vector<FaceKey> keys;
+  keys.reserve(faces);
+  for (size_t f = 0; f < faces; ++f) {
+    std::array<uint32_t, 3> v = {indices[f * 3], indices[f * 3 + 1], indices[f * 3 + 2]};
+    std::rotate(v.begin(), std::min_element(v.begin(), v.end()), v.end());
+    if (v[0] == v[1] || v[1] == v[2]) continue;
+    keys.push_back({{v[0], std::min(v[1], v[2]), std::max(v[1], v[2])}, uint32_t(f), v[1] < v[2]});
+  }
+  std::sort(keys.begin(), keys.end());
   std::vector<uint8_t> removed(faces, 0);
   int64_t pairs = 0;
-  for (size_t f = 0; f < faces; ++f) {
-    const std::array<uint32_t, 3> v = rotated(f);
-    if (v[0] == v[1] || v[1] == v[2]) continue;
-    auto& candidates = by_vertices[hash_cell(v[0], std::min(v[1], v[2]), std::max(v[1], v[2]))];
-    const auto opposite = std::find_if(candidates.begin(), candidates.end(), [&](uint32_t g) {
-      const std::array<uint32_t, 3> w = rotated(g);
-      return w[0] == v[0] && w[1] == v[2] && w[2] == v[1];
-    });
-    if (opposite == candidates.end()) {
-      candidates.push_back(uint32_t(f));
-      continue;
+  for (size_t start = 0; start < keys.size();) {
+    size_t end = start;
+    while (end < keys.size() && keys[end].sorted == keys[start].sorted) ++end;
+    // Pair the group's forward faces with its backward ones, earliest first.
+    std::vector<uint32_t> forward, backward;
+    for (size_t i = start; i < end && end - start > 1; ++i) (keys[i].forward ? forward : backward).push_back(keys[i].face);
+    for (size_t i = 0; i < std::min(forward.size(), backward.size()); ++i) {
+      removed[forward[i]] = removed[backward[i]] = 1;
+      ++pairs;
     }
-    removed[f] = removed[*opposite] = 1;
-    candidates.erase(opposite);
-    ++pairs;
+    start = end;
   }
   if (pairs == 0) return 0;
   size_t next = 0;
