@@ -176,6 +176,7 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
     post.simplification.target_faces = std::max<int64_t>(0, options.target_faces);
     CUBEFORGE_ASSIGN_OR_RETURN(PostprocessReport report, postprocess_mesh(result.mesh, post));
     result.stats.floaters_removed = report.components.removed_components;
+    result.stats.simplification = report.simplification;
   }
   result.timings.cleanup_ms = cleanup_clock.finish();
   result.stats.vertices = int64_t(result.mesh.vertex_count());

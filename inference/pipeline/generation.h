@@ -16,6 +16,7 @@
 #include "inference/core/result.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/mesh.h"
+#include "inference/geometry/mesh_cleanup.h"
 #include "inference/model/generate.h"
 #include "inference/pipeline/cube_model.h"
 
@@ -71,6 +72,7 @@ struct MeshStatistics {
   int64_t occupancy_points = 0;        // field evaluations
   int64_t dense_points = 0;            // what a dense grid would have cost
   int64_t floaters_removed = 0;        // components dropped
+  SimplifyReport simplification;       // what simplifying to the face budget took
   bool has_surface = false;
 };
 

@@ -27,7 +27,7 @@ TEST(BuiltinModel, IsTheDefaultModelFolder) {
   EXPECT_TRUE(std::filesystem::equivalent(default_model_folder(), kBuiltin));
 }
 
-TEST(BuiltinModel, GreedyTokensEqualTheTrainingCodeAndMeshesAreWatertight) {
+TEST(BuiltinModel, GreedyTokensEqualTheTrainingCodeAndMeshesAreWatertightAtTheFaceBudget) {
   auto model = CubeModel::load(kBuiltin);
   ASSERT_TRUE(model.ok()) << model.error().to_string();
   auto text = read_file_text(kReference);
@@ -50,6 +50,9 @@ TEST(BuiltinModel, GreedyTokensEqualTheTrainingCodeAndMeshesAreWatertight) {
     EXPECT_TRUE(topology.closed_and_oriented())
         << prompt << ": " << topology.boundary_edges << " boundary, " << topology.non_manifold_edges
         << " non-manifold, " << topology.misoriented_edges << " misoriented edges";
+    // Thin parts must not keep a mesh from its face budget (the reference's max(10000, 10%)).
+    EXPECT_LE(topology.faces, default_target_faces(result->stats.faces_before_cleanup)) << prompt;
+    EXPECT_FALSE(result->stats.simplification.left_unsimplified_to_stay_closed) << prompt;
   }
 }
 

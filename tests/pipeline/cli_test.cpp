@@ -49,6 +49,8 @@ TEST(Cli, GenerateJsonGivesReferenceTokensAndWritesTheMesh) {
   EXPECT_EQ(report["mesh"]["closed"].get<bool>(), topology.closed_and_oriented());
   EXPECT_EQ(report["mesh"]["boundary_edges"].get<int64_t>(), topology.boundary_edges);
   EXPECT_EQ(report["mesh"]["components"].get<int64_t>(), topology.components);
+  for (const char* key : {"fins_removed", "vertices_split", "retries_to_stay_closed", "left_unsimplified_to_stay_closed"})
+    EXPECT_TRUE(report["mesh"]["simplification"].contains(key)) << key;
   for (const char* key : {"text_ms", "prefill_ms", "decode_ms", "occupancy_ms", "meshing_ms", "total_ms"})
     EXPECT_TRUE(report["timings"].contains(key)) << key;
   std::filesystem::remove_all(out.parent_path());
