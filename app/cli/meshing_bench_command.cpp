@@ -141,7 +141,8 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
     j["threads"] = cpu::thread_count();
     j["settings"] = {{"coarse_resolution", o.refinement.coarse_resolution},
                      {"dilation", o.refinement.dilation},
-                     {"near_surface_margin", o.refinement.near_surface_margin}};
+                     {"near_surface_margin", o.refinement.near_surface_margin},
+                     {"final_near_surface_margin", o.refinement.final_near_surface_margin}};
     for (const PromptFigures& r : rows) {
       nlohmann::json row = {{"prompt", r.prompt},
                             {"evaluated_points", r.stats.evaluated_points},
@@ -169,9 +170,9 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
     std::cout << j.dump(1) << "\n";
     return 0;
   }
-  std::printf("resolution %d, coarse level %d, dilation %d, near-surface margin %.2f, %d threads\n", o.resolution,
-              o.refinement.coarse_resolution, o.refinement.dilation, o.refinement.near_surface_margin,
-              cpu::thread_count());
+  std::printf("resolution %d, coarse level %d, dilation %d, near-surface margin %.2f (last level %.2f), %d threads\n",
+              o.resolution, o.refinement.coarse_resolution, o.refinement.dilation, o.refinement.near_surface_margin,
+              o.refinement.final_near_surface_margin, cpu::thread_count());
   std::printf("%-40s %10s %8s %9s %9s %9s %8s\n", "prompt", "points", "of dense", "c2f ms", "dense ms", "differ", "faces");
   for (const PromptFigures& r : rows) {
     std::printf("%-40.40s %10lld %7.1f%% %9.1f ", r.prompt.c_str(), (long long)r.stats.evaluated_points,
@@ -205,6 +206,9 @@ Action add_meshing_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, 8));
   cmd->add_option("--margin", options->refinement.near_surface_margin,
                   "Near-surface margin in units of the local slope (see CoarseToFineOptions)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  cmd->add_option("--final-margin", options->refinement.final_near_surface_margin,
+                  "The same margin for the level below the target")
       ->check(CLI::Range(0.0f, 100.0f));
   cmd->add_option("--threads", options->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_flag("--no-dense", options->skip_dense, "Skip the dense grid (no time or agreement figures)");

@@ -172,7 +172,7 @@ Result<ScalarGrid> evaluate_field_dense(const FieldFunction& field, const GridSp
 Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& field, const GridSpec& spec,
                                                        const CoarseToFineOptions& options) {
   CUBEFORGE_TRY(check_spec(spec));
-  if (!(options.near_surface_margin >= 0.f) || options.dilation < 0) {
+  if (!(options.near_surface_margin >= 0.f) || !(options.final_near_surface_margin >= 0.f) || options.dilation < 0) {
     return make_error(ErrorCode::kInvalidArgument, "coarse-to-fine margin and dilation must not be negative");
   }
   const int target = spec.resolution;
@@ -215,6 +215,8 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
     const int64_t evaluated_before = evaluator.evaluated();
     const double spacing = spec.cell_size() * double(cells.stride);
     const double half_diagonal = spacing * std::sqrt(3.0) * 0.5;
+    const double margin =
+        double(level + 1 == target ? options.final_near_surface_margin : options.near_surface_margin);
 
     if (level > coarse) {
       // Points new at this level that no refinement reaches take the
@@ -273,7 +275,7 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
           if (p[axis] - s >= 0) steepest = std::max(steepest, std::fabs(values[size_t(index - step[axis])] - v));
         }
       }
-      return double(nearest) <= double(options.near_surface_margin) * (double(steepest) / spacing) * half_diagonal;
+      return double(nearest) <= margin * (double(steepest) / spacing) * half_diagonal;
     };
 
     std::vector<uint8_t> visited(size_t(cells.count()), 0);

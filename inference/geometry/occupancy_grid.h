@@ -81,17 +81,26 @@ struct CoarseToFineOptions {
   int coarse_resolution = 5;
   // Safety margin: at each finer level, the cells within this many cells
   // (Chebyshev distance) of the children of the coarser level's surface cells
-  // are evaluated too. (Cells the surface is found to cross always get their
-  // 26 neighbours evaluated as well.)
-  int dilation = 1;
+  // are evaluated too. Cells the surface is found to cross always get their
+  // 26 neighbours evaluated as well, which already follows every surface the
+  // coarser level found; the near-surface margins below catch the ones it did
+  // not.
+  int dilation = 0;
   // A cell whose corner values are all one sign is still refined when its
-  // smallest |value| is at most near_surface_margin * slope * (cell diagonal / 2),
-  // slope being the largest |value difference| / spacing along the cell's edges
-  // and the edges leaving its corners: with a field that changes no faster than
+  // smallest |value| is at most margin * slope * (cell diagonal / 2), slope
+  // being the largest |value difference| / spacing along the cell's edges and
+  // the edges leaving its corners: with a field that changes no faster than
   // that nearby, margin 1 is exactly "a zero could lie in this cell". A local
   // slope keeps saturated regions of a logit field (flat far from the surface)
   // from being refined.
+  //
+  // Cells of the levels below the last span four or more target cells per
+  // axis, and over that distance a saturated field's slope can hide a thin
+  // part: they take twice the bound. The last level's cells span two target
+  // cells, where the local slope is a fair bound: they take it as it is, which
+  // halves the points evaluated on large surfaces (cubeforge-cli bench-meshing).
   float near_surface_margin = 2.0f;
+  float final_near_surface_margin = 1.0f;
   float level = 0.0f;  // the surface value
   FieldEvaluationOptions evaluation;
 };

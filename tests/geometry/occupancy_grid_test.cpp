@@ -113,6 +113,43 @@ TEST(CoarseToFine, SteepLogitsMatchDense) {
   expect_same_surface_as_dense(steep, 6, 4, "saturated thin shapes from level 4");
 }
 
+// Flat planes a little thinner than a target cell, each centred on target
+// points that the level below does not have. No coarser point is inside, so
+// no cell crosses the surface before the target level: only the near-surface
+// margins find them, and without the last level's margin they vanish.
+FieldFunction hidden_plates_field(const GridSpec& spec) {
+  const std::vector<float> axis = grid_axis_coordinates(spec);
+  const float half_thickness = 0.4f * float(spec.cell_size());
+  // x = axis[2^r / 2 + 1] and y = axis[2^r / 4 + 3]: odd indices.
+  const float x0 = axis[size_t(spec.cells_per_axis() / 2 + 1)];
+  const float y0 = axis[size_t(spec.cells_per_axis() / 4 + 3)];
+  return [=](std::span<const float> xyz, std::span<float> values) -> Status {
+    for (size_t p = 0; p < values.size(); ++p) {
+      const float to_x = half_thickness - std::fabs(xyz[p * 3] - x0);
+      const float to_y = half_thickness - std::fabs(xyz[p * 3 + 1] - y0);
+      values[p] = std::max(to_x, to_y);  // inside positive
+    }
+    return ok_status();
+  };
+}
+
+TEST(CoarseToFine, PlatesBetweenTheLastLevelsPointsMatchDense) {
+  GridSpec spec;
+  spec.resolution = 6;
+  const FieldFunction plates = hidden_plates_field(spec);
+  expect_same_surface_as_dense(plates, 6, 3, "hidden plates from level 3");
+
+  // The test can fail: without the last level's margin the plates are lost.
+  auto dense = evaluate_field_dense(plates, spec);
+  ASSERT_TRUE(dense.ok());
+  CoarseToFineOptions blind;
+  blind.coarse_resolution = 3;
+  blind.final_near_surface_margin = 0.f;
+  auto refined = evaluate_field_coarse_to_fine(plates, spec, blind);
+  ASSERT_TRUE(refined.ok());
+  EXPECT_GT(count_sign_disagreements(*dense, refined->grid), 0);
+}
+
 TEST(CoarseToFine, CoarseLevelAtTheTargetIsDense) {
   GridSpec spec;
   spec.resolution = 4;
