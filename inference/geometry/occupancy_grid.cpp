@@ -278,11 +278,13 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
       return double(nearest) <= margin * (double(steepest) / spacing) * half_diagonal;
     };
 
+    // Per cell: not visited yet, visited, or visited and crossed by the surface.
+    constexpr uint8_t kVisited = 1, kCrossing = 2;
     std::vector<uint8_t> visited(size_t(cells.count()), 0);
     std::vector<int64_t> queue;
     if (level == coarse) {
       // Every coarse point is evaluated: look at every cell.
-      std::fill(visited.begin(), visited.end(), 1);
+      std::fill(visited.begin(), visited.end(), kVisited);
       queue.resize(size_t(cells.count()));
       for (int64_t cell = 0; cell < cells.count(); ++cell) queue[size_t(cell)] = cell;
     } else {
@@ -303,7 +305,7 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
             for (int64_t k = lo[2]; k <= hi[2]; ++k) {
               const int64_t cell = cells.cell_index(i, j, k);
               if (visited[size_t(cell)]) continue;
-              visited[size_t(cell)] = 1;
+              visited[size_t(cell)] = kVisited;
               queue.push_back(cell);
             }
       }
@@ -318,7 +320,7 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
     // coarser cell's corners share one sign, and any other corner was
     // evaluated as the corner of a visited cell, which is then a neighbour.
     std::vector<int64_t> visited_cells = queue;
-    auto visit_neighbours = [&](int64_t cell, bool only_crossing, std::vector<int64_t>& out) {
+    auto visit_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
       int64_t ci, cj, ck;
       cells.cell_coords(cell, ci, cj, ck);
       for (int64_t di = -1; di <= 1; ++di)
@@ -328,12 +330,26 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
             if (ni < 0 || nj < 0 || nk < 0 || ni >= cells.m || nj >= cells.m || nk >= cells.m) continue;
             const int64_t neighbour = cells.cell_index(ni, nj, nk);
             if (visited[size_t(neighbour)]) continue;
-            if (only_crossing && !crosses_surface(neighbour)) continue;
-            visited[size_t(neighbour)] = 1;
+            visited[size_t(neighbour)] = kVisited;
             out.push_back(neighbour);
             visited_cells.push_back(neighbour);
           }
     };
+    // The unvisited neighbours of `cell` that the surface crosses; reads only.
+    auto crossing_unvisited_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
+      int64_t ci, cj, ck;
+      cells.cell_coords(cell, ci, cj, ck);
+      for (int64_t di = -1; di <= 1; ++di)
+        for (int64_t dj = -1; dj <= 1; ++dj)
+          for (int64_t dk = -1; dk <= 1; ++dk) {
+            const int64_t ni = ci + di, nj = cj + dj, nk = ck + dk;
+            if (ni < 0 || nj < 0 || nk < 0 || ni >= cells.m || nj >= cells.m || nk >= cells.m) continue;
+            const int64_t neighbour = cells.cell_index(ni, nj, nk);
+            if (!visited[size_t(neighbour)] && crosses_surface(neighbour)) out.push_back(neighbour);
+          }
+    };
+    const int64_t parts = std::max<int64_t>(1, 4 * int64_t(ThreadPool::global().size()));
+    std::vector<std::vector<int64_t>> found(static_cast<size_t>(parts));
     for (;;) {
       while (!queue.empty()) {
         pending.clear();
@@ -349,13 +365,34 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
         evaluator.plan(int64_t(pending.size()));
         CUBEFORGE_TRY(evaluator.evaluate(pending));
 
+        // A processed cell's corners are all evaluated: whether it crosses
+        // is final, and a crossing one has all its neighbours visited.
         std::vector<int64_t> next;
         for (int64_t cell : queue)
-          if (crosses_surface(cell)) visit_neighbours(cell, /*only_crossing=*/false, next);
+          if (crosses_surface(cell)) {
+            visited[size_t(cell)] = kCrossing;
+            visit_neighbours(cell, next);
+          }
         queue.swap(next);
       }
-      const size_t visited_so_far = visited_cells.size();
-      for (size_t v = 0; v < visited_so_far; ++v) visit_neighbours(visited_cells[v], /*only_crossing=*/true, queue);
+      // Only cells that do not cross can have unvisited crossing neighbours.
+      // Nothing is written while the parts look, so they look in parallel.
+      const int64_t visited_so_far = int64_t(visited_cells.size());
+      parallel_for_each(parts, visited_so_far > 4096, [&](int64_t part) {
+        std::vector<int64_t>& out = found[size_t(part)];
+        out.clear();
+        for (int64_t v = visited_so_far * part / parts; v < visited_so_far * (part + 1) / parts; ++v) {
+          const int64_t cell = visited_cells[size_t(v)];
+          if (visited[size_t(cell)] != kCrossing) crossing_unvisited_neighbours(cell, out);
+        }
+      });
+      for (const std::vector<int64_t>& cells_found : found)
+        for (int64_t cell : cells_found) {
+          if (visited[size_t(cell)]) continue;  // found by two cells
+          visited[size_t(cell)] = kVisited;
+          queue.push_back(cell);
+          visited_cells.push_back(cell);
+        }
       if (queue.empty()) break;
     }
 
@@ -363,13 +400,19 @@ Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& fiel
     // Cells near the surface matter only for refining further: at the last
     // level marching cubes needs just the crossings, with true corners.
     std::vector<uint8_t> surface(size_t(cells.count()), 0);
-    int64_t surface_count = 0;
-    for (int64_t cell : visited_cells) {
-      if (crosses_surface(cell) || (level < target && near_surface(cell))) {
-        surface[size_t(cell)] = 1;
-        ++surface_count;
+    std::vector<int64_t> surface_counts(static_cast<size_t>(parts), 0);
+    const int64_t visited_count = int64_t(visited_cells.size());
+    parallel_for_each(parts, visited_count > 4096, [&](int64_t part) {
+      for (int64_t v = visited_count * part / parts; v < visited_count * (part + 1) / parts; ++v) {
+        const int64_t cell = visited_cells[size_t(v)];
+        if (visited[size_t(cell)] == kCrossing || (level < target && near_surface(cell))) {
+          surface[size_t(cell)] = 1;
+          ++surface_counts[size_t(part)];
+        }
       }
-    }
+    });
+    int64_t surface_count = 0;
+    for (int64_t count : surface_counts) surface_count += count;
     CoarseToFineLevel stats;
     stats.resolution = level;
     stats.evaluated_points = evaluator.evaluated() - evaluated_before;
