@@ -66,20 +66,21 @@ Result<PromptFigures> measure_prompt(const CubeModel& model, const std::string& 
   CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
 
   cpu::SingleThreadedBlas single_threaded_blas;
-  const FieldFunction field = [&](std::span<const float> points, std::span<float> values) -> Status {
-    return occupancy_in_slices(shape, prepared, points, values);
-  };
   GridSpec spec;
   spec.resolution = o.resolution;
+  const ShapeTokenizer::GridQueries grid_queries = shape.prepare_grid(grid_axis_coordinates(spec));
+  const GridFieldFunction field = [&](std::span<const int32_t> ijk, std::span<float> values) -> Status {
+    return occupancy_on_grid_in_slices(shape, prepared, grid_queries, ijk, values);
+  };
   auto start = std::chrono::steady_clock::now();
-  CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_field_coarse_to_fine(field, spec, o.refinement));
+  CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_grid_field_coarse_to_fine(field, spec, o.refinement));
   figures.coarse_to_fine_ms = ms_since(start);
   figures.stats = refined.stats;
   CUBEFORGE_ASSIGN_OR_RETURN(Mesh mesh, marching_cubes(refined.grid));
   figures.faces = int64_t(mesh.face_count());
   if (!o.skip_dense) {
     start = std::chrono::steady_clock::now();
-    CUBEFORGE_ASSIGN_OR_RETURN(ScalarGrid dense, evaluate_field_dense(field, spec, o.refinement.evaluation));
+    CUBEFORGE_ASSIGN_OR_RETURN(ScalarGrid dense, evaluate_grid_field_dense(field, spec, o.refinement.evaluation));
     figures.dense_ms = ms_since(start);
     figures.sign_disagreements = count_sign_disagreements(dense, refined.grid, o.refinement.level);
   }

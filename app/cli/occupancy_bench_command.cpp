@@ -1,6 +1,8 @@
 // `cubeforge-cli bench-occupancy`: occupancy queries per second and achieved
 // arithmetic rate of the shape decoder, as meshing issues them (one slice per
-// thread), for the fused decoder and the layer-at-a-time path.
+// thread), for the fused decoder at points, the fused decoder at grid indices
+// (its first layer from per-axis terms, as meshing runs it) and the
+// layer-at-a-time path.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include "app/cli/commands.h"
 #include "inference/cpu/ops.h"
+#include "inference/geometry/occupancy_grid.h"
 #include "inference/model/config.h"
 #include "inference/model/shape_kernels.h"
 #include "inference/model/shape_tokenizer.h"
@@ -28,7 +31,7 @@ struct OccupancyBenchOptions {
   int64_t points = 262144;
   int repeats = 5;
   int threads = 0;
-  std::string path = "both";
+  std::string path = "all";
   uint64_t seed = 1;
   bool json = false;
 };
@@ -72,7 +75,7 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
   }
   const ShapeModelConfig& config = tokenizer->config();
 
-  // Latents of random tokens, points uniform in the reference's grid bounds.
+  // Latents of random tokens.
   std::mt19937_64 rng(o.seed);
   std::vector<int64_t> tokens(static_cast<size_t>(config.latents));
   for (int64_t& t : tokens) t = int64_t(rng() % uint64_t(config.codes));
@@ -82,21 +85,31 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     std::cerr << "error: " << prepared.error().to_string() << "\n";
     return 1;
   }
-  std::uniform_real_distribution<float> coordinate(-1.05f, 1.05f);
+  // Random points of the reference's resolution-8 meshing grid, by index and
+  // by coordinates.
+  GridSpec spec;
+  spec.resolution = 8;
+  const std::vector<float> axis = grid_axis_coordinates(spec);
+  std::uniform_int_distribution<int32_t> axis_index(0, int32_t(axis.size()) - 1);
+  std::vector<int32_t> ijk(size_t(o.points * 3));
   std::vector<float> points(size_t(o.points * 3));
-  for (float& v : points) v = coordinate(rng);
+  for (size_t i = 0; i < ijk.size(); ++i) {
+    ijk[i] = axis_index(rng);
+    points[i] = axis[size_t(ijk[i])];
+  }
 
   std::vector<std::string> paths;
-  if (o.path == "both" || o.path == "fused") {
+  for (const char* fused_path : {"fused", "grid"}) {
+    if (o.path != "all" && o.path != fused_path) continue;
     if (tokenizer->fused_occupancy_available())
-      paths.push_back("fused");
-    else if (o.path == "fused") {
+      paths.push_back(fused_path);
+    else if (o.path == fused_path) {
       std::cerr << "error: the fused occupancy decoder needs AVX-512 (this CPU: " << shape_kernels::isa()
                 << ") and width, head size and hidden width in multiples of 16\n";
       return 1;
     }
   }
-  if (o.path == "both" || o.path == "layered") paths.push_back("layered");
+  if (o.path == "all" || o.path == "layered") paths.push_back("layered");
 
   const int64_t hidden = 4 * config.width;
   const double flops = flops_per_point(config, hidden);
@@ -104,12 +117,14 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
   std::vector<std::vector<float>> outputs;
   cpu::SingleThreadedBlas single_threaded_blas;
   for (const std::string& path : paths) {
-    tokenizer->set_fused_occupancy(path == "fused");
+    tokenizer->set_fused_occupancy(path != "layered");
+    const ShapeTokenizer::GridQueries grid = tokenizer->prepare_grid(axis);
     std::vector<float> logits(static_cast<size_t>(o.points));
     std::vector<double> times;
     for (int r = 0; r <= o.repeats; ++r) {  // the first run warms caches and buffers
       const auto start = std::chrono::steady_clock::now();
-      Status status = occupancy_in_slices(*tokenizer, *prepared, points, logits);
+      Status status = path == "grid" ? occupancy_on_grid_in_slices(*tokenizer, *prepared, grid, ijk, logits)
+                                     : occupancy_in_slices(*tokenizer, *prepared, points, logits);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (!status.ok()) {
         std::cerr << "error: " << status.error().to_string() << "\n";
@@ -126,10 +141,11 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     figures.push_back(f);
     outputs.push_back(std::move(logits));
   }
+  // Every path against the first, at the same points.
   double largest_difference = 0.0;
-  if (outputs.size() == 2)
+  for (size_t p = 1; p < outputs.size(); ++p)
     for (size_t i = 0; i < outputs[0].size(); ++i)
-      largest_difference = std::max(largest_difference, double(std::abs(outputs[0][i] - outputs[1][i])));
+      largest_difference = std::max(largest_difference, double(std::abs(outputs[0][i] - outputs[p][i])));
 
   if (o.json) {
     nlohmann::json j;
@@ -142,7 +158,7 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     j["flops_per_point"] = flops;
     for (const PathFigures& f : figures)
       j["paths"][f.path] = {{"median_ms", f.median_ms}, {"points_per_second", f.points_per_second}, {"gflops", f.gflops}};
-    if (outputs.size() == 2) j["largest_logit_difference"] = largest_difference;
+    if (outputs.size() > 1) j["largest_logit_difference"] = largest_difference;
     std::cout << j.dump(1) << "\n";
     return 0;
   }
@@ -153,7 +169,7 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
   for (const PathFigures& f : figures)
     std::printf("%-8s           %.1f ms median: %.0f points/s, %.1f GFLOP/s\n", f.path.c_str(), f.median_ms,
                 f.points_per_second, f.gflops);
-  if (outputs.size() == 2) std::printf("largest |logit difference| between the paths: %.3g\n", largest_difference);
+  if (outputs.size() > 1) std::printf("largest |logit difference| between the paths: %.3g\n", largest_difference);
   return 0;
 }
 
@@ -166,7 +182,8 @@ Action add_occupancy_bench_command(CLI::App& app) {
   cmd->add_option("--points", options->points, "Query points per run")->check(CLI::Range(int64_t(1), int64_t(1) << 26));
   cmd->add_option("--repeats", options->repeats, "Timed runs (the median is reported)")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", options->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
-  cmd->add_option("--path", options->path, "fused, layered or both")->check(CLI::IsMember({"fused", "layered", "both"}));
+  cmd->add_option("--path", options->path, "fused (at points), grid (fused, at grid indices), layered or all")
+      ->check(CLI::IsMember({"fused", "grid", "layered", "all"}));
   cmd->add_option("--seed", options->seed, "Seed for the random tokens and points");
   cmd->add_flag("--json", options->json, "Print one JSON object");
   return [cmd, options]() -> int { return cmd->parsed() ? run_occupancy_bench(*options) : -1; };

@@ -59,13 +59,12 @@ Status check_spec(const GridSpec& spec) {
 // Feeds grid point indices to the field in chunks and scatters the values back.
 class GridFieldEvaluator {
  public:
-  GridFieldEvaluator(const FieldFunction& field, const GridSpec& spec, const FieldEvaluationOptions& options,
+  GridFieldEvaluator(const GridFieldFunction& field, const GridSpec& spec, const FieldEvaluationOptions& options,
                      std::vector<float>& values)
       : field_(field),
         spec_(spec),
         options_(options),
         values_(values),
-        axis_(grid_axis_coordinates(spec)),
         chunk_(size_t(std::max<int64_t>(1, options.chunk_points))) {}
 
   void plan(int64_t points) { planned_ += points; }
@@ -75,15 +74,15 @@ class GridFieldEvaluator {
     const int64_t n = spec_.points_per_axis();
     for (size_t start = 0; start < indices.size(); start += chunk_) {
       const size_t count = std::min(chunk_, indices.size() - start);
-      xyz_.resize(count * 3);
+      ijk_.resize(count * 3);
       batch_values_.assign(count, 0.f);
       for (size_t p = 0; p < count; ++p) {
         const int64_t index = indices[start + p];
-        xyz_[p * 3 + 0] = axis_[size_t(index / (n * n))];
-        xyz_[p * 3 + 1] = axis_[size_t((index / n) % n)];
-        xyz_[p * 3 + 2] = axis_[size_t(index % n)];
+        ijk_[p * 3 + 0] = int32_t(index / (n * n));
+        ijk_[p * 3 + 1] = int32_t((index / n) % n);
+        ijk_[p * 3 + 2] = int32_t(index % n);
       }
-      Status status = field_(std::span<const float>(xyz_), std::span<float>(batch_values_));
+      Status status = field_(std::span<const int32_t>(ijk_), std::span<float>(batch_values_));
       if (!status.ok()) {
         Error error = status.take_error();
         error.message = "evaluating the field on the grid (resolution " + std::to_string(spec_.resolution) +
@@ -93,9 +92,12 @@ class GridFieldEvaluator {
       for (size_t p = 0; p < count; ++p) {
         const float value = batch_values_[p];
         if (!std::isfinite(value)) {
+          const std::vector<float> axis = grid_axis_coordinates(spec_);
           return make_error(ErrorCode::kInternal,
-                            "the field returned " + std::to_string(value) + " at (" + std::to_string(xyz_[p * 3]) +
-                                ", " + std::to_string(xyz_[p * 3 + 1]) + ", " + std::to_string(xyz_[p * 3 + 2]) +
+                            "the field returned " + std::to_string(value) + " at (" +
+                                std::to_string(axis[size_t(ijk_[p * 3])]) + ", " +
+                                std::to_string(axis[size_t(ijk_[p * 3 + 1])]) + ", " +
+                                std::to_string(axis[size_t(ijk_[p * 3 + 2])]) +
                                 "); the decoder's weights or inputs are not finite");
         }
         values_[size_t(indices[start + p])] = value;
@@ -109,13 +111,12 @@ class GridFieldEvaluator {
   }
 
  private:
-  const FieldFunction& field_;
+  const GridFieldFunction& field_;
   const GridSpec& spec_;
   const FieldEvaluationOptions& options_;
   std::vector<float>& values_;
-  std::vector<float> axis_;
   size_t chunk_;
-  std::vector<float> xyz_;
+  std::vector<int32_t> ijk_;
   std::vector<float> batch_values_;
   int64_t evaluated_ = 0;
   int64_t planned_ = 0;
@@ -149,8 +150,29 @@ struct LevelCells {
 
 }  // namespace
 
+GridFieldFunction field_on_grid(FieldFunction field, const GridSpec& spec) {
+  return [field = std::move(field), axis = grid_axis_coordinates(spec)](std::span<const int32_t> ijk,
+                                                                        std::span<float> values) -> Status {
+    std::vector<float> points(ijk.size());
+    for (size_t p = 0; p < ijk.size(); ++p) points[p] = axis[size_t(ijk[p])];
+    return field(points, values);
+  };
+}
+
 Result<ScalarGrid> evaluate_field_dense(const FieldFunction& field, const GridSpec& spec,
                                         const FieldEvaluationOptions& options) {
+  CUBEFORGE_TRY(check_spec(spec));
+  return evaluate_grid_field_dense(field_on_grid(field, spec), spec, options);
+}
+
+Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& field, const GridSpec& spec,
+                                                       const CoarseToFineOptions& options) {
+  CUBEFORGE_TRY(check_spec(spec));
+  return evaluate_grid_field_coarse_to_fine(field_on_grid(field, spec), spec, options);
+}
+
+Result<ScalarGrid> evaluate_grid_field_dense(const GridFieldFunction& field, const GridSpec& spec,
+                                             const FieldEvaluationOptions& options) {
   CUBEFORGE_TRY(check_spec(spec));
   ScalarGrid grid;
   grid.spec = spec;
@@ -169,8 +191,8 @@ Result<ScalarGrid> evaluate_field_dense(const FieldFunction& field, const GridSp
   return grid;
 }
 
-Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& field, const GridSpec& spec,
-                                                       const CoarseToFineOptions& options) {
+Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunction& field, const GridSpec& spec,
+                                                            const CoarseToFineOptions& options) {
   CUBEFORGE_TRY(check_spec(spec));
   if (!(options.near_surface_margin >= 0.f) || !(options.final_near_surface_margin >= 0.f) || options.dilation < 0) {
     return make_error(ErrorCode::kInvalidArgument, "coarse-to-fine margin and dilation must not be negative");

@@ -30,6 +30,11 @@ namespace cubeforge {
 // is [N]. The caller decides the batch size (see chunk_points).
 using FieldFunction = std::function<Status(std::span<const float> points_xyz, std::span<float> values)>;
 
+// The same at grid points named by their axis indices: ijk is [N, 3] (i along
+// x, j along y, k along z). A field that reuses work along grid lines (the
+// shape decoder's first layer is a sum of one term per axis) takes this form.
+using GridFieldFunction = std::function<Status(std::span<const int32_t> ijk, std::span<float> values)>;
+
 // Called after each evaluated batch with the points done so far and the
 // points planned so far (the plan grows while coarse-to-fine refines).
 // Returning false cancels: the evaluation ends with ErrorCode::kCancelled.
@@ -55,6 +60,9 @@ struct GridSpec {
 // set to upper, then rounded to float.
 std::vector<float> grid_axis_coordinates(const GridSpec& spec);
 
+// `field` asked at the points of the grid `spec` describes.
+GridFieldFunction field_on_grid(FieldFunction field, const GridSpec& spec);
+
 // All grid points as [point_count, 3] in x-major order.
 std::vector<float> grid_points(const GridSpec& spec);
 
@@ -73,6 +81,8 @@ struct FieldEvaluationOptions {
 
 Result<ScalarGrid> evaluate_field_dense(const FieldFunction& field, const GridSpec& spec,
                                         const FieldEvaluationOptions& options = {});
+Result<ScalarGrid> evaluate_grid_field_dense(const GridFieldFunction& field, const GridSpec& spec,
+                                             const FieldEvaluationOptions& options = {});
 
 struct CoarseToFineOptions {
   // The first level, evaluated densely. Clamped to the target resolution.
@@ -125,6 +135,8 @@ struct CoarseToFineGrid {
 
 Result<CoarseToFineGrid> evaluate_field_coarse_to_fine(const FieldFunction& field, const GridSpec& spec,
                                                        const CoarseToFineOptions& options = {});
+Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunction& field, const GridSpec& spec,
+                                                            const CoarseToFineOptions& options = {});
 
 // Points whose inside/outside class (value > level) differs between two grids
 // of the same spec.

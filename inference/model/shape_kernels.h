@@ -80,6 +80,24 @@ void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys
 void occupancy_decoder_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
                               int64_t latent_count, const float* points, int64_t count, float* logits);
 
+// On a grid every point's coordinates come from three axis lists, and every
+// value of the decoder's first layer depends on one coordinate only:
+//   query_in(embed(x, y, z)) = bias + T_x[i] + T_y[j] + T_z[k],
+// T_a[v] being the products of axis a's embedding values at axis[v] with their
+// rows of query_in. occupancy_axis_terms writes T ([3, n, W], the bias folded
+// into T_x) for an axis of n coordinates shared by x, y and z;
+// occupancy_decoder_grid then takes grid indices ijk ([count, 3]) instead of
+// points and skips the embedding and the first product: about a tenth of a
+// point's arithmetic and all of its sines and cosines. The sums are ordered
+// differently, so logits differ from occupancy_decoder's by float32 rounding.
+void occupancy_axis_terms(const OccupancyDecoderWeights& weights, const float* axis, int64_t n, float* terms);
+void occupancy_decoder_grid(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
+                            int64_t latent_count, const float* axis_terms, int64_t axis_points, const int32_t* ijk,
+                            int64_t count, float* logits);
+void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
+                                   int64_t latent_count, const float* axis_terms, int64_t axis_points,
+                                   const int32_t* ijk, int64_t count, float* logits);
+
 // The instruction set these kernels use on this CPU ("avx512" or "scalar").
 const char* isa();
 

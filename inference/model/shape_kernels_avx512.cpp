@@ -349,8 +349,15 @@ void fourier_embed_avx512(const float* weight, const float* carrier, int64_t num
   });
 }
 
-void occupancy_decoder_avx512(const OccupancyDecoderWeights& w, const float* keys, const float* values,
-                              int64_t latent_count, const float* points, int64_t count, float* logits) {
+namespace {
+
+// The fused decoder from query_in's output on: `first_layer(begin, rows,
+// scratch, out)` writes query_in's output (before SiLU) for points
+// [begin, begin + rows) into out [rows, W], with `scratch` room for
+// rows × 3(2F+1) floats.
+template <class FirstLayer>
+void occupancy_decoder_blocks(const OccupancyDecoderWeights& w, const float* keys, const float* values,
+                              int64_t latent_count, int64_t count, float* logits, const FirstLayer& first_layer) {
   const int64_t W = w.width, H = w.heads, D = W / H, S = latent_count, hidden = w.hidden;
   const int64_t E = 3 * (2 * w.num_freqs + 1);
   const float scale = 1.0f / std::sqrt(float(D));
@@ -373,10 +380,8 @@ void occupancy_decoder_avx512(const OccupancyDecoderWeights& w, const float* key
     float* scores = wide + R * hidden;  // [R, S]
     for (int64_t block = b0; block < b1; ++block) {
       const int64_t begin = block * R, rows = std::min(R, count - begin);
-      for (int64_t r = 0; r < rows; ++r)
-        fourier_row(w.fourier_weight, w.carrier, w.num_freqs, points + (begin + r) * 3, embedded + r * E);
       // query_in → SiLU → query_out.
-      small_gemm(rows, embedded, E, w.query_in, W, E, W, wide, W, w.query_in_bias, false);
+      first_layer(begin, rows, embedded, wide);
       for (int64_t i = 0; i < rows * W; i += 16) {
         const __m512 v = _mm512_loadu_ps(wide + i);
         const __m512 denominator = _mm512_add_ps(_mm512_set1_ps(1.f), exp16(_mm512_sub_ps(_mm512_setzero_ps(), v)));
@@ -407,6 +412,44 @@ void occupancy_decoder_avx512(const OccupancyDecoderWeights& w, const float* key
       }
     }
   });
+}
+
+}  // namespace
+
+void occupancy_decoder_avx512(const OccupancyDecoderWeights& w, const float* keys, const float* values,
+                              int64_t latent_count, const float* points, int64_t count, float* logits) {
+  const int64_t W = w.width, E = 3 * (2 * w.num_freqs + 1);
+  occupancy_decoder_blocks(w, keys, values, latent_count, count, logits,
+                           [&](int64_t begin, int64_t rows, float* embedded, float* out) {
+                             for (int64_t r = 0; r < rows; ++r)
+                               fourier_row(w.fourier_weight, w.carrier, w.num_freqs, points + (begin + r) * 3,
+                                           embedded + r * E);
+                             small_gemm(rows, embedded, E, w.query_in, W, E, W, out, W, w.query_in_bias, false);
+                           });
+}
+
+void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& w, const float* keys, const float* values,
+                                   int64_t latent_count, const float* axis_terms, int64_t axis_points,
+                                   const int32_t* ijk, int64_t count, float* logits) {
+  const int64_t W = w.width;
+  const float* x_terms = axis_terms;
+  const float* y_terms = axis_terms + axis_points * W;
+  const float* z_terms = axis_terms + 2 * axis_points * W;
+  occupancy_decoder_blocks(w, keys, values, latent_count, count, logits,
+                           [&](int64_t begin, int64_t rows, float*, float* out) {
+                             for (int64_t r = 0; r < rows; ++r) {
+                               const int32_t* index = ijk + (begin + r) * 3;
+                               const float* tx = x_terms + int64_t(index[0]) * W;
+                               const float* ty = y_terms + int64_t(index[1]) * W;
+                               const float* tz = z_terms + int64_t(index[2]) * W;
+                               for (int64_t j = 0; j < W; j += 16) {
+                                 const __m512 sum = _mm512_add_ps(
+                                     _mm512_add_ps(_mm512_loadu_ps(tx + j), _mm512_loadu_ps(ty + j)),
+                                     _mm512_loadu_ps(tz + j));
+                                 _mm512_storeu_ps(out + r * W + j, sum);
+                               }
+                             }
+                           });
 }
 
 void layer_norm_avx512(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias,

@@ -561,6 +561,48 @@ Status ShapeTokenizer::occupancy(std::span<const float> latents, std::span<const
   return occupancy(prepared, points_xyz, logits, chunk);
 }
 
+ShapeTokenizer::GridQueries ShapeTokenizer::prepare_grid(std::span<const float> axis) const {
+  const Model& m = *model_;
+  GridQueries grid;
+  grid.axis.assign(axis.begin(), axis.end());
+  if (m.fused_occupancy && use_fused_occupancy_ && !axis.empty()) {
+    grid.terms.resize(size_t(3 * int64_t(axis.size()) * m.dims.width));
+    shape_kernels::occupancy_axis_terms(m.fused_occupancy->weights, axis.data(), int64_t(axis.size()),
+                                        grid.terms.data());
+  }
+  return grid;
+}
+
+Status ShapeTokenizer::occupancy_on_grid(const PreparedLatents& latents, const GridQueries& grid,
+                                         std::span<const int32_t> ijk, std::span<float> logits) const {
+  const Model& m = *model_;
+  const int64_t n = int64_t(grid.axis.size());
+  if (ijk.size() % 3 != 0 || logits.size() * 3 != ijk.size() * size_t(m.occupancy_head.out_features()))
+    return invalid(file_name(), "grid query of " + std::to_string(ijk.size()) + " indices for " +
+                                    std::to_string(logits.size()) + " logits; expected 3 indices per point");
+  for (int32_t index : ijk)
+    if (index < 0 || index >= n)
+      return invalid(file_name(), "grid index " + std::to_string(index) + " is outside the axis of " +
+                                      std::to_string(n) + " coordinates");
+  const bool fused = m.fused_occupancy && use_fused_occupancy_ && !grid.terms.empty();
+  if (!fused) {
+    std::vector<float> points(ijk.size());
+    for (size_t p = 0; p < ijk.size(); ++p) points[p] = grid.axis[size_t(ijk[p])];
+    return occupancy(latents, points, logits);
+  }
+  const int64_t W = m.dims.width;
+  if (latents.width != W || latents.latent_count <= 0 ||
+      latents.keys.size() != size_t(latents.latent_count * W) || latents.values.size() != latents.keys.size())
+    return invalid(file_name(), "prepared latents do not belong to this model (width " + std::to_string(latents.width) +
+                                    ", expected " + std::to_string(W) + ")");
+  if (grid.terms.size() != size_t(3 * n * W))
+    return invalid(file_name(), "grid terms were prepared for another model");
+  shape_kernels::occupancy_decoder_grid(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
+                                        latents.latent_count, grid.terms.data(), n, ijk.data(),
+                                        int64_t(logits.size()), logits.data());
+  return ok_status();
+}
+
 std::vector<float> ShapeTokenizer::fourier_embed(std::span<const float> points_xyz) const {
   const Model& m = *model_;
   const int64_t P = int64_t(points_xyz.size() / 3);

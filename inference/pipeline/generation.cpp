@@ -88,19 +88,38 @@ Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::stri
   return model.gpt().project_condition(hidden, normalized_bbox ? normalized_bbox->data() : nullptr);
 }
 
-Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
-                           std::span<const float> points, std::span<float> logits) {
-  const int64_t count = int64_t(points.size() / 3);
+namespace {
+
+// query(begin, end) answers points [begin, end) on one thread.
+template <class Query>
+Status in_slices(int64_t count, const Query& query) {
   const int64_t slices = std::clamp<int64_t>(count / 512, 1, cpu::thread_count());
   std::vector<Status> statuses(static_cast<size_t>(slices), ok_status());
   parallel_for_each(slices, slices > 1, [&](int64_t i) {
-    const int64_t begin = count * i / slices, end = count * (i + 1) / slices;
-    statuses[size_t(i)] = shape.occupancy(prepared, points.subspan(size_t(begin) * 3, size_t(end - begin) * 3),
-                                          logits.subspan(size_t(begin), size_t(end - begin)));
+    statuses[size_t(i)] = query(count * i / slices, count * (i + 1) / slices);
   });
   for (Status& status : statuses)
     if (!status.ok()) return status;
   return ok_status();
+}
+
+}  // namespace
+
+Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
+                           std::span<const float> points, std::span<float> logits) {
+  return in_slices(int64_t(points.size() / 3), [&](int64_t begin, int64_t end) {
+    return shape.occupancy(prepared, points.subspan(size_t(begin) * 3, size_t(end - begin) * 3),
+                           logits.subspan(size_t(begin), size_t(end - begin)));
+  });
+}
+
+Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
+                                   const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
+                                   std::span<float> logits) {
+  return in_slices(int64_t(ijk.size() / 3), [&](int64_t begin, int64_t end) {
+    return shape.occupancy_on_grid(prepared, grid, ijk.subspan(size_t(begin) * 3, size_t(end - begin) * 3),
+                                   logits.subspan(size_t(begin), size_t(end - begin)));
+  });
 }
 
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
@@ -129,8 +148,9 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   spec.resolution = options.resolution;
   std::optional<cpu::SingleThreadedBlas> single_threaded_blas;
   single_threaded_blas.emplace();
-  FieldFunction field = [&](std::span<const float> points, std::span<float> values) -> Status {
-    return occupancy_in_slices(shape, prepared, points, values);
+  const ShapeTokenizer::GridQueries grid_queries = shape.prepare_grid(grid_axis_coordinates(spec));
+  GridFieldFunction field = [&](std::span<const int32_t> ijk, std::span<float> values) -> Status {
+    return occupancy_on_grid_in_slices(shape, prepared, grid_queries, ijk, values);
   };
   FieldEvaluationOptions evaluation;
   evaluation.chunk_points = 8192;
@@ -149,11 +169,11 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   if (options.coarse_to_fine) {
     CoarseToFineOptions c2f;
     c2f.evaluation = evaluation;
-    CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_field_coarse_to_fine(field, spec, c2f));
+    CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_grid_field_coarse_to_fine(field, spec, c2f));
     result.stats.occupancy_points = refined.stats.evaluated_points;
     grid = std::move(refined.grid);
   } else {
-    CUBEFORGE_ASSIGN_OR_RETURN(grid, evaluate_field_dense(field, spec, evaluation));
+    CUBEFORGE_ASSIGN_OR_RETURN(grid, evaluate_grid_field_dense(field, spec, evaluation));
     result.stats.occupancy_points = spec.point_count();
   }
   single_threaded_blas.reset();

@@ -113,6 +113,10 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
 // most of the time.
 Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
                            std::span<const float> points, std::span<float> logits);
+// The same at grid points named by their axis indices (ShapeTokenizer::occupancy_on_grid).
+Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
+                                   const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
+                                   std::span<float> logits);
 
 // The condition rows for a prompt: text_proj(CLIP(prompt)) (+ bbox token).
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,

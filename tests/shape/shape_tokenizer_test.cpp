@@ -19,6 +19,7 @@
 #include <random>
 #include <optional>
 
+#include "inference/geometry/occupancy_grid.h"
 #include "inference/model/shape_kernels.h"
 #include "inference/model/shape_random_weights.h"
 
@@ -198,6 +199,23 @@ TEST_F(ShapeOracleTest, GridLogitsMatchReference) {
     auto status = tokenizer().occupancy(std::span<const float>(expected("decode.latents")), points, logits);
     ASSERT_TRUE(status.ok()) << status.error().to_string();
     EXPECT_TRUE(close_to("decode.grid_logits_r5 (" + path + ")", logits, reference));
+
+    // The same grid by axis indices, as meshing asks for it (the fused path
+    // from per-axis first-layer terms).
+    GridSpec spec;
+    spec.resolution = 5;
+    const ShapeTokenizer::GridQueries grid = tokenizer().prepare_grid(grid_axis_coordinates(spec));
+    EXPECT_EQ(grid.terms.empty(), path != "fused");
+    std::vector<int32_t> ijk;
+    for (int32_t i = 0; i < 33; ++i)
+      for (int32_t j = 0; j < 33; ++j)
+        for (int32_t k = 0; k < 33; ++k) ijk.insert(ijk.end(), {i, j, k});
+    auto prepared = tokenizer().prepare_latents(expected("decode.latents"));
+    ASSERT_TRUE(prepared.ok());
+    std::vector<float> by_index(reference.size());
+    status = tokenizer().occupancy_on_grid(*prepared, grid, ijk, by_index);
+    ASSERT_TRUE(status.ok()) << status.error().to_string();
+    EXPECT_TRUE(close_to("decode.grid_logits_r5 (" + path + ", by grid index)", by_index, reference));
   });
 }
 
@@ -412,6 +430,34 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
     small_tokenizer->set_fused_occupancy(false);
     ASSERT_TRUE(small_tokenizer->occupancy(*latents, points, layered).ok());
     EXPECT_TRUE(close_to("random-weight occupancy (fused vs layered)", fused, layered));
+
+    // By grid index from per-axis terms: the same points, the same logits to rounding.
+    small_tokenizer->set_fused_occupancy(true);
+    GridSpec spec;
+    spec.resolution = 4;
+    const std::vector<float> axis = grid_axis_coordinates(spec);
+    const ShapeTokenizer::GridQueries grid = small_tokenizer->prepare_grid(axis);
+    ASSERT_EQ(grid.terms.size(), size_t(3 * 17 * 64));
+    std::vector<int32_t> ijk;
+    for (int32_t i = 0; i < 17; ++i)
+      for (int32_t j = 0; j < 17; ++j)
+        for (int32_t k = 0; k < 17; ++k) ijk.insert(ijk.end(), {i, j, k});
+    auto prepared = small_tokenizer->prepare_latents(*latents);
+    ASSERT_TRUE(prepared.ok());
+    std::vector<float> by_index(fused.size());
+    ASSERT_TRUE(small_tokenizer->occupancy_on_grid(*prepared, grid, ijk, by_index).ok());
+    EXPECT_TRUE(close_to("random-weight occupancy (by grid index vs at points)", by_index, fused));
+    // Evaluated point by point or in any order, a grid point's logit is the same.
+    std::vector<float> one(1);
+    for (size_t p : {size_t(0), size_t(100), by_index.size() - 1}) {
+      ASSERT_TRUE(small_tokenizer->occupancy_on_grid(*prepared, grid, std::span(ijk).subspan(p * 3, 3), one).ok());
+      EXPECT_EQ(one[0], by_index[p]) << "point " << p;
+    }
+    // Indices outside the axis are refused, not read.
+    const std::vector<int32_t> outside = {0, 17, 3};
+    auto refused = small_tokenizer->occupancy_on_grid(*prepared, grid, outside, one);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("grid index 17"), std::string::npos) << refused.error().message;
   }
 }
 
