@@ -85,7 +85,7 @@ TEST(Cli, HelpListsTheCommands) {
 }
 
 // The benchmark's figures are not checked (timing belongs to benchmarks, not
-// tests); its report is, and the two decoder paths must agree on the logits.
+// tests); its report is, and the decoder paths must agree on the logits.
 TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
   auto r = run("bench-occupancy --points 3000 --repeats 1 --json");  // the built-in model
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -95,6 +95,7 @@ TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
   EXPECT_GT(report["flops_per_point"].get<double>(), 0.0);
   if (report["isa"] == "avx512") {
     ASSERT_TRUE(report["paths"].contains("fused")) << r.out;
+    ASSERT_TRUE(report["paths"].contains("grid")) << r.out;
     // Logits are O(10); the paths differ only in float32 rounding order.
     EXPECT_LT(report["largest_logit_difference"].get<double>(), 1e-3);
   }
