@@ -342,7 +342,8 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
     // coarser cell's corners share one sign, and any other corner was
     // evaluated as the corner of a visited cell, which is then a neighbour.
     std::vector<int64_t> visited_cells = queue;
-    auto visit_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
+    // The unvisited cells among the 26 around `cell`.
+    auto for_each_unvisited_neighbour = [&](int64_t cell, auto&& body) {
       int64_t ci, cj, ck;
       cells.cell_coords(cell, ci, cj, ck);
       for (int64_t di = -1; di <= 1; ++di)
@@ -351,24 +352,21 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
             const int64_t ni = ci + di, nj = cj + dj, nk = ck + dk;
             if (ni < 0 || nj < 0 || nk < 0 || ni >= cells.m || nj >= cells.m || nk >= cells.m) continue;
             const int64_t neighbour = cells.cell_index(ni, nj, nk);
-            if (visited[size_t(neighbour)]) continue;
-            visited[size_t(neighbour)] = kVisited;
-            out.push_back(neighbour);
-            visited_cells.push_back(neighbour);
+            if (!visited[size_t(neighbour)]) body(neighbour);
           }
+    };
+    auto visit_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
+      for_each_unvisited_neighbour(cell, [&](int64_t neighbour) {
+        visited[size_t(neighbour)] = kVisited;
+        out.push_back(neighbour);
+        visited_cells.push_back(neighbour);
+      });
     };
     // The unvisited neighbours of `cell` that the surface crosses; reads only.
     auto crossing_unvisited_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
-      int64_t ci, cj, ck;
-      cells.cell_coords(cell, ci, cj, ck);
-      for (int64_t di = -1; di <= 1; ++di)
-        for (int64_t dj = -1; dj <= 1; ++dj)
-          for (int64_t dk = -1; dk <= 1; ++dk) {
-            const int64_t ni = ci + di, nj = cj + dj, nk = ck + dk;
-            if (ni < 0 || nj < 0 || nk < 0 || ni >= cells.m || nj >= cells.m || nk >= cells.m) continue;
-            const int64_t neighbour = cells.cell_index(ni, nj, nk);
-            if (!visited[size_t(neighbour)] && crosses_surface(neighbour)) out.push_back(neighbour);
-          }
+      for_each_unvisited_neighbour(cell, [&](int64_t neighbour) {
+        if (crosses_surface(neighbour)) out.push_back(neighbour);
+      });
     };
     const int64_t parts = std::max<int64_t>(1, 4 * int64_t(ThreadPool::global().size()));
     std::vector<std::vector<int64_t>> found(static_cast<size_t>(parts));
