@@ -65,7 +65,6 @@ Result<PromptFigures> measure_prompt(const CubeModel& model, const std::string& 
                              shape.decode_tokens(std::vector<int64_t>(tokens.begin(), tokens.end())));
   CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
 
-  cpu::SingleThreadedBlas single_threaded_blas;
   GridSpec spec;
   spec.resolution = o.resolution;
   const ShapeTokenizer::GridQueries grid_queries = shape.prepare_grid(grid_axis_coordinates(spec));

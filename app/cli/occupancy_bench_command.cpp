@@ -116,7 +116,6 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
   const double flops = flops_per_point(config, hidden, false);
   std::vector<PathFigures> figures;
   std::vector<std::vector<float>> outputs;
-  cpu::SingleThreadedBlas single_threaded_blas;
   for (const std::string& path : paths) {
     tokenizer->set_fused_occupancy(path != "layered");
     const ShapeTokenizer::GridQueries grid = tokenizer->prepare_grid(axis);

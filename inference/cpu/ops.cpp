@@ -84,16 +84,14 @@ void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bia
   }
   const float beta = accumulate || bias ? 1.f : 0.f;
   if (w.dtype == DType::kF32) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(N), int(K), 1.f, x, int(K),
-                static_cast<const float*>(w.data), int(K), beta, y, int(N));
+    sgemm(true, m, N, K, 1.f, x, K, static_cast<const float*>(w.data), K, beta, y, N);
   } else {
     const int64_t block_rows = std::max<int64_t>(1, std::min(N, kWidenBlockValues / std::max<int64_t>(1, K)));
     std::vector<float> widened(static_cast<size_t>(block_rows * K));
     for (int64_t n0 = 0; n0 < N; n0 += block_rows) {
       const int64_t rows = std::min(block_rows, N - n0);
       widen_rows(w, n0, n0 + rows, widened.data());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(m), int(rows), int(K), 1.f, x, int(K),
-                  widened.data(), int(K), beta, y + n0, int(N));
+      sgemm(true, m, rows, K, 1.f, x, K, widened.data(), K, beta, y + n0, N);
     }
   }
 }
@@ -103,16 +101,45 @@ void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bia
 void set_thread_count(int threads) {
   g_threads = threads;
   ThreadPool::set_global_threads(threads);
-  if (threads > 0) openblas_set_num_threads(threads);
 }
 
 int thread_count() { return ThreadPool::global().size(); }
 
-SingleThreadedBlas::SingleThreadedBlas() : previous_threads_(openblas_get_num_threads()) {
-  openblas_set_num_threads(1);
+void sgemm(bool transpose_b, int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  static const bool single_threaded = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)single_threaded;
+  if (M <= 0 || N <= 0) return;
+  auto product = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+    const float* b_part = transpose_b ? b + n0 * ldb : b + n0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, int(m1 - m0), int(n1 - n0),
+                int(K), alpha, a + m0 * lda, int(lda), b_part, int(ldb), beta, c + m0 * ldc + n0, int(ldc));
+  };
+  // Parts are whole multiples of 16 rows or columns (BLAS kernels' tile widths);
+  // a product under about a million multiply-adds is not worth waking a thread.
+  const int64_t threads = thread_count();
+  const bool split_columns = N >= M;
+  const int64_t units = ((split_columns ? N : M) + 15) / 16;
+  const int64_t parts = std::min(threads, units);
+  if (parts <= 1 || M * N * K < (int64_t(1) << 20)) {
+    product(0, M, 0, N);
+    return;
+  }
+  parallel_for(parts, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t begin = std::min(units * p / parts * 16, split_columns ? N : M);
+      const int64_t end = std::min(units * (p + 1) / parts * 16, split_columns ? N : M);
+      if (begin >= end) continue;
+      if (split_columns)
+        product(0, M, begin, end);
+      else
+        product(begin, end, 0, N);
+    }
+  });
 }
-
-SingleThreadedBlas::~SingleThreadedBlas() { openblas_set_num_threads(previous_threads_); }
 
 const char* kernel_isa() { return kernels().isa; }
 
@@ -319,9 +346,8 @@ void attention_blocked(const float* q, int64_t q_len, int64_t q_stride, const fl
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t i0 = 0; i0 < q_len; i0 += block) {
       const int64_t rows = std::min(block, q_len - i0);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(kv_len), int(head_dim), scale,
-                  q + i0 * q_stride + h * head_dim, int(q_stride), k + h * head_dim, int(kv_stride), 0.f,
-                  scores.data(), int(kv_len));
+      sgemm(true, rows, kv_len, head_dim, scale, q + i0 * q_stride + h * head_dim, q_stride, k + h * head_dim,
+            kv_stride, 0.f, scores.data(), kv_len);
       parallel_for(rows, std::max<int64_t>(1, 16384 / kv_len), [&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
           float* row = scores.data() + r * kv_len;
@@ -330,9 +356,8 @@ void attention_blocked(const float* q, int64_t q_len, int64_t q_stride, const fl
           std::fill(row + std::max<int64_t>(visible, 1), row + kv_len, 0.f);
         }
       });
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(head_dim), int(kv_len), 1.f,
-                  scores.data(), int(kv_len), v + h * head_dim, int(kv_stride), 0.f,
-                  out + i0 * out_stride + h * head_dim, int(out_stride));
+      sgemm(false, rows, head_dim, kv_len, 1.f, scores.data(), kv_len, v + h * head_dim, kv_stride, 0.f,
+            out + i0 * out_stride + h * head_dim, out_stride);
     }
   }
 }

@@ -28,20 +28,17 @@ struct WeightMatrix {
 void set_thread_count(int threads);
 int thread_count();
 
-// OpenBLAS runs single-threaded while one of these lives (the previous count
-// comes back after): for loops already split across the pool's threads, where
-// BLAS's own threads would only hand work back and forth. Not for concurrent
-// use from several threads; OpenBLAS's thread count is process-wide.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas();
-  ~SingleThreadedBlas();
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int previous_threads_;
-};
+// C[M, N] = alpha · A[M, K] · B (+ beta · C), B being [K, N], or [N, K] used
+// transposed (`transpose_b`): OpenBLAS on one thread per part, the parts
+// (ranges of C's rows or columns, whichever there are more of) spread over the
+// pool's threads when the product is large enough. Every BLAS product of the
+// engine goes through here. OpenBLAS's own threads spin for about 2^28 cycles
+// after each call before they sleep, and on two cores that spinning took a
+// core from whatever ran next (about 25 ms more CLIP encoding and 20 ms more
+// prefill per object on the built-in model, and in some runs 50 ms more);
+// the pool's threads sleep.
+void sgemm(bool transpose_b, int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
+           const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // Name of the instruction set chosen at run time for the matrix-vector kernels.
 const char* kernel_isa();

@@ -11,8 +11,6 @@
 //   ln_f (affine) does use the configured eps.
 #include "inference/model/shape_tokenizer.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -194,11 +192,11 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
   for (int64_t row = 0; row < n; row += block) {
     const int64_t rows = std::min(block, n - row);
     for (int64_t h = 0; h < d.heads; ++h) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(rows), int(context_len), int(D), scale,
-                  query + row * W + h * D, int(W), keys + h * D, int(W), 0.f, scores, int(context_len));
+      cpu::sgemm(true, rows, context_len, D, scale, query + row * W + h * D, W, keys + h * D, W, 0.f, scores,
+                 context_len);
       shape_kernels::softmax_rows(scores, rows, context_len, 1.f);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(rows), int(D), int(context_len), 1.f, scores,
-                  int(context_len), values + h * D, int(W), 0.f, out + row * W + h * D, int(W));
+      cpu::sgemm(false, rows, D, context_len, 1.f, scores, context_len, values + h * D, W, 0.f, out + row * W + h * D,
+                 W);
     }
   }
 }

@@ -146,8 +146,6 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   StageClock occupancy_clock(events, Stage::kOccupancy);
   GridSpec spec;
   spec.resolution = options.resolution;
-  std::optional<cpu::SingleThreadedBlas> single_threaded_blas;
-  single_threaded_blas.emplace();
   const ShapeTokenizer::GridQueries grid_queries = shape.prepare_grid(grid_axis_coordinates(spec));
   GridFieldFunction field = [&](std::span<const int32_t> ijk, std::span<float> values) -> Status {
     return occupancy_on_grid_in_slices(shape, prepared, grid_queries, ijk, values);
@@ -176,7 +174,6 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
     CUBEFORGE_ASSIGN_OR_RETURN(grid, evaluate_grid_field_dense(field, spec, evaluation));
     result.stats.occupancy_points = spec.point_count();
   }
-  single_threaded_blas.reset();
   result.stats.dense_points = spec.point_count();
   result.timings.occupancy_ms = occupancy_clock.finish();
 

@@ -107,10 +107,9 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
                                         const std::atomic<bool>* cancel = nullptr);
 
 // Occupancy logits for many points, as meshing asks for them: one slice per
-// thread, each through single-threaded BLAS (hold a cpu::SingleThreadedBlas
-// around the calls). At small widths (the built-in model's 64) handing thin
-// matrix products between OpenBLAS's threads and the pool's otherwise cost
-// most of the time.
+// thread, each with its products on that thread (cpu::sgemm does not split a
+// product inside a pool thread). At small widths (the built-in model's 64)
+// splitting every thin product instead cost most of the time.
 Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
                            std::span<const float> points, std::span<float> logits);
 // The same at grid points named by their axis indices (ShapeTokenizer::occupancy_on_grid).
