@@ -104,6 +104,46 @@ TEST(CpuOps, LinearThroughGemmMatchesScalar) {
   }
 }
 
+// cpu::sgemm splits large products over the pool by rows or columns: every
+// split, transposed or not, with strides, alpha and beta, gives the product.
+TEST(CpuOps, SgemmInPartsMatchesDoublePrecision) {
+  const int previous_threads = cpu::thread_count();
+  cpu::set_thread_count(3);  // uneven parts, whatever the machine
+  struct Case {
+    int64_t M, N, K;
+    bool transpose_b;
+  };
+  // More columns than rows, more rows than columns, sizes off multiples of 16,
+  // and one small enough to stay on one thread.
+  for (const Case c : {Case{37, 517, 83, true}, Case{37, 517, 83, false}, Case{601, 45, 71, true},
+                       Case{601, 45, 71, false}, Case{5, 7, 3, true}}) {
+    const int64_t lda = c.K + 3, ldb = (c.transpose_b ? c.K : c.N) + 5, ldc = c.N + 2;
+    const int64_t b_rows = c.transpose_b ? c.N : c.K;
+    const auto a = random_vector(size_t(c.M * lda), 21);
+    const auto b = random_vector(size_t(b_rows * ldb), 22);
+    const auto c0 = random_vector(size_t(c.M * ldc), 23);
+    const float alpha = 0.75f, beta = 1.f;
+    std::vector<float> out = c0;
+    cpu::sgemm(c.transpose_b, c.M, c.N, c.K, alpha, a.data(), lda, b.data(), ldb, beta, out.data(), ldc);
+    std::vector<float> got, expected;
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) {
+        double acc = 0.0;
+        for (int64_t t = 0; t < c.K; ++t) {
+          const float bv = c.transpose_b ? b[size_t(j * ldb + t)] : b[size_t(t * ldb + j)];
+          acc += double(a[size_t(i * lda + t)]) * bv;
+        }
+        expected.push_back(float(alpha * acc + beta * c0[size_t(i * ldc + j)]));
+        got.push_back(out[size_t(i * ldc + j)]);
+      }
+    EXPECT_LT(relative_error(got, expected), 1e-6) << c.M << "x" << c.N << "x" << c.K << (c.transpose_b ? " Bt" : " B");
+    // The padding between rows of C is left alone.
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = c.N; j < ldc; ++j) ASSERT_EQ(out[size_t(i * ldc + j)], c0[size_t(i * ldc + j)]);
+  }
+  cpu::set_thread_count(previous_threads);
+}
+
 TEST(CpuOps, CausalAttentionMasksFutureKeys) {
   const int64_t heads = 2, dim = 8, len = 20;
   auto q = random_vector(size_t(len * heads * dim), 1);
