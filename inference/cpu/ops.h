@@ -24,7 +24,7 @@ struct WeightMatrix {
   size_t byte_size() const { return size_t(rows) * size_t(cols) * dtype_size(dtype); }
 };
 
-// Threads used by every op (OpenMP); 0 keeps the runtime's default.
+// Threads of the pool every op runs on; 0 means one per core.
 void set_thread_count(int threads);
 int thread_count();
 

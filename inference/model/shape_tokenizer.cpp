@@ -186,7 +186,7 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
   const int64_t W = d.width, D = d.head_dim;
   const float scale = 1.0f / std::sqrt(float(D));
   // Up to 4 M scores (16 MB) per block: few blocks means few hand-overs between
-  // the BLAS threads and the OpenMP softmax, which cost more than cache misses.
+  // the pool's threads, which cost more than cache misses.
   const int64_t block = std::clamp<int64_t>((int64_t(1) << 22) / context_len, 16, n);
   float* scores = Scratch::sized(s.scores, block * context_len);
   for (int64_t row = 0; row < n; row += block) {
