@@ -8,11 +8,14 @@
 // Face f lies on axis f / 2 at side f % 2.
 #include "inference/geometry/marching_cubes.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
+
+#include "inference/core/thread_pool.h"
 
 namespace cubeforge {
 
@@ -193,17 +196,22 @@ int marching_cubes_cases_with_centre_vertex() {
   return count;
 }
 
-Result<Mesh> marching_cubes(std::span<const float> values, const GridSpec& spec, const MarchingCubesOptions& options) {
-  if (spec.resolution < 1 || spec.resolution > 10) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "marching cubes: grid resolution " + std::to_string(spec.resolution) + " is out of range 1..10");
-  }
-  if (int64_t(values.size()) != spec.point_count()) {
-    return make_error(ErrorCode::kInvalidArgument,
-                      "marching cubes: " + std::to_string(values.size()) + " values for a grid of " +
-                          std::to_string(spec.points_per_axis()) + "^3 = " + std::to_string(spec.point_count()) +
-                          " points");
-  }
+namespace {
+
+constexpr uint32_t kNoVertex = std::numeric_limits<uint32_t>::max();
+
+// The mesh of the cells in slabs [begin, end) along x, with its own vertex ids,
+// and the ids of its vertices on y- and z-edges in the planes x = begin and
+// x = end: the neighbouring parts made the same vertices there.
+struct SlabsMesh {
+  std::vector<float> positions;
+  std::vector<uint32_t> indices;
+  std::vector<uint32_t> first_y, first_z, last_y, last_z;  // indexed j * n + k
+  bool too_many_vertices = false;
+};
+
+SlabsMesh mesh_slabs(std::span<const float> values, const GridSpec& spec, const MarchingCubesOptions& options,
+                     int64_t begin, int64_t end) {
   const CubeGeometry& cube = cube_geometry();
   const std::vector<CaseEntry>& table = case_table();
   const int64_t n = spec.points_per_axis();
@@ -215,19 +223,18 @@ Result<Mesh> marching_cubes(std::span<const float> values, const GridSpec& spec,
   const double scale = options.mapping == VertexMapping::kReference ? extent / double(n) : extent / double(m);
   const double offset = double(spec.lower);
 
-  Mesh mesh;
-  constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  SlabsMesh mesh;
+  constexpr uint32_t kNone = kNoVertex;
   // Vertex ids of the x-edges of the current slab and of the y/z-edges in the
   // slab's low and high planes, indexed j * n + k.
   std::vector<uint32_t> x_edges(size_t(n * n)), low_y(size_t(n * n), kNone), low_z(size_t(n * n), kNone),
       high_y(size_t(n * n)), high_z(size_t(n * n));
 
   auto value_at = [&](int64_t i, int64_t j, int64_t k) { return values[size_t((i * n + j) * n + k)]; };
-  bool too_many_vertices = false;
   auto add_vertex = [&](double x, double y, double z) -> uint32_t {
     const size_t id = mesh.positions.size() / 3;
     if (id >= size_t(kNone)) {
-      too_many_vertices = true;
+      mesh.too_many_vertices = true;
       return 0;
     }
     mesh.positions.push_back(float(x * scale + offset));
@@ -244,7 +251,7 @@ Result<Mesh> marching_cubes(std::span<const float> values, const GridSpec& spec,
     return add_vertex(double(i) + t * double(step[0]), double(j) + t * double(step[1]), double(k) + t * double(step[2]));
   };
 
-  for (int64_t i = 0; i < m; ++i) {
+  for (int64_t i = begin; i < end; ++i) {
     std::fill(x_edges.begin(), x_edges.end(), kNone);
     std::fill(high_y.begin(), high_y.end(), kNone);
     std::fill(high_z.begin(), high_z.end(), kNone);
@@ -311,12 +318,85 @@ Result<Mesh> marching_cubes(std::span<const float> values, const GridSpec& spec,
         }
       }
     }
+    if (i == begin) {
+      mesh.first_y = low_y;
+      mesh.first_z = low_z;
+    }
     std::swap(low_y, high_y);
     std::swap(low_z, high_z);
-    if (too_many_vertices) {
-      return make_error(ErrorCode::kUnsupported, "marching cubes: the surface needs more than 2^32 vertices; "
-                                                 "use a lower grid resolution");
+    if (mesh.too_many_vertices) return mesh;
+  }
+  mesh.last_y = std::move(low_y);
+  mesh.last_z = std::move(low_z);
+  return mesh;
+}
+
+}  // namespace
+
+Result<Mesh> marching_cubes(std::span<const float> values, const GridSpec& spec, const MarchingCubesOptions& options) {
+  if (spec.resolution < 1 || spec.resolution > 10) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "marching cubes: grid resolution " + std::to_string(spec.resolution) + " is out of range 1..10");
+  }
+  if (int64_t(values.size()) != spec.point_count()) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "marching cubes: " + std::to_string(values.size()) + " values for a grid of " +
+                          std::to_string(spec.points_per_axis()) + "^3 = " + std::to_string(spec.point_count()) +
+                          " points");
+  }
+  const int64_t n = spec.points_per_axis();
+  const int64_t m = spec.cells_per_axis();
+  const int64_t wanted = options.parts > 0 ? options.parts : 4 * int64_t(ThreadPool::global().size());
+  // At least four slabs per part: a part re-makes the vertices of its first plane.
+  const int64_t parts = std::clamp<int64_t>(std::min(wanted, m / 4), 1, m);
+  std::vector<SlabsMesh> slabs(static_cast<size_t>(parts));
+  parallel_for_each(parts, parts > 1, [&](int64_t part) {
+    slabs[size_t(part)] = mesh_slabs(values, spec, options, m * part / parts, m * (part + 1) / parts);
+  });
+
+  // Join the parts in order. A part's vertices on its first plane are the
+  // previous part's on its last plane (the same edge, the same arithmetic), so
+  // they are dropped and their ids taken from there; the rest keep their order,
+  // which makes the mesh the same, vertex for vertex, as one sweep's.
+  const auto too_many = [] {
+    return make_error(ErrorCode::kUnsupported,
+                      "marching cubes: the surface needs more than 2^32 vertices; use a lower grid resolution");
+  };
+  Mesh mesh;
+  size_t total_indices = 0;
+  for (const SlabsMesh& part : slabs) {
+    if (part.too_many_vertices) return too_many();
+    total_indices += part.indices.size();
+  }
+  mesh.indices.reserve(total_indices);
+  std::vector<uint32_t> previous_last_y, previous_last_z;
+  for (SlabsMesh& part : slabs) {
+    const size_t count = part.positions.size() / 3;
+    std::vector<uint32_t> global(count, kNoVertex);
+    if (!previous_last_y.empty()) {
+      for (size_t jk = 0; jk < size_t(n * n); ++jk) {
+        if (part.first_y[jk] != kNoVertex) global[part.first_y[jk]] = previous_last_y[jk];
+        if (part.first_z[jk] != kNoVertex) global[part.first_z[jk]] = previous_last_z[jk];
+      }
     }
+    for (size_t v = 0; v < count; ++v) {
+      if (global[v] != kNoVertex) continue;
+      const size_t id = mesh.positions.size() / 3;
+      if (id >= size_t(kNoVertex)) return too_many();
+      global[v] = uint32_t(id);
+      mesh.positions.insert(mesh.positions.end(), part.positions.begin() + std::ptrdiff_t(v * 3),
+                            part.positions.begin() + std::ptrdiff_t(v * 3 + 3));
+    }
+    for (uint32_t index : part.indices) mesh.indices.push_back(global[index]);
+    const auto to_global = [&](const std::vector<uint32_t>& plane) {
+      std::vector<uint32_t> ids(plane.size(), kNoVertex);
+      for (size_t jk = 0; jk < plane.size(); ++jk)
+        if (plane[jk] != kNoVertex) ids[jk] = global[plane[jk]];
+      return ids;
+    };
+    previous_last_y = to_global(part.last_y);
+    previous_last_z = to_global(part.last_z);
+    part = SlabsMesh{};  // release the part's memory as the mesh grows
   }
   return mesh;
 }

@@ -39,6 +39,9 @@ enum class VertexMapping {
 struct MarchingCubesOptions {
   float level = 0.f;
   VertexMapping mapping = VertexMapping::kCellSize;
+  // The grid is cut along x into this many ranges of slabs, meshed in parallel
+  // and joined; the mesh is the same for any count. 0: four per pool thread.
+  int parts = 0;
 };
 
 // Triangles are counter-clockwise seen from outside, outside being the side of
