@@ -246,24 +246,30 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
       // one sign there, so the filled value has it too.
       const int64_t s = cells.stride;
       const int64_t m = cells.m;
-      parallel_for_each((m) + 1, true, [&](int64_t i) {
-        for (int64_t j = 0; j <= m; ++j)
-          for (int64_t k = 0; k <= m; ++k) {
-            if (((i | j | k) & 1) == 0) continue;  // a parent-level point
-            const int64_t index = ((i * s) * fine_n + j * s) * fine_n + k * s;
+      parallel_for_each(m + 1, true, [&](int64_t i) {
+        // Per row (i, j): the four parent rows' sums at each parent-level k,
+        // then each point's value from the two sums around it.
+        std::vector<double> parent_sums(size_t(m / 2 + 1));
+        const int64_t i_lo = (i & ~int64_t(1)) * s, i_hi = (i & 1) ? i_lo + 2 * s : i_lo;
+        for (int64_t j = 0; j <= m; ++j) {
+          const int64_t j_lo = (j & ~int64_t(1)) * s, j_hi = (j & 1) ? j_lo + 2 * s : j_lo;
+          const float* rows[4] = {&values[size_t((i_lo * fine_n + j_lo) * fine_n)],
+                                  &values[size_t((i_hi * fine_n + j_lo) * fine_n)],
+                                  &values[size_t((i_lo * fine_n + j_hi) * fine_n)],
+                                  &values[size_t((i_hi * fine_n + j_hi) * fine_n)]};
+          for (int64_t p = 0; p <= m / 2; ++p) {
+            const int64_t k = 2 * p * s;
+            parent_sums[size_t(p)] = double(rows[0][k]) + double(rows[1][k]) + double(rows[2][k]) + double(rows[3][k]);
+          }
+          const int64_t row = (i * s * fine_n + j * s) * fine_n;
+          const int64_t k_step = ((i | j) & 1) ? 1 : 2;  // in a parent-level row only odd k are new
+          for (int64_t k = k_step - 1; k <= m; k += k_step) {
+            const int64_t index = row + k * s;
             if (evaluated[size_t(index)]) continue;
-            const int64_t lo[3] = {(i & ~int64_t(1)) * s, (j & ~int64_t(1)) * s, (k & ~int64_t(1)) * s};
-            const int64_t hi[3] = {(i & 1) ? lo[0] + 2 * s : lo[0], (j & 1) ? lo[1] + 2 * s : lo[1],
-                                   (k & 1) ? lo[2] + 2 * s : lo[2]};
-            double sum = 0.0;
-            for (int c = 0; c < 8; ++c) {
-              const int64_t pi = (c & 1) ? hi[0] : lo[0];
-              const int64_t pj = (c & 2) ? hi[1] : lo[1];
-              const int64_t pk = (c & 4) ? hi[2] : lo[2];
-              sum += values[size_t((pi * fine_n + pj) * fine_n + pk)];
-            }
+            const double sum = parent_sums[size_t(k / 2)] + parent_sums[size_t((k + 1) / 2)];
             values[size_t(index)] = float(sum / 8.0);
           }
+        }
       });
     }
 
@@ -370,6 +376,7 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
     };
     const int64_t parts = std::max<int64_t>(1, 4 * int64_t(ThreadPool::global().size()));
     std::vector<std::vector<int64_t>> found(static_cast<size_t>(parts));
+    int64_t looked_up_to = 0;  // visited_cells before this index have been looked around
     for (;;) {
       while (!queue.empty()) {
         pending.clear();
@@ -396,12 +403,17 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
         queue.swap(next);
       }
       // Only cells that do not cross can have unvisited crossing neighbours.
-      // Nothing is written while the parts look, so they look in parallel.
-      const int64_t visited_so_far = int64_t(visited_cells.size());
-      parallel_for_each(parts, visited_so_far > 4096, [&](int64_t part) {
+      // Only cells visited since the last look need one: values change only
+      // at the corners of cells visited since, and any cell with such a
+      // corner is their neighbour. Nothing is written while the parts look,
+      // so they look in parallel.
+      const int64_t look_from = looked_up_to;
+      const int64_t to_look = int64_t(visited_cells.size()) - look_from;
+      looked_up_to = int64_t(visited_cells.size());
+      parallel_for_each(parts, to_look > 4096, [&](int64_t part) {
         std::vector<int64_t>& out = found[size_t(part)];
         out.clear();
-        for (int64_t v = visited_so_far * part / parts; v < visited_so_far * (part + 1) / parts; ++v) {
+        for (int64_t v = look_from + to_look * part / parts; v < look_from + to_look * (part + 1) / parts; ++v) {
           const int64_t cell = visited_cells[size_t(v)];
           if (visited[size_t(cell)] != kCrossing) crossing_unvisited_neighbours(cell, out);
         }
