@@ -251,19 +251,32 @@ SlabsMesh mesh_slabs(std::span<const float> values, const GridSpec& spec, const 
     return add_vertex(double(i) + t * double(step[0]), double(j) + t * double(step[1]), double(k) + t * double(step[2]));
   };
 
+  std::vector<uint8_t> row_inside(static_cast<size_t>(n));
   for (int64_t i = begin; i < end; ++i) {
     std::fill(x_edges.begin(), x_edges.end(), kNone);
     std::fill(high_y.begin(), high_y.end(), kNone);
     std::fill(high_z.begin(), high_z.end(), kNone);
     for (int64_t j = 0; j < m; ++j) {
+      // Which of the four rows along k are inside at each k (bit = corner
+      // number below 4); a cell's configuration is then two neighbouring
+      // entries, and the cells the surface misses are skipped in a tight loop.
+      const float* rows[4] = {&values[size_t((i * n + j) * n)], &values[size_t(((i + 1) * n + j) * n)],
+                              &values[size_t((i * n + j + 1) * n)], &values[size_t(((i + 1) * n + j + 1) * n)]};
+      uint8_t any_inside = 0, all_inside = 0xf;
+      for (int64_t k = 0; k < n; ++k) {
+        const uint8_t bits = uint8_t(int(rows[0][k] > level) | int(rows[1][k] > level) << 1 |
+                                     int(rows[2][k] > level) << 2 | int(rows[3][k] > level) << 3);
+        row_inside[size_t(k)] = bits;
+        any_inside |= bits;
+        all_inside &= bits;
+      }
+      if (any_inside == 0 || all_inside == 0xf) continue;
       for (int64_t k = 0; k < m; ++k) {
-        float corner_values[kCorners];
-        int inside = 0;
-        for (int c = 0; c < kCorners; ++c) {
-          corner_values[c] = value_at(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1)) - level;
-          inside |= int(corner_values[c] > 0.f) << c;
-        }
+        const int inside = row_inside[size_t(k)] | row_inside[size_t(k + 1)] << 4;
         if (inside == 0 || inside == 255) continue;
+        float corner_values[kCorners];
+        for (int c = 0; c < kCorners; ++c)
+          corner_values[c] = value_at(i + (c & 1), j + ((c >> 1) & 1), k + ((c >> 2) & 1)) - level;
         int connected = 0;
         for (int f = 0; f < kFaces; ++f) {
           const auto& q = cube.face_corners[f];

@@ -513,7 +513,7 @@ def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=
     """Samples one shape in the normalised frame.
 
     Returns a dict of float32 arrays: surface [S, 3], normals [S, 3], queries [Q, 3],
-    occupancy [Q] (1 inside, 0 outside), the shape's normalised bbox extent [3], and the
+    occupancy [Q] (1 inside, 0 outside), distance [Q] (the signed field there), the shape's normalised bbox extent [3], and the
     normalisation itself (center [3], scale []: normalised = (original - center) * scale).
     """
     p = _project(field, _band_points(field, rng, surface_points * 3))
@@ -538,12 +538,16 @@ def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=
     near = surface[rng.integers(len(surface), size=near_n)] + rng.normal(0, near_sigma, size=(near_n, 3))
     far = rng.uniform(-QUERY_BOUND, QUERY_BOUND, size=(query_points - near_n, 3))
     queries = np.concatenate([near, far])
-    occupancy = (field(queries / scale + center) < 0).astype(np.float32)
+    # The field in the normalised frame: a signed distance (or a bound on one, where CSG
+    # combines primitives), negative inside.
+    distance = field(queries / scale + center) * scale
+    occupancy = (distance < 0).astype(np.float32)
     return {
         "surface": surface.astype(np.float32),
         "normals": normal.astype(np.float32),
         "queries": queries.astype(np.float32),
         "occupancy": occupancy,
+        "distance": distance.astype(np.float32),
         "extent": ((bb_hi - bb_lo) * scale).astype(np.float32),
         "center": center.astype(np.float32),
         "scale": np.float32(scale),

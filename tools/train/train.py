@@ -57,7 +57,7 @@ PRESETS = {
         "ae": {"num_encoder_latents": 64, "num_codes": 512, "embed_dim": 16, "width": 64, "num_heads": 4,
                "num_freqs": 16, "num_encoder_layers": 3, "encoder_cross_attention_levels": [0],
                "num_decoder_layers": 4, "eps": 1e-6, "point_feats": 3},
-        "ae_batch": 16, "ae_encoder_points": 512, "ae_queries": 768, "ae_lr": 1e-3,
+        "ae_batch": 16, "ae_encoder_points": 512, "ae_queries": 768, "ae_lr": 1e-3, "ae_label_tau": 0.0,
         "ae_warm_steps": 4500, "ae_vq_steps": 2500, "dead_code_every": 100,
         "gpt": {"n_layer": 4, "n_single_layer": 1, "n_head": 4, "n_embd": 128, "rope_theta": 10000.0,
                 "bias": True, "eps": 1e-6, "use_bbox": True},
@@ -70,7 +70,7 @@ PRESETS = {
         "ae": {"num_encoder_latents": 16, "num_codes": 64, "embed_dim": 8, "width": 32, "num_heads": 2,
                "num_freqs": 8, "num_encoder_layers": 2, "encoder_cross_attention_levels": [0],
                "num_decoder_layers": 1, "eps": 1e-6, "point_feats": 3},
-        "ae_batch": 8, "ae_encoder_points": 256, "ae_queries": 256, "ae_lr": 3e-3,
+        "ae_batch": 8, "ae_encoder_points": 256, "ae_queries": 256, "ae_lr": 3e-3, "ae_label_tau": 0.0,
         "ae_warm_steps": 800, "ae_vq_steps": 400, "dead_code_every": 25,
         "gpt": {"n_layer": 2, "n_single_layer": 1, "n_head": 2, "n_embd": 32, "rope_theta": 10000.0,
                 "bias": True, "eps": 1e-6, "use_bbox": True},
@@ -127,7 +127,7 @@ def make_dataset(work, p):
     if os.path.exists(path):
         return dict(np.load(path, allow_pickle=True))
     rng = np.random.default_rng(SEED)
-    records = {"surface": [], "normals": [], "queries": [], "occupancy": [], "extent": [], "category": [],
+    records = {"surface": [], "normals": [], "queries": [], "occupancy": [], "distance": [], "extent": [], "category": [],
                "attrs": [], "held_out": []}
     t0 = time.time()
     for name in shapes.CATEGORIES:
@@ -148,7 +148,7 @@ def make_dataset(work, p):
             except ValueError as e:
                 log(f"skipped {name} {attrs}: {e}")
                 continue
-            for k in ("surface", "normals", "queries", "occupancy", "extent"):
+            for k in ("surface", "normals", "queries", "occupancy", "distance", "extent"):
                 records[k].append(s[k])
             records["category"].append(name)
             records["attrs"].append(json.dumps(attrs))
@@ -186,8 +186,15 @@ def ae_batch(data, index, p, rng):
     s_idx = np.stack([rng.choice(data["surface"].shape[1], pts, replace=False) for _ in index])
     q_idx = np.stack([rng.choice(data["queries"].shape[1], q, replace=False) for _ in index])
     rows = np.asarray(index)[:, None]
+    tau = p.get("ae_label_tau", 0.0)
+    if tau > 0:
+        # Soft labels: sigmoid(-distance / tau) is above 1/2 exactly inside, so the surface is
+        # where it was, while every query also says how far it is from the surface.
+        target = torch.sigmoid(torch.from_numpy(-data["distance"][rows, q_idx] / tau))
+    else:
+        target = torch.from_numpy(data["occupancy"][rows, q_idx])
     return (torch.from_numpy(data["surface"][rows, s_idx]), torch.from_numpy(data["normals"][rows, s_idx]),
-            torch.from_numpy(data["queries"][rows, q_idx]), torch.from_numpy(data["occupancy"][rows, q_idx]))
+            torch.from_numpy(data["queries"][rows, q_idx]), target)
 
 
 def iou(logits, occupancy):
