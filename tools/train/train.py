@@ -188,6 +188,9 @@ def ae_batch(data, index, p, rng):
     rows = np.asarray(index)[:, None]
     tau = p.get("ae_label_tau", 0.0)
     if tau > 0:
+        if "distance" not in data:
+            sys.exit("ae_label_tau needs distances in data.npz; this one was made before train.py stored them: "
+                     "make it again (delete it and rerun)")
         # Soft labels: sigmoid(-distance / tau) is above 1/2 exactly inside, so the surface is
         # where it was, while every query also says how far it is from the surface.
         target = torch.sigmoid(torch.from_numpy(-data["distance"][rows, q_idx] / tau))
