@@ -7,6 +7,7 @@
 #include "inference/geometry/occupancy_grid.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 
@@ -368,9 +369,18 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
         visited_cells.push_back(neighbour);
       });
     };
-    // The unvisited neighbours of `cell` that the surface crosses; reads only.
+    std::vector<uint8_t> checked(size_t(cells.count()), 0);
+    uint8_t look_round = 0;
+    // The unvisited neighbours of `cell` that the surface crosses and that no
+    // look of this round has checked yet. An unvisited cell borders several
+    // visited ones; `checked` holds the round that last checked it. Two threads
+    // may both check a cell (the flag is read and set without a lock); that
+    // only repeats work, and the finds are merged without duplicates.
     auto crossing_unvisited_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
       for_each_unvisited_neighbour(cell, [&](int64_t neighbour) {
+        std::atomic_ref<uint8_t> stamp(checked[size_t(neighbour)]);
+        if (stamp.load(std::memory_order_relaxed) == look_round) return;
+        stamp.store(look_round, std::memory_order_relaxed);
         if (crosses_surface(neighbour)) out.push_back(neighbour);
       });
     };
@@ -407,6 +417,10 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
       // at the corners of cells visited since, and any cell with such a
       // corner is their neighbour. Nothing is written while the parts look,
       // so they look in parallel.
+      if (++look_round == 0) {  // the stamps wrapped: forget them all
+        std::fill(checked.begin(), checked.end(), uint8_t(0));
+        look_round = 1;
+      }
       const int64_t look_from = looked_up_to;
       const int64_t to_look = int64_t(visited_cells.size()) - look_from;
       looked_up_to = int64_t(visited_cells.size());
