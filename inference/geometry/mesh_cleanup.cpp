@@ -133,11 +133,13 @@ WeldReport weld_vertices(Mesh& mesh, float tolerance) {
   for (size_t v = 0; v < representative.size(); ++v) report.merged_vertices += representative[v] != v;
 
   // Faces over the same three vertices (in any order) are found by sorting
-  // them by their sorted vertices; the first of each run is kept.
+  // them by their sorted vertices; the first of each run is kept. The key is
+  // packed into two words (vertices a <= b <= c, then the face) so that the
+  // sort compares integers.
   struct FaceKey {
-    std::array<uint32_t, 3> sorted;
-    uint32_t face;
-    bool operator<(const FaceKey& o) const { return sorted != o.sorted ? sorted < o.sorted : face < o.face; }
+    uint64_t ab, c_face;
+    bool same_vertices(const FaceKey& o) const { return ab == o.ab && (c_face >> 32) == (o.c_face >> 32); }
+    bool operator<(const FaceKey& o) const { return ab != o.ab ? ab < o.ab : c_face < o.c_face; }
   };
   const size_t faces = mesh.face_count();
   std::vector<FaceKey> keys;
@@ -152,15 +154,15 @@ WeldReport weld_vertices(Mesh& mesh, float tolerance) {
     }
     std::array<uint32_t, 3> sorted = {face[0], face[1], face[2]};
     std::sort(sorted.begin(), sorted.end());
-    keys.push_back({sorted, uint32_t(f)});
+    keys.push_back({uint64_t(sorted[0]) << 32 | sorted[1], uint64_t(sorted[2]) << 32 | uint32_t(f)});
   }
   std::sort(keys.begin(), keys.end());
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (i > 0 && keys[i].sorted == keys[i - 1].sorted) {
+    if (i > 0 && keys[i].same_vertices(keys[i - 1])) {
       ++report.duplicate_faces;
       continue;
     }
-    keep[keys[i].face] = 1;
+    keep[uint32_t(keys[i].c_face)] = 1;
   }
   size_t next = 0;
   for (size_t f = 0; f < faces; ++f) {
