@@ -513,8 +513,9 @@ def sample_shape(field, rng, surface_points=2048, query_points=2048, near_sigma=
     """Samples one shape in the normalised frame.
 
     Returns a dict of float32 arrays: surface [S, 3], normals [S, 3], queries [Q, 3],
-    occupancy [Q] (1 inside, 0 outside), distance [Q] (the signed field there), the shape's normalised bbox extent [3], and the
-    normalisation itself (center [3], scale []: normalised = (original - center) * scale).
+    occupancy [Q] (1 inside, 0 outside), distance [Q] (the signed field there), the shape's
+    normalised bbox extent [3], and the normalisation itself (center [3], scale []:
+    normalised = (original - center) * scale).
     """
     p = _project(field, _band_points(field, rng, surface_points * 3))
     p = p[np.abs(field(p)) < 2e-4]
