@@ -8,8 +8,6 @@
 
 #include <imgui.h>
 #include <imgui_stdlib.h>
-#include <backends/imgui_impl_glfw.h>
-#include <backends/imgui_impl_vulkan.h>
 
 #include <algorithm>
 #include <cfloat>
@@ -33,6 +31,7 @@
 #include "app/desktop/core/generation_worker.h"
 #include "app/desktop/core/history_store.h"
 #include "app/desktop/core/script.h"
+#include "app/desktop/imgui_overlay.h"
 #include "app/desktop/thumbnail_mosaic.h"
 #include "engine/context.h"
 #include "engine/image_output.h"
@@ -46,10 +45,6 @@ namespace cubeforge::app {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-void abort_on_vulkan_error(VkResult result) {
-  if (result != VK_SUCCESS) ::cubeforge::check_failed("ImGui Vulkan backend call", __FILE__, __LINE__, "VkResult");
-}
 
 double ms_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
@@ -156,11 +151,9 @@ class DesktopApp {
   std::unique_ptr<engine::Renderer> renderer_;
   std::unique_ptr<engine::WindowTarget> target_;
   std::unique_ptr<engine::OffscreenTarget> capture_target_;  // screenshots and thumbnails
-  VkDescriptorPool imgui_pool_ = VK_NULL_HANDLE;
-  bool imgui_ready_ = false;
+  std::unique_ptr<ImGuiOverlay> imgui_;
   engine::OrbitCamera camera_;
   engine::SceneSettings scene_;
-  uint32_t last_min_image_count_ = 0;
 
   // Model and generation
   GenerationWorker worker_;
@@ -279,57 +272,21 @@ bool DesktopApp::start_window_and_engine() {
 }
 
 bool DesktopApp::start_imgui() {
-  VkDescriptorPoolSize pool_size{VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, 16};
-  VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  pool_info.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
-  pool_info.maxSets = 16;
-  pool_info.poolSizeCount = 1;
-  pool_info.pPoolSizes = &pool_size;
-  if (vkCreateDescriptorPool(context_->device(), &pool_info, nullptr, &imgui_pool_) != VK_SUCCESS) {
-    log_error("cannot create the ImGui descriptor pool");
+  imgui_ini_path_ = (data_folder_ / "imgui.ini").string();
+  auto imgui = ImGuiOverlay::create(*context_, *target_, window_, imgui_ini_path_);
+  if (!imgui.ok()) {
+    log_error("ImGui: " + imgui.error().to_string());
     return false;
   }
-  IMGUI_CHECKVERSION();
-  ImGui::CreateContext();
-  imgui_ini_path_ = (data_folder_ / "imgui.ini").string();
-  ImGui::GetIO().IniFilename = imgui_ini_path_.c_str();
+  imgui_ = std::move(imgui).value();
   ImGui::StyleColorsDark();
   ImGui::GetStyle().Alpha = 0.96f;
-  ImGui_ImplGlfw_InitForVulkan(window_, true);
-  engine::WindowVulkanHandles handles = target_->vulkan_handles();
-  ImGui_ImplVulkan_InitInfo info{};
-  info.Instance = handles.instance;
-  info.PhysicalDevice = handles.physical_device;
-  info.Device = handles.device;
-  info.QueueFamily = handles.queue_family;
-  info.Queue = handles.queue;
-  info.DescriptorPool = imgui_pool_;
-  info.MinImageCount = handles.min_image_count;
-  info.ImageCount = handles.image_count;
-  info.MSAASamples = handles.samples;
-  info.CheckVkResultFn = abort_on_vulkan_error;
-  ImGui_ImplVulkan_Init(&info, handles.render_pass);
-  last_min_image_count_ = handles.min_image_count;
-  bool fonts = false;
-  context_->run_one_time([&](VkCommandBuffer cmd) { fonts = ImGui_ImplVulkan_CreateFontsTexture(cmd); });
-  ImGui_ImplVulkan_DestroyFontUploadObjects();
-  imgui_ready_ = true;
-  if (!fonts) log_error("cannot upload the ImGui font texture");
-  return fonts;
+  return true;
 }
 
 void DesktopApp::shutdown() {
   if (context_) context_->wait_idle();
-  if (imgui_ready_) {
-    ImGui_ImplVulkan_Shutdown();
-    ImGui_ImplGlfw_Shutdown();
-    ImGui::DestroyContext();
-    imgui_ready_ = false;
-  }
-  if (imgui_pool_ != VK_NULL_HANDLE) {
-    vkDestroyDescriptorPool(context_->device(), imgui_pool_, nullptr);
-    imgui_pool_ = VK_NULL_HANDLE;
-  }
+  imgui_.reset();
   thumbnails_.clear();
   capture_target_.reset();
   target_.reset();
@@ -1166,22 +1123,13 @@ int DesktopApp::run() {
       else quit_ = true;
     }
 
-    if (target_->min_image_count() != last_min_image_count_) {
-      last_min_image_count_ = target_->min_image_count();
-      ImGui_ImplVulkan_SetMinImageCount(last_min_image_count_);
-    }
-    ImGui_ImplVulkan_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    ImGui::NewFrame();
+    imgui_->new_frame();
     handle_viewport_input(frame_ms / 1000.f);
     draw_panels();
     scene_.wireframe = settings_.wireframe && renderer_->supports_wireframe();
     scene_.shading = settings_.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
     scene_.grid = settings_.grid;
-    ImGui::Render();
-    ImDrawData* draw_data = ImGui::GetDrawData();
-    auto status = target_->draw_frame(camera_, scene_,
-                                      [&](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(draw_data, cmd); });
+    auto status = target_->draw_frame(camera_, scene_, imgui_->render());
     if (!status.ok()) {
       log_error("drawing the window: " + status.error().to_string());
       break;
