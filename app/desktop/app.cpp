@@ -1,0 +1,142 @@
+// The app's actions: what a button, a script line or a key press asks for.
+// See app.h.
+#include "app/desktop/app.h"
+
+#include "app/desktop/core/app_settings.h"
+#include "engine/image_output.h"
+#include "inference/geometry/mesh_io.h"
+#include "inference/pipeline/cube_model.h"
+
+namespace cubeforge::app {
+
+void App::load_model(const std::string& folder) {
+  ModelState& model = state.model;
+  if (folder.empty()) {
+    model.status = "No model folder. Point 'Model folder' at a Cube 3D model folder. ";
+    model.status += kModelFolderHelp;
+    return;
+  }
+  if (!worker.load_model(folder)) {
+    log_error("cannot load a model while a generation or another load runs; cancel it first");
+    return;
+  }
+  model.loading_folder = folder;
+  model.folder_field = folder;
+  model.load_step = "starting";
+  model.load_fraction = 0;
+  log("loading model " + folder);
+}
+
+void App::start_generation() {
+  if (!worker.has_model()) {
+    log_error("no model loaded: choose a model folder in Settings first");
+    return;
+  }
+  const AppSettings& settings = state.settings;
+  GenerationRequest request = make_request(settings);
+  PreviewOptions preview;
+  preview.enabled = settings.progressive_preview;
+  preview.every_tokens = settings.preview_every;
+  preview.resolution = settings.preview_resolution;
+  if (!worker.generate(request, preview)) {
+    log_error("a job is already running; wait for it or cancel it");
+    return;
+  }
+  state.generation.generating = true;
+  state.frames.while_generating_ms.clear();
+  state.generation.preview_uploads = 0;
+  log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
+      std::to_string(request.resolution) + ")");
+}
+
+void App::start_latency_demo() {
+  if (!worker.has_model()) {
+    log_error("no model loaded: choose a model folder in Settings first");
+    return;
+  }
+  if (!worker.run_latency_demo(make_request(state.settings))) {
+    log_error("a job is already running; wait for it or cancel it");
+    return;
+  }
+  state.latency.bars.clear();
+  state.latency.running = true;
+  state.generation.generating = true;
+  state.frames.while_generating_ms.clear();
+  log("latency demo: the same prompt without and with the KV cache");
+}
+
+Status App::export_current(const std::string& path) {
+  if (state.current.mesh.empty())
+    return make_error(ErrorCode::kInvalidArgument, "nothing to export yet: generate a shape or pick one from History");
+  return export_mesh(state.current.mesh, path);
+}
+
+Status App::screenshot(const std::string& path) {
+  VkExtent2D extent = viewport.target->extent();
+  if (extent.width == 0 || extent.height == 0) extent = {640, 480};
+  auto& capture = viewport.capture;
+  if (!capture) {
+    engine::OffscreenOptions offscreen;
+    offscreen.width = extent.width;
+    offscreen.height = extent.height;
+    CUBEFORGE_ASSIGN_OR_RETURN(capture, engine::OffscreenTarget::create(*viewport.renderer, offscreen));
+  } else if (capture->extent().width != extent.width || capture->extent().height != extent.height) {
+    CUBEFORGE_TRY(capture->resize(extent.width, extent.height));
+  }
+  return engine::save_screenshot(*capture, state.view.camera, state.view.scene, path);
+}
+
+void App::show_mesh(const Mesh& mesh, bool frame_camera) {
+  Status uploaded = viewport.renderer->meshes().upload(mesh);
+  if (!uploaded.ok()) {
+    log_error("viewport upload: " + uploaded.error().to_string());
+    return;
+  }
+  if (frame_camera && !mesh.empty()) {
+    VkExtent2D extent = viewport.target->extent();
+    float aspect = extent.height > 0 ? float(extent.width) / float(extent.height) : 1.f;
+    state.view.camera.frame(viewport.renderer->mesh_bounds(), aspect);
+  }
+}
+
+void App::restore_history(const HistoryEntry& entry) {
+  auto mesh = state.history.store->load_mesh(entry);
+  if (!mesh.ok()) {
+    log_error("history entry " + entry.id + ": " + mesh.error().to_string());
+    return;
+  }
+  AppSettings& settings = state.settings;
+  auto restored = settings_from_json(entry.settings);
+  if (restored.ok()) {
+    // Keep what is about this machine and window, take what made the shape.
+    AppSettings merged = *restored;
+    merged.model_folder = settings.model_folder;
+    merged.recent_folders = settings.recent_folders;
+    merged.export_folder = settings.export_folder;
+    merged.export_template = settings.export_template;
+    merged.window_width = settings.window_width;
+    merged.window_height = settings.window_height;
+    settings = merged;
+  } else {
+    log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
+  }
+  state.current = {std::move(*mesh), entry.prompt, entry.seed};
+  show_mesh(state.current.mesh, true);
+  log("restored " + entry.id + ": \"" + entry.prompt + "\"");
+}
+
+void App::reset_camera() {
+  engine::OrbitCamera& camera = state.view.camera;
+  camera = engine::OrbitCamera{};
+  camera.pitch_degrees = 20.f;
+  VkExtent2D extent = viewport.target->extent();
+  if (!viewport.renderer->mesh_bounds().empty && extent.height > 0)
+    camera.frame(viewport.renderer->mesh_bounds(), float(extent.width) / extent.height);
+}
+
+void App::save_settings_now() {
+  Status saved = save_settings(state.settings, state.data_folder / "settings.json");
+  if (!saved.ok()) log_error("settings: " + saved.error().to_string());
+}
+
+}  // namespace cubeforge::app

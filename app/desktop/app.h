@@ -1,0 +1,73 @@
+// The desktop app's parts in one place: its state, the generation worker, the
+// viewport's engine objects, and the actions that a button, a script line or
+// a key press asks for.
+//
+// Each frame's steps, in the main loop's order (desktop_app.cpp), each in its
+// own file:
+//   handle_worker_messages()  worker_messages.cpp  the worker's news -> state
+//   step_script()             script_runner.cpp    the next script command
+//   handle_viewport_input()   panels/viewport_input.cpp  mouse on the 3D view
+//   draw_panels()             panels/panels.cpp    one file per panel
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "app/desktop/app_state.h"
+#include "app/desktop/core/generation_worker.h"
+#include "app/desktop/desktop_app.h"
+#include "app/desktop/imgui_overlay.h"
+#include "engine/context.h"
+#include "engine/offscreen_target.h"
+#include "engine/renderer.h"
+#include "engine/window_target.h"
+
+namespace cubeforge::app {
+
+// The engine objects behind the panels, created at start and destroyed in
+// reverse at the end (desktop_app.cpp). The 3D view fills the window behind
+// the ImGui panels.
+struct Viewport {
+  GLFWwindow* window = nullptr;
+  bool glfw_ready = false;
+  std::shared_ptr<engine::ValidationCounter> validation;
+  std::unique_ptr<engine::Context> context;
+  std::unique_ptr<engine::Renderer> renderer;
+  std::unique_ptr<engine::WindowTarget> target;
+  std::unique_ptr<engine::OffscreenTarget> capture;  // screenshots
+  std::unique_ptr<ImGuiOverlay> imgui;
+};
+
+struct App {
+  explicit App(LaunchOptions launch_options) : options(std::move(launch_options)) {}
+
+  LaunchOptions options;
+  AppState state;
+  Viewport viewport;
+  GenerationWorker worker;
+
+  // --- actions ---
+  void load_model(const std::string& folder);
+  void start_generation();
+  void start_latency_demo();
+  Status export_current(const std::string& path);
+  Status screenshot(const std::string& path);
+  // Uploads the mesh to the viewport; frame_camera fits the camera to it.
+  void show_mesh(const Mesh& mesh, bool frame_camera);
+  void restore_history(const HistoryEntry& entry);
+  void reset_camera();
+  void save_settings_now();
+  void log(const std::string& text) { state.log.info(text); }
+  void log_error(const std::string& text) { state.log.error(text); }
+};
+
+// --- each frame ---
+void handle_worker_messages(App& app);
+// Counts down `idle N`, else runs the next command once nothing runs
+// (`idle`: the worker was idle when this frame began).
+void step_script(App& app, float frame_ms, bool idle);
+void handle_viewport_input(App& app, float frame_seconds);
+void draw_panels(App& app);
+
+}  // namespace cubeforge::app

@@ -1,0 +1,42 @@
+// The app state's bookkeeping: frame-time summaries and the log. See app_state.h.
+#include "app/desktop/app_state.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace cubeforge::app {
+
+FrameTimeSummary summarise(std::vector<float> times) {
+  FrameTimeSummary s;
+  if (times.empty()) return s;
+  s.frames = static_cast<int>(times.size());
+  double sum = 0;
+  for (float t : times) sum += t;
+  s.mean_ms = sum / times.size();
+  std::sort(times.begin(), times.end());
+  s.p95_ms = times[std::min(times.size() - 1, static_cast<size_t>(std::ceil(0.95 * times.size())) - 1)];
+  s.max_ms = times.back();
+  return s;
+}
+
+void FrameTimes::add(float frame_ms, bool generating) {
+  recent_ms.push_back(frame_ms);
+  if (recent_ms.size() > kWindow) recent_ms.pop_front();
+  if (generating) while_generating_ms.push_back(frame_ms);
+}
+
+void AppLog::add(bool error, const std::string& text) {
+  lines.push_back({error, text});
+  if (lines.size() > 2000) lines.erase(lines.begin(), lines.begin() + 500);
+  if (error) {
+    ++errors;
+    popup_message = text;
+    popup_pending = true;
+  }
+  const char* tag = error ? "error: " : "";
+  if (file) file << tag << text << std::endl;
+  std::fprintf(error ? stderr : stdout, "cubeforge: %s%s\n", tag, text.c_str());
+}
+
+}  // namespace cubeforge::app

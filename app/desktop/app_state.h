@@ -1,0 +1,149 @@
+// What the desktop app knows between frames, grouped by what it is about.
+//
+// The panels (panels/) read and edit it, the worker's messages
+// (worker_messages.cpp) and the app's actions (app.cpp) update it, and the
+// main loop (desktop_app.cpp) owns it. Plain data on the UI thread: no ImGui
+// and no Vulkan handles, so a new panel or message starts from here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/desktop/core/app_settings.h"
+#include "app/desktop/core/generation_progress.h"
+#include "app/desktop/core/generation_worker.h"
+#include "app/desktop/core/history_store.h"
+#include "app/desktop/core/script.h"
+#include "app/desktop/thumbnail_mosaic.h"
+#include "engine/renderer.h"
+#include "inference/geometry/mesh.h"
+
+namespace cubeforge::app {
+
+using Clock = std::chrono::steady_clock;
+
+inline double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+struct FrameTimeSummary {
+  int frames = 0;
+  double mean_ms = 0, p95_ms = 0, max_ms = 0;
+};
+
+FrameTimeSummary summarise(std::vector<float> times);
+
+// The model folder: what the field says, what is loading, how it went.
+struct ModelState {
+  std::string folder_field;    // the text field; becomes the model folder once it loads
+  std::string loading_folder;  // empty when nothing loads
+  std::string load_step;
+  double load_fraction = 0;
+  std::string status;          // the last load's outcome, shown under the buttons
+};
+
+// The current shape, which export writes and the viewport shows between runs:
+// the last finished generation or the history entry picked (previews are not).
+struct CurrentShape {
+  Mesh mesh;
+  std::string prompt;
+  uint64_t seed = 0;
+};
+
+// The run in progress or last finished, as the statistics panel shows it.
+struct GenerationState {
+  bool generating = false;  // a generation or the latency demo runs
+  GenerationProgress progress;
+  int preview_uploads = 0;  // previews shown during this run
+  PreviewCost last_preview_cost;
+  std::optional<double> last_decode_ms_without_preview;
+  std::optional<double> last_decode_ms_with_preview;
+};
+
+// The latency demo's bar groups, as they arrive.
+struct LatencyDemoState {
+  bool running = false;
+  std::vector<worker_message::LatencyResult> bars;
+};
+
+// Frame times: recent frames for the plot, and the frames of the current run.
+struct FrameTimes {
+  static constexpr size_t kWindow = 240;
+  std::deque<float> recent_ms;             // the last kWindow frames
+  std::vector<float> while_generating_ms;  // frames while the current run generates
+  FrameTimeSummary last_generation;
+
+  void add(float frame_ms, bool generating);
+};
+
+struct HistoryState {
+  std::optional<HistoryStore> store;  // empty when the history folder cannot be read
+  // Thumbnails read so far by entry id; empty when the PNG could not be read.
+  std::map<std::string, ThumbnailMosaic> thumbnails;
+};
+
+// The last export or screenshot from the Export panel.
+struct ExportState {
+  std::string result;
+  bool failed = false;
+};
+
+struct LogLine {
+  bool error = false;
+  std::string text;
+};
+
+// The log: kept for the Log panel, written to the data folder's log file and
+// to stdout/stderr. An error also raises the message popup.
+struct AppLog {
+  std::ofstream file;
+  std::vector<LogLine> lines;
+  int errors = 0;
+  std::string popup_message;
+  bool popup_pending = false;
+
+  void info(const std::string& text) { add(false, text); }
+  void error(const std::string& text) { add(true, text); }
+  void add(bool error, const std::string& text);
+};
+
+// The 3D view behind the panels.
+struct ViewState {
+  engine::OrbitCamera camera;
+  engine::SceneSettings scene;
+};
+
+// The script (--script) and where it has got to.
+struct ScriptState {
+  std::vector<ScriptCommand> commands;
+  size_t next = 0;
+  int idle_frames_left = 0;  // `idle N`: frames still to count
+  std::vector<float> idle_frame_ms;
+};
+
+struct AppState {
+  std::filesystem::path data_folder;  // settings, window layout, log, history
+  AppSettings settings;
+  ModelState model;
+  CurrentShape current;
+  GenerationState generation;
+  LatencyDemoState latency;
+  FrameTimes frames;
+  HistoryState history;
+  ExportState export_status;
+  AppLog log;
+  ViewState view;
+  bool script_mode = false;  // a script drives the app (and its errors fail the run)
+  ScriptState script;
+  bool quit = false;
+};
+
+}  // namespace cubeforge::app

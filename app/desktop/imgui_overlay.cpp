@@ -1,0 +1,92 @@
+// Dear ImGui over the engine's window target: see imgui_overlay.h.
+#include "app/desktop/imgui_overlay.h"
+
+#include <imgui.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_vulkan.h>
+
+namespace cubeforge::app {
+
+namespace {
+
+// The backend checks its own Vulkan calls through this hook; a failure there
+// is a broken invariant, not a user error.
+void abort_on_vulkan_error(VkResult result) {
+  if (result != VK_SUCCESS) ::cubeforge::check_failed("ImGui Vulkan backend call", __FILE__, __LINE__, "VkResult");
+}
+
+// ImGui 1.86 allocates one descriptor set, for its font texture; the rest is room.
+constexpr uint32_t kDescriptorSets = 16;
+
+}  // namespace
+
+Result<std::unique_ptr<ImGuiOverlay>> ImGuiOverlay::create(engine::Context& context, engine::WindowTarget& target,
+                                                           GLFWwindow* window, const std::string& ini_path) {
+  std::unique_ptr<ImGuiOverlay> overlay(new ImGuiOverlay(context, target));
+  VkDescriptorPoolSize pool_size{VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, kDescriptorSets};
+  VkDescriptorPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pool_info.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
+  pool_info.maxSets = kDescriptorSets;
+  pool_info.poolSizeCount = 1;
+  pool_info.pPoolSizes = &pool_size;
+  if (vkCreateDescriptorPool(context.device(), &pool_info, nullptr, &overlay->pool_) != VK_SUCCESS)
+    return make_error(ErrorCode::kOutOfMemory, "cannot create the ImGui descriptor pool");
+
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  overlay->imgui_context_ = true;
+  overlay->ini_path_ = ini_path;
+  ImGui::GetIO().IniFilename = overlay->ini_path_.empty() ? nullptr : overlay->ini_path_.c_str();
+  if (!ImGui_ImplGlfw_InitForVulkan(window, true))
+    return make_error(ErrorCode::kInternal, "ImGui's GLFW backend did not start");
+  overlay->glfw_backend_ = true;
+
+  engine::WindowVulkanHandles handles = target.vulkan_handles();
+  ImGui_ImplVulkan_InitInfo info{};
+  info.Instance = handles.instance;
+  info.PhysicalDevice = handles.physical_device;
+  info.Device = handles.device;
+  info.QueueFamily = handles.queue_family;
+  info.Queue = handles.queue;
+  info.DescriptorPool = overlay->pool_;
+  info.MinImageCount = handles.min_image_count;
+  info.ImageCount = handles.image_count;
+  info.MSAASamples = handles.samples;
+  info.CheckVkResultFn = abort_on_vulkan_error;
+  if (!ImGui_ImplVulkan_Init(&info, handles.render_pass))
+    return make_error(ErrorCode::kInternal, "ImGui's Vulkan backend did not start");
+  overlay->vulkan_backend_ = true;
+  overlay->min_image_count_ = handles.min_image_count;
+
+  bool fonts = false;
+  context.run_one_time([&](VkCommandBuffer cmd) { fonts = ImGui_ImplVulkan_CreateFontsTexture(cmd); });
+  ImGui_ImplVulkan_DestroyFontUploadObjects();
+  if (!fonts) return make_error(ErrorCode::kInternal, "cannot upload the ImGui font texture");
+  return overlay;
+}
+
+ImGuiOverlay::~ImGuiOverlay() {
+  context_.wait_idle();
+  if (vulkan_backend_) ImGui_ImplVulkan_Shutdown();
+  if (glfw_backend_) ImGui_ImplGlfw_Shutdown();
+  if (imgui_context_) ImGui::DestroyContext();
+  if (pool_ != VK_NULL_HANDLE) vkDestroyDescriptorPool(context_.device(), pool_, nullptr);
+}
+
+void ImGuiOverlay::new_frame() {
+  if (target_.min_image_count() != min_image_count_) {
+    min_image_count_ = target_.min_image_count();
+    ImGui_ImplVulkan_SetMinImageCount(min_image_count_);
+  }
+  ImGui_ImplVulkan_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+}
+
+engine::OverlayRecorder ImGuiOverlay::render() {
+  ImGui::Render();
+  ImDrawData* draw_data = ImGui::GetDrawData();
+  return [draw_data](VkCommandBuffer cmd) { ImGui_ImplVulkan_RenderDrawData(draw_data, cmd); };
+}
+
+}  // namespace cubeforge::app

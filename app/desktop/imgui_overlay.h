@@ -1,0 +1,49 @@
+// Dear ImGui drawn over the engine's window target: Debian's ImGui 1.86 with
+// its GLFW and Vulkan backends, set up from the handles and render pass the
+// window target gives (its descriptor pool, the backends' init, the font
+// texture uploaded with a one-time command buffer) and torn down in reverse.
+//
+// One per process (ImGui's context is global). The app and the engine's
+// ImGui test both use it, so the test checks the setup the app runs.
+//
+// Per frame: new_frame() -> ImGui calls -> render(), whose recorder goes to
+// WindowTarget::draw_frame() as the overlay (drawn inside the window's render
+// pass, after the scene).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/context.h"
+#include "engine/window_target.h"
+#include "inference/core/result.h"
+
+namespace cubeforge::app {
+
+class ImGuiOverlay {
+ public:
+  // ini_path: where ImGui keeps the window layout; empty: nowhere.
+  static Result<std::unique_ptr<ImGuiOverlay>> create(engine::Context& context, engine::WindowTarget& target,
+                                                       GLFWwindow* window, const std::string& ini_path = {});
+  ~ImGuiOverlay();  // waits for the device, then shuts the backends down
+  ImGuiOverlay(const ImGuiOverlay&) = delete;
+  ImGuiOverlay& operator=(const ImGuiOverlay&) = delete;
+
+  // Starts an ImGui frame; after a swapchain rebuild changed the minimum
+  // image count, tells the Vulkan backend first.
+  void new_frame();
+  // Ends the ImGui frame; the recorder draws it into draw_frame's render pass.
+  engine::OverlayRecorder render();
+
+ private:
+  ImGuiOverlay(engine::Context& context, engine::WindowTarget& target) : context_(context), target_(target) {}
+
+  engine::Context& context_;
+  engine::WindowTarget& target_;
+  std::string ini_path_;  // ImGui keeps a pointer to it
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  bool imgui_context_ = false, glfw_backend_ = false, vulkan_backend_ = false;
+  uint32_t min_image_count_ = 0;
+};
+
+}  // namespace cubeforge::app

@@ -1,0 +1,46 @@
+// The Generate panel: the prompt, Generate / Cancel / Latency demo, the model
+// load's progress or outcome, then the settings (settings_panel.cpp).
+#include "app/desktop/panels/panels.h"
+
+namespace cubeforge::app {
+
+void draw_generate_panel(App& app) {
+  AppState& state = app.state;
+  const ImVec2 display = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos(ImVec2(8, 8), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(kSideWidth, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
+  ImGui::Begin("Generate");
+  const bool busy = app.worker.busy();
+  ImGui::TextUnformatted("Prompt (Ctrl+Enter generates)");
+  if (ImGui::InputTextMultiline("##prompt", &state.settings.prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 4),
+                                ImGuiInputTextFlags_EnterReturnsTrue) &&
+      !busy)
+    app.start_generation();
+  ImGui::BeginDisabled(busy || !app.worker.has_model());
+  if (ImGui::Button("Generate")) app.start_generation();
+  ImGui::EndDisabled();
+  if (!app.worker.has_model()) reason_tooltip("load a model first (Settings > Model folder)");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!busy);
+  if (ImGui::Button("Cancel")) app.worker.cancel();
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(busy || !app.worker.has_model());
+  if (ImGui::Button("Latency demo")) app.start_latency_demo();
+  ImGui::EndDisabled();
+  reason_tooltip("Runs this prompt without the KV cache, with it, and with CUDA graphs when available, "
+                 "and compares TPOT and total time");
+
+  const ModelState& model = state.model;
+  if (!model.loading_folder.empty()) {
+    ImGui::Text("Loading %s", model.loading_folder.c_str());
+    ImGui::ProgressBar(static_cast<float>(model.load_fraction), ImVec2(-1, 0), model.load_step.c_str());
+  } else if (!model.status.empty()) {
+    ImGui::TextWrapped("%s", model.status.c_str());
+  }
+  ImGui::Separator();
+  draw_settings(app);
+  ImGui::End();
+}
+
+}  // namespace cubeforge::app

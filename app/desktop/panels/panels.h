@@ -1,0 +1,38 @@
+// The panels over the 3D view, one file each, all drawn from draw_panels()
+// (panels.cpp) in that order. Each reads and edits the App's state and calls
+// its actions; none keeps state of its own between frames.
+//
+// Default layout (first run; then imgui.ini): Generate with the settings on
+// the left, Live statistics and History on the right, Export and view low in
+// the middle, the Log along the bottom, the viewport behind them all with its
+// centre left free.
+#pragma once
+
+#include <string>
+
+#include <imgui.h>
+#include <imgui_stdlib.h>  // InputText on std::string
+
+#include "app/desktop/app.h"
+
+namespace cubeforge::app {
+
+constexpr float kLogHeight = 110.f;
+constexpr float kSideWidth = 300.f;
+constexpr float kViewPanelHeight = 150.f;
+// Live statistics takes this share of the right column, History the rest.
+constexpr float kStatisticsShare = 0.62f;
+const ImVec4 kErrorTextColour(1.f, 0.45f, 0.4f, 1.f);
+
+void draw_generate_panel(App& app);    // generate_panel.cpp: prompt, run buttons, then the settings
+void draw_settings(App& app);          // settings_panel.cpp: the settings sections inside Generate
+void draw_statistics_panel(App& app);  // statistics_panel.cpp: progress, timings, frame times, latency demo
+void draw_history_panel(App& app);     // history_panel.cpp
+void draw_export_panel(App& app);      // export_panel.cpp: export, screenshot and view switches
+void draw_log_panel(App& app);         // log_panel.cpp: the log, and the error popup
+void draw_error_popup(App& app);
+
+// Tooltip on the last item, shown even when it is disabled (the reason it is).
+void reason_tooltip(const std::string& text);
+
+}  // namespace cubeforge::app

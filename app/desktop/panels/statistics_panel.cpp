@@ -1,0 +1,147 @@
+// The Live statistics panel: token progress and the token grid, time to first
+// token, TPOT and tokens/s plots, per-stage times, memory, the cost of
+// progressive previews, frame times, and the latency demo's bars.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "app/desktop/core/data_folder.h"
+#include "app/desktop/panels/panels.h"
+
+namespace cubeforge::app {
+
+namespace {
+
+// One cell per token slot, coloured by token id; hover shows the id.
+void draw_token_grid(const GenerationProgress& progress) {
+  const auto& slots = progress.token_slots();
+  if (slots.empty()) return;
+  const int columns = std::min<int>(32, static_cast<int>(slots.size()));
+  const float cell = 9.f;
+  ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const int rows = (static_cast<int>(slots.size()) + columns - 1) / columns;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    float x = origin.x + (i % columns) * (cell + 1);
+    float y = origin.y + (i / columns) * (cell + 1);
+    ImU32 colour = IM_COL32(60, 60, 66, 255);
+    if (slots[i] >= 0) {
+      // Golden-ratio hue steps keep neighbouring ids apart.
+      float hue = std::fmod(slots[i] * 0.61803398875f, 1.f);
+      colour = ImColor::HSV(hue, 0.65f, 0.95f);
+    }
+    draw->AddRectFilled(ImVec2(x, y), ImVec2(x + cell, y + cell), colour);
+  }
+  ImGui::Dummy(ImVec2(columns * (cell + 1), rows * (cell + 1)));
+  if (ImGui::IsItemHovered()) {
+    ImVec2 mouse = ImGui::GetIO().MousePos;
+    int column = static_cast<int>((mouse.x - origin.x) / (cell + 1));
+    int row = static_cast<int>((mouse.y - origin.y) / (cell + 1));
+    size_t index = static_cast<size_t>(row * columns + column);
+    if (column >= 0 && column < columns && index < slots.size()) {
+      if (slots[index] >= 0) ImGui::SetTooltip("token %zu: id %d", index, slots[index]);
+      else ImGui::SetTooltip("token %zu: not yet", index);
+    }
+  }
+}
+
+void draw_stage_table(const GenerationProgress& progress) {
+  if (!ImGui::BeginTable("stages", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) return;
+  for (int s = 0; s < kAppStageCount; ++s) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(app_stage_name(AppStage(s)));
+    ImGui::TableNextColumn();
+    if (const auto& ms = progress.stage_ms()[s]) ImGui::Text("%.1f ms", *ms);
+    else if (progress.current_stage() == AppStage(s)) ImGui::TextUnformatted("running");
+    else ImGui::TextDisabled("-");
+  }
+  ImGui::EndTable();
+}
+
+void draw_preview_cost(const GenerationState& generation) {
+  const PreviewCost& cost = generation.last_preview_cost;
+  if (cost.previews == 0 && cost.skipped == 0) return;
+  ImGui::Text("Preview: %d decodes (%d skipped), %.0f ms = %.1f%% of decode", cost.previews, cost.skipped,
+              cost.preview_ms, 100.0 * cost.overhead());
+  if (cost.without_estimate)
+    ImGui::TextWrapped("Previews start once their cost is known (after one finished generation).");
+  if (generation.last_decode_ms_without_preview && generation.last_decode_ms_with_preview)
+    ImGui::Text("Decode: %.0f ms with preview, %.0f ms without", *generation.last_decode_ms_with_preview,
+                *generation.last_decode_ms_without_preview);
+}
+
+void draw_frame_times(const FrameTimes& frame_times) {
+  std::vector<float> frames(frame_times.recent_ms.begin(), frame_times.recent_ms.end());
+  FrameTimeSummary recent = summarise(frames);
+  // When nothing runs, frames wait for input, so only frames while working say much.
+  char label[64];
+  std::snprintf(label, sizeof label, "frame %.1f ms (max %.1f)", recent.mean_ms, recent.max_ms);
+  ImGui::PlotLines("##frames", frames.data(), static_cast<int>(frames.size()), 0, label, 0.f, 50.f,
+                   ImVec2(ImGui::GetContentRegionAvail().x, 40));
+  const FrameTimeSummary& generating = frame_times.last_generation;
+  if (generating.frames > 0)
+    ImGui::Text("While generating: mean %.1f ms, p95 %.1f ms, max %.1f ms", generating.mean_ms, generating.p95_ms,
+                generating.max_ms);
+}
+
+void draw_latency_bars(const LatencyDemoState& latency) {
+  if (latency.bars.empty()) return;
+  ImGui::Separator();
+  ImGui::TextUnformatted("Latency demo");
+  std::vector<float> tpot_bars, total_bars;
+  for (const auto& bar : latency.bars) {
+    tpot_bars.push_back(bar.available ? static_cast<float>(bar.mean_tpot_ms) : 0.f);
+    total_bars.push_back(bar.available ? static_cast<float>(bar.total_ms) : 0.f);
+  }
+  ImGui::PlotHistogram("TPOT ms", tpot_bars.data(), static_cast<int>(tpot_bars.size()), 0, nullptr, 0.f, FLT_MAX,
+                       ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
+  ImGui::PlotHistogram("total ms", total_bars.data(), static_cast<int>(total_bars.size()), 0, nullptr, 0.f, FLT_MAX,
+                       ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
+  for (const auto& bar : latency.bars) {
+    if (bar.available)
+      ImGui::Text("%-24s TPOT %7.2f ms  total %7.0f ms", bar.label.c_str(), bar.mean_tpot_ms, bar.total_ms);
+    else
+      ImGui::TextDisabled("%-24s n/a: %s", bar.label.c_str(), bar.unavailable_reason.c_str());
+  }
+}
+
+}  // namespace
+
+void draw_statistics_panel(App& app) {
+  const AppState& state = app.state;
+  const GenerationProgress& progress = state.generation.progress;
+  const ImVec2 display = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos(ImVec2(display.x - kSideWidth - 8, 8), ImGuiCond_FirstUseEver);
+  ImGui::SetNextWindowSize(ImVec2(kSideWidth, (display.y - kLogHeight - 24) * kStatisticsShare),
+                           ImGuiCond_FirstUseEver);
+  ImGui::Begin("Live statistics");
+  const int done = progress.tokens_done(), count = progress.token_count();
+  char overlay[64];
+  std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
+  ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
+  if (progress.current_stage() == AppStage::kOccupancy)
+    ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy");
+  if (auto ttft = progress.time_to_first_token_ms()) ImGui::Text("Time to first token: %.1f ms", *ttft);
+  else ImGui::TextDisabled("Time to first token: -");
+  const auto& tpot = progress.tpot_ms();
+  const auto& rate = progress.tokens_per_second();
+  char label[64];
+  std::snprintf(label, sizeof label, "TPOT %.2f ms", tpot.empty() ? 0.f : tpot.back());
+  ImGui::PlotLines("##tpot", tpot.data(), static_cast<int>(tpot.size()), 0, label, 0.f, FLT_MAX,
+                   ImVec2(ImGui::GetContentRegionAvail().x, 48));
+  std::snprintf(label, sizeof label, "%.1f tokens/s", rate.empty() ? 0.f : rate.back());
+  ImGui::PlotLines("##rate", rate.data(), static_cast<int>(rate.size()), 0, label, 0.f, FLT_MAX,
+                   ImVec2(ImGui::GetContentRegionAvail().x, 48));
+  draw_token_grid(progress);
+  draw_stage_table(progress);
+  ImGui::Text("Memory (RSS): %.0f MiB", resident_memory_mib());
+  draw_preview_cost(state.generation);
+  draw_frame_times(state.frames);
+  draw_latency_bars(state.latency);
+  ImGui::End();
+}
+
+}  // namespace cubeforge::app

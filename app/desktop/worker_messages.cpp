@@ -1,0 +1,171 @@
+// The worker's messages, drained once per frame: one handler per message
+// type. std::visit picks the handler, so a message type added to
+// WorkerMessage without one here does not compile.
+#include <cstdio>
+#include <variant>
+
+#include "app/desktop/app.h"
+#include "engine/image_output.h"
+#include "engine/offscreen_target.h"
+
+namespace cubeforge::app {
+
+namespace {
+
+// Lists a finished run in the history with a thumbnail of the framed mesh.
+void add_to_history(App& app, const worker_message::RunFinished& finished, const GenerationResult& result) {
+  AppState& state = app.state;
+  const GenerationProgress& progress = state.generation.progress;
+  HistoryEntry entry;
+  entry.prompt = finished.request.prompt;
+  entry.seed = finished.request.seed;
+  AppSettings used = state.settings;
+  used.prompt = finished.request.prompt;
+  used.seed = finished.request.seed;
+  used.kv_cache = finished.request.use_kv_cache;
+  entry.settings = settings_to_json(used);
+  entry.timings.total_ms = finished.wall_ms;
+  entry.timings.time_to_first_token_ms = result.time_to_first_token_ms;
+  entry.timings.mean_tpot_ms = progress.mean_tpot_ms();
+  entry.timings.tokens_per_second = result.tokens_per_second;
+  for (int s = 0; s < kAppStageCount; ++s)
+    if (progress.stage_ms()[s]) entry.timings.stages_ms[app_stage_name(AppStage(s))] = *progress.stage_ms()[s];
+  entry.settings["run"] = finished.label;
+  auto added = state.history.store->add(entry, state.current.mesh);
+  if (!added.ok()) {
+    app.log_error("history: " + added.error().to_string());
+    return;
+  }
+  // The thumbnail: a small offscreen render of the framed mesh.
+  engine::Renderer& renderer = *app.viewport.renderer;
+  auto thumbnail = engine::OffscreenTarget::create(renderer, engine::OffscreenOptions{128, 128});
+  if (thumbnail.ok()) {
+    engine::OrbitCamera view;
+    view.yaw_degrees = 30.f;
+    view.pitch_degrees = 20.f;
+    view.frame(renderer.mesh_bounds(), 1.f);
+    Status written = engine::save_screenshot(**thumbnail, view, state.view.scene,
+                                             state.history.store->thumbnail_path(*added).string());
+    if (!written.ok()) app.log_error("history thumbnail: " + written.error().to_string());
+  } else {
+    app.log_error("history thumbnail: " + thumbnail.error().to_string());
+  }
+  app.save_settings_now();
+}
+
+struct MessageHandler {
+  App& app;
+  AppState& state = app.state;
+
+  void operator()(worker_message::LoadProgress& m) {
+    state.model.load_step = m.step;
+    state.model.load_fraction = m.fraction;
+  }
+
+  void operator()(worker_message::ModelLoaded& m) {
+    state.model.loading_folder.clear();
+    state.settings.model_folder = m.summary.folder;
+    remember_folder(state.settings, m.summary.folder);
+    char line[256];
+    std::snprintf(line, sizeof line, "model loaded in %.0f ms: %d shape tokens", m.summary.load_ms,
+                  m.summary.shape_tokens);
+    state.model.status = line;
+    app.log(state.model.status + " (" + m.summary.folder + ")");
+  }
+
+  void operator()(worker_message::LoadFailed& m) {
+    std::string folder = state.model.loading_folder;
+    state.model.loading_folder.clear();
+    if (m.error.code == ErrorCode::kCancelled) {
+      state.model.status = "loading cancelled";
+      app.log("loading " + folder + " cancelled");
+    } else {
+      state.model.status = "could not load " + folder;
+      app.log_error("model folder '" + folder + "': " + m.error.to_string());
+    }
+  }
+
+  void operator()(worker_message::RunStarted&) { state.generation.progress.reset(); }
+
+  void operator()(worker_message::Event& m) { state.generation.progress.apply(m.event, m.elapsed_ms); }
+
+  void operator()(worker_message::Preview& m) {
+    GenerationState& generation = state.generation;
+    app.show_mesh(m.mesh, generation.preview_uploads == 0 && state.current.mesh.empty());
+    ++generation.preview_uploads;
+  }
+
+  void operator()(worker_message::RunFinished& finished) {
+    GenerationState& generation = state.generation;
+    if (!state.latency.running) generation.generating = false;
+    state.frames.last_generation = summarise(state.frames.while_generating_ms);
+    const FrameTimeSummary& frames = state.frames.last_generation;
+    if (frames.frames > 0) {
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "frame times while generating: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d frames)",
+                    frames.mean_ms, frames.p95_ms, frames.max_ms, frames.frames);
+      app.log(line);
+    }
+    if (!finished.result.ok()) {
+      if (finished.result.error().code == ErrorCode::kCancelled) app.log("generation cancelled");
+      else app.log_error("generation failed: " + finished.result.error().to_string());
+      // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
+      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      return;
+    }
+    GenerationResult& result = *finished.result;
+    if (!result.stats.has_surface) {
+      app.log_error("the decoded shape has no surface at resolution " + std::to_string(finished.request.resolution) +
+                    "; try another seed or prompt");
+      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      return;
+    }
+    const bool first_mesh = state.current.mesh.empty();
+    state.current = {std::move(result.mesh), finished.request.prompt, finished.request.seed};
+    auto upload_started = Clock::now();
+    app.show_mesh(state.current.mesh, first_mesh || generation.preview_uploads > 0);
+    generation.progress.set_upload_ms(ms_between(upload_started, Clock::now()));
+
+    if (finished.preview.previews > 0 || finished.preview.skipped > 0) {
+      generation.last_preview_cost = finished.preview;
+      generation.last_decode_ms_with_preview = result.timings.decode_ms;
+    } else {
+      generation.last_decode_ms_without_preview = result.timings.decode_ms;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%s done: %lld faces, total %.0f ms, first token %.1f ms, %.1f tokens/s, TPOT %.2f ms",
+                  finished.label.c_str(), static_cast<long long>(result.stats.faces), finished.wall_ms,
+                  result.time_to_first_token_ms, result.tokens_per_second, generation.progress.mean_tpot_ms());
+    app.log(line);
+    if (state.history.store) add_to_history(app, finished, result);
+  }
+
+  void operator()(worker_message::LatencyResult& m) {
+    state.latency.bars.push_back(m);
+    if (m.available) {
+      char line[200];
+      std::snprintf(line, sizeof line, "latency demo, %s: TPOT %.2f ms, first token %.1f ms, total %.0f ms",
+                    m.label.c_str(), m.mean_tpot_ms, m.time_to_first_token_ms, m.total_ms);
+      app.log(line);
+    } else {
+      app.log("latency demo, " + m.label + ": not run (" + m.unavailable_reason + ")");
+    }
+  }
+
+  void operator()(worker_message::LatencyDemoFinished&) {
+    state.latency.running = false;
+    state.generation.generating = false;
+  }
+
+  void operator()(worker_message::Log& m) { state.log.add(m.error, m.text); }
+};
+
+}  // namespace
+
+void handle_worker_messages(App& app) {
+  for (WorkerMessage& message : app.worker.drain()) std::visit(MessageHandler{app}, message);
+}
+
+}  // namespace cubeforge::app
