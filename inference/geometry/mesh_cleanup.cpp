@@ -376,7 +376,7 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
   }
   const bool had_normals = mesh.has_normals();
   // Whether the input is closed is only asked when a result is not: analysing
-  // a large input costs about a third of simplifying it.
+  // a large input costs a sizeable share of simplifying it.
   std::optional<bool> input_closed;
   auto input_is_closed = [&] {
     if (!input_closed) input_closed = analyze_topology(mesh).closed_and_oriented();
