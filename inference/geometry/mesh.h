@@ -7,7 +7,10 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
+
+#include "inference/core/result.h"
 
 namespace cubeforge {
 
@@ -40,5 +43,9 @@ struct Mesh {
     return b;
   }
 };
+
+// The check before working on a mesh from elsewhere: positions and indices in
+// whole triples, every index naming a vertex. Errors start with `what`.
+Status check_mesh_indices(const Mesh& mesh, std::string_view what);
 
 }  // namespace cubeforge

@@ -26,18 +26,6 @@ uint64_t hash_cell(int64_t x, int64_t y, int64_t z) {
   return h;
 }
 
-Status check_mesh(const Mesh& mesh, const char* what) {
-  if (mesh.positions.size() % 3 != 0 || mesh.indices.size() % 3 != 0) {
-    return make_error(ErrorCode::kInvalidArgument, std::string(what) + ": positions or indices are not triples");
-  }
-  for (uint32_t v : mesh.indices)
-    if (size_t(v) >= mesh.vertex_count())
-      return make_error(ErrorCode::kInvalidArgument, std::string(what) + ": index " + std::to_string(v) +
-                                                         " is out of range (" + std::to_string(mesh.vertex_count()) +
-                                                         " vertices)");
-  return ok_status();
-}
-
 // Keeps the vertices with keep[v] and renumbers indices; all indexed
 // vertices must be kept.
 void compact_vertices(Mesh& mesh, const std::vector<uint8_t>& keep) {
@@ -375,7 +363,7 @@ int64_t split_pinched_vertices(Mesh& mesh) {
 int64_t default_target_faces(int64_t faces) { return std::max<int64_t>(10000, faces / 10); }
 
 Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options) {
-  CUBEFORGE_TRY(check_mesh(mesh, "simplify"));
+  CUBEFORGE_TRY(check_mesh_indices(mesh, "simplify"));
   SimplifyReport report;
   report.faces_before = int64_t(mesh.face_count());
   const int64_t target = options.target_faces > 0 ? options.target_faces : default_target_faces(report.faces_before);
@@ -388,7 +376,7 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
   }
   const bool had_normals = mesh.has_normals();
   // Whether the input is closed is only asked when a result is not: analysing
-  // a large input costs about a third of simplifying it.
+  // a large input costs a sizeable share of simplifying it.
   std::optional<bool> input_closed;
   auto input_is_closed = [&] {
     if (!input_closed) input_closed = analyze_topology(mesh).closed_and_oriented();
@@ -442,7 +430,7 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
 }
 
 Result<PostprocessReport> postprocess_mesh(Mesh& mesh, const PostprocessOptions& options) {
-  CUBEFORGE_TRY(check_mesh(mesh, "mesh cleanup"));
+  CUBEFORGE_TRY(check_mesh_indices(mesh, "mesh cleanup"));
   PostprocessReport report;
   report.weld = weld_vertices(mesh, options.weld_tolerance);
   report.components = remove_small_components(mesh, options.min_component_diagonal_fraction);

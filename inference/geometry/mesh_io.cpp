@@ -47,15 +47,10 @@ class ByteWriter {
 };
 
 Status check_exportable(const Mesh& mesh, const std::filesystem::path& path) {
-  const std::string where = "cannot export '" + path.string() + "': ";
+  const std::string what = "cannot export '" + path.string() + "'";
+  const std::string where = what + ": ";
   if (mesh.empty()) return make_error(ErrorCode::kInvalidArgument, where + "the mesh has no faces");
-  if (mesh.positions.size() % 3 != 0 || mesh.indices.size() % 3 != 0) {
-    return make_error(ErrorCode::kInvalidArgument, where + "positions or indices are not triples");
-  }
-  for (uint32_t v : mesh.indices)
-    if (size_t(v) >= mesh.vertex_count())
-      return make_error(ErrorCode::kInvalidArgument, where + "index " + std::to_string(v) + " is out of range (" +
-                                                         std::to_string(mesh.vertex_count()) + " vertices)");
+  CUBEFORGE_TRY(check_mesh_indices(mesh, what));
   for (float x : mesh.positions)
     if (!std::isfinite(x)) return make_error(ErrorCode::kInvalidArgument, where + "a vertex position is not finite");
   return ok_status();

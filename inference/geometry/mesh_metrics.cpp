@@ -30,19 +30,6 @@ Vec3 vertex(const Mesh& mesh, uint32_t v) {
   return {p[0], p[1], p[2]};
 }
 
-Status check_indices(const Mesh& mesh, const char* what) {
-  if (mesh.indices.size() % 3 != 0) {
-    return make_error(ErrorCode::kInvalidArgument, std::string(what) + ": index count " +
-                                                       std::to_string(mesh.indices.size()) + " is not a multiple of 3");
-  }
-  for (uint32_t v : mesh.indices)
-    if (size_t(v) >= mesh.vertex_count())
-      return make_error(ErrorCode::kInvalidArgument, std::string(what) + ": index " + std::to_string(v) +
-                                                         " is out of range (" + std::to_string(mesh.vertex_count()) +
-                                                         " vertices)");
-  return ok_status();
-}
-
 // The point of triangle abc nearest to p, by the Voronoi region p falls in.
 Vec3 closest_point_on_triangle(Vec3 p, Vec3 a, Vec3 b, Vec3 c) {
   const Vec3 ab = b - a, ac = c - a, ap = p - a;
@@ -258,8 +245,8 @@ double TriangleDistanceIndex::distance(const float point[3], uint32_t* nearest_f
 }
 
 Result<ChamferDistance> chamfer_distance(const Mesh& a, const Mesh& b, const ChamferOptions& options) {
-  CUBEFORGE_TRY(check_indices(a, "Chamfer distance, first mesh"));
-  CUBEFORGE_TRY(check_indices(b, "Chamfer distance, second mesh"));
+  CUBEFORGE_TRY(check_mesh_indices(a, "Chamfer distance, first mesh"));
+  CUBEFORGE_TRY(check_mesh_indices(b, "Chamfer distance, second mesh"));
   if (a.empty() || b.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "Chamfer distance needs two meshes with faces (got " +
                                                        std::to_string(a.face_count()) + " and " +
@@ -302,7 +289,7 @@ Result<ChamferDistance> chamfer_distance(const Mesh& a, const Mesh& b, const Cha
 }
 
 Result<std::vector<uint8_t>> mesh_inside_grid(const Mesh& mesh, const GridSpec& spec) {
-  CUBEFORGE_TRY(check_indices(mesh, "inside test"));
+  CUBEFORGE_TRY(check_mesh_indices(mesh, "inside test"));
   const std::vector<float> axis = grid_axis_coordinates(spec);
   const int64_t n = spec.points_per_axis();
   // Rays run along +x through (y, z) columns nudged off the grid lines by an

@@ -1,17 +1,20 @@
-// Dense and coarse-to-fine evaluation of a field on the meshing grid.
+// Dense and coarse-to-fine evaluation of a field on the meshing grid: both
+// hand lists of grid point indices to one evaluator, in batches.
 //
 // Coarse-to-fine keeps, per level, one byte per cell (visited / surface) and
 // one byte per fine grid point (evaluated). At level l a cell spans
 // 2^(R-l) fine points per axis; its corners are fine grid points, so every
 // value ever evaluated is the value the dense grid would hold at that point.
+// Its steps are in coarse_to_fine.h; evaluate_grid_field_coarse_to_fine below
+// runs them level by level.
 #include "inference/geometry/occupancy_grid.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
+#include <optional>
 #include <string>
 
-#include "inference/core/thread_pool.h"
+#include "inference/geometry/coarse_to_fine.h"
 
 namespace cubeforge {
 
@@ -123,32 +126,6 @@ class GridFieldEvaluator {
   int64_t planned_ = 0;
 };
 
-// Cells of one level: m per axis, each spanning `stride` fine points.
-struct LevelCells {
-  int64_t m = 0;
-  int64_t stride = 0;
-  int64_t fine_n = 0;  // fine points per axis
-
-  int64_t count() const { return m * m * m; }
-  int64_t cell_index(int64_t ci, int64_t cj, int64_t ck) const { return (ci * m + cj) * m + ck; }
-  void cell_coords(int64_t cell, int64_t& ci, int64_t& cj, int64_t& ck) const {
-    ci = cell / (m * m);
-    cj = (cell / m) % m;
-    ck = cell % m;
-  }
-  // The 8 corner fine indices, corner c = (c&1, c>>1&1, c>>2&1) in (x, y, z).
-  void corners(int64_t cell, int64_t out[8]) const {
-    int64_t ci, cj, ck;
-    cell_coords(cell, ci, cj, ck);
-    for (int c = 0; c < 8; ++c) {
-      const int64_t i = (ci + (c & 1)) * stride;
-      const int64_t j = (cj + ((c >> 1) & 1)) * stride;
-      const int64_t k = (ck + ((c >> 2) & 1)) * stride;
-      out[c] = (i * fine_n + j) * fine_n + k;
-    }
-  }
-};
-
 }  // namespace
 
 GridFieldFunction field_on_grid(FieldFunction field, const GridSpec& spec) {
@@ -200,8 +177,7 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
   }
   const int target = spec.resolution;
   const int coarse = std::clamp(options.coarse_resolution, 1, target);
-  const int64_t fine_n = spec.points_per_axis();
-  const float level_value = options.level;
+  const float surface_value = options.level;
 
   CoarseToFineGrid result;
   result.grid.spec = spec;
@@ -212,261 +188,51 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
   result.stats.dense_points = spec.point_count();
 
   GridFieldEvaluator evaluator(field, spec, options.evaluation, values);
-  std::vector<int64_t> pending;  // fine indices to evaluate
+  std::vector<int64_t> points;  // fine indices to evaluate next
+  auto evaluate_points = [&]() -> Status {
+    evaluator.plan(int64_t(points.size()));
+    return evaluator.evaluate(points);
+  };
 
-  // Level `coarse`: every point.
-  {
-    const int64_t stride = int64_t(1) << (target - coarse);
-    for (int64_t i = 0; i < fine_n; i += stride)
-      for (int64_t j = 0; j < fine_n; j += stride)
-        for (int64_t k = 0; k < fine_n; k += stride) {
-          const int64_t index = (i * fine_n + j) * fine_n + k;
-          evaluated[size_t(index)] = 1;
-          pending.push_back(index);
-        }
-    evaluator.plan(int64_t(pending.size()));
-    CUBEFORGE_TRY(evaluator.evaluate(pending));
-  }
-  const int64_t coarse_points = evaluator.evaluated();
-
-  std::vector<uint8_t> seeds_from_parent;  // surface cells of the previous level
+  std::vector<uint8_t> parent_surface;  // [(M/2)^3] the previous level's surface cells
   for (int level = coarse; level <= target; ++level) {
-    LevelCells cells;
-    cells.m = int64_t(1) << level;
-    cells.stride = int64_t(1) << (target - level);
-    cells.fine_n = fine_n;
+    const LevelCells cells = LevelCells::at(spec, level);
     const int64_t evaluated_before = evaluator.evaluated();
-    const double spacing = spec.cell_size() * double(cells.stride);
-    const double half_diagonal = spacing * std::sqrt(3.0) * 0.5;
-    const double margin =
-        double(level + 1 == target ? options.final_near_surface_margin : options.near_surface_margin);
-
-    if (level > coarse) {
-      // Points new at this level that no refinement reaches take the
-      // trilinear value of their parent cell: the parent's corners all have
-      // one sign there, so the filled value has it too.
-      const int64_t s = cells.stride;
-      const int64_t m = cells.m;
-      parallel_for_each(m + 1, true, [&](int64_t i) {
-        // Per row (i, j): the four parent rows' sums at each parent-level k,
-        // then each point's value from the two sums around it.
-        std::vector<double> parent_sums(size_t(m / 2 + 1));
-        const int64_t i_lo = (i & ~int64_t(1)) * s, i_hi = (i & 1) ? i_lo + 2 * s : i_lo;
-        for (int64_t j = 0; j <= m; ++j) {
-          const int64_t j_lo = (j & ~int64_t(1)) * s, j_hi = (j & 1) ? j_lo + 2 * s : j_lo;
-          const float* rows[4] = {&values[size_t((i_lo * fine_n + j_lo) * fine_n)],
-                                  &values[size_t((i_hi * fine_n + j_lo) * fine_n)],
-                                  &values[size_t((i_lo * fine_n + j_hi) * fine_n)],
-                                  &values[size_t((i_hi * fine_n + j_hi) * fine_n)]};
-          for (int64_t p = 0; p <= m / 2; ++p) {
-            const int64_t k = 2 * p * s;
-            parent_sums[size_t(p)] = double(rows[0][k]) + double(rows[1][k]) + double(rows[2][k]) + double(rows[3][k]);
-          }
-          const int64_t row = (i * s * fine_n + j * s) * fine_n;
-          const int64_t k_step = ((i | j) & 1) ? 1 : 2;  // in a parent-level row only odd k are new
-          for (int64_t k = k_step - 1; k <= m; k += k_step) {
-            const int64_t index = row + k * s;
-            if (evaluated[size_t(index)]) continue;
-            const double sum = parent_sums[size_t(k / 2)] + parent_sums[size_t((k + 1) / 2)];
-            values[size_t(index)] = float(sum / 8.0);
-          }
-        }
-      });
-    }
-
-    auto crosses_surface = [&](int64_t cell) {
-      int64_t corner[8];
-      cells.corners(cell, corner);
-      bool any_inside = false, any_outside = false;
-      for (int c = 0; c < 8; ++c) {
-        if (values[size_t(corner[c])] > level_value) any_inside = true; else any_outside = true;
-      }
-      return any_inside && any_outside;
-    };
-    // Corners of one sign, but close enough to the surface value that a thin
-    // part could lie between them: the smallest |value| is within reach of the
-    // steepest change seen along the cell's edges and the edges leaving its
-    // corners (so a cell centred on a thin plate still sees the slope beside
-    // it). Only meaningful for cells whose corners were evaluated.
-    auto near_surface = [&](int64_t cell) {
-      int64_t ci, cj, ck;
-      cells.cell_coords(cell, ci, cj, ck);
-      const int64_t s = cells.stride;
-      const int64_t step[3] = {s * fine_n * fine_n, s * fine_n, s};
-      float nearest = INFINITY, steepest = 0.f;
-      for (int c = 0; c < 8; ++c) {
-        const int64_t p[3] = {(ci + (c & 1)) * s, (cj + ((c >> 1) & 1)) * s, (ck + ((c >> 2) & 1)) * s};
-        const int64_t index = (p[0] * fine_n + p[1]) * fine_n + p[2];
-        const float v = values[size_t(index)];
-        nearest = std::min(nearest, std::fabs(v - level_value));
-        for (int axis = 0; axis < 3; ++axis) {
-          if (p[axis] + s < fine_n) steepest = std::max(steepest, std::fabs(values[size_t(index + step[axis])] - v));
-          if (p[axis] - s >= 0) steepest = std::max(steepest, std::fabs(values[size_t(index - step[axis])] - v));
-        }
-      }
-      return double(nearest) <= margin * (double(steepest) / spacing) * half_diagonal;
-    };
-
-    // Per cell: not visited yet, visited, or visited and crossed by the surface.
-    constexpr uint8_t kVisited = 1, kCrossing = 2;
-    std::vector<uint8_t> visited(size_t(cells.count()), 0);
-    std::vector<int64_t> queue;
-    if (level == coarse) {
-      // Every coarse point is evaluated: look at every cell.
-      std::fill(visited.begin(), visited.end(), kVisited);
-      queue.resize(size_t(cells.count()));
-      for (int64_t cell = 0; cell < cells.count(); ++cell) queue[size_t(cell)] = cell;
+    LevelState state(cells);
+    if (level == coarse) {  // every point, then every cell
+      take_level_points(cells, evaluated, points);
+      CUBEFORGE_TRY(evaluate_points());
+      seed_every_cell(state);
     } else {
-      // The children of the previous level's surface cells, widened by the
-      // safety margin at this level.
-      const int64_t pm = cells.m / 2;
-      const int64_t radius = options.dilation;
-      for (int64_t parent = 0; parent < pm * pm * pm; ++parent) {
-        if (!seeds_from_parent[size_t(parent)]) continue;
-        const int64_t pi = parent / (pm * pm), pj = (parent / pm) % pm, pk = parent % pm;
-        // The children span [2p, 2p + 1] per axis; widen that by the radius.
-        const int64_t lo[3] = {std::max<int64_t>(0, 2 * pi - radius), std::max<int64_t>(0, 2 * pj - radius),
-                               std::max<int64_t>(0, 2 * pk - radius)};
-        const int64_t hi[3] = {std::min(cells.m - 1, 2 * pi + 1 + radius), std::min(cells.m - 1, 2 * pj + 1 + radius),
-                               std::min(cells.m - 1, 2 * pk + 1 + radius)};
-        for (int64_t i = lo[0]; i <= hi[0]; ++i)
-          for (int64_t j = lo[1]; j <= hi[1]; ++j)
-            for (int64_t k = lo[2]; k <= hi[2]; ++k) {
-              const int64_t cell = cells.cell_index(i, j, k);
-              if (visited[size_t(cell)]) continue;
-              visited[size_t(cell)] = kVisited;
-              queue.push_back(cell);
-            }
-      }
+      fill_from_parent(cells, evaluated, values);
+      seed_children(parent_surface, options.dilation, state);
     }
-
-    // Grow along the surface: evaluate the queued cells' corners, queue the
-    // unvisited neighbours of those the surface turns out to cross. When that
-    // runs dry, look around the visited region for cells with corners of both
-    // signs that the growth did not reach (their corners may be partly filled
-    // values). Nothing further out can have both: an unvisited cell lies in a
-    // coarser cell that was no surface cell, so its filled corners and the
-    // coarser cell's corners share one sign, and any other corner was
-    // evaluated as the corner of a visited cell, which is then a neighbour.
-    std::vector<int64_t> visited_cells = queue;
-    // The unvisited cells among the 26 around `cell`.
-    auto for_each_unvisited_neighbour = [&](int64_t cell, auto&& body) {
-      int64_t ci, cj, ck;
-      cells.cell_coords(cell, ci, cj, ck);
-      for (int64_t di = -1; di <= 1; ++di)
-        for (int64_t dj = -1; dj <= 1; ++dj)
-          for (int64_t dk = -1; dk <= 1; ++dk) {
-            const int64_t ni = ci + di, nj = cj + dj, nk = ck + dk;
-            if (ni < 0 || nj < 0 || nk < 0 || ni >= cells.m || nj >= cells.m || nk >= cells.m) continue;
-            const int64_t neighbour = cells.cell_index(ni, nj, nk);
-            if (!visited[size_t(neighbour)]) body(neighbour);
-          }
-    };
-    auto visit_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
-      for_each_unvisited_neighbour(cell, [&](int64_t neighbour) {
-        visited[size_t(neighbour)] = kVisited;
-        out.push_back(neighbour);
-        visited_cells.push_back(neighbour);
-      });
-    };
-    std::vector<uint8_t> checked(size_t(cells.count()), 0);
-    uint8_t look_round = 0;
-    // The unvisited neighbours of `cell` that the surface crosses and that no
-    // look of this round has checked yet. An unvisited cell borders several
-    // visited ones; `checked` holds the round that last checked it. Two threads
-    // may both check a cell (the flag is read and set without a lock); that
-    // only repeats work, and the finds are merged without duplicates.
-    auto crossing_unvisited_neighbours = [&](int64_t cell, std::vector<int64_t>& out) {
-      for_each_unvisited_neighbour(cell, [&](int64_t neighbour) {
-        std::atomic_ref<uint8_t> stamp(checked[size_t(neighbour)]);
-        if (stamp.load(std::memory_order_relaxed) == look_round) return;
-        stamp.store(look_round, std::memory_order_relaxed);
-        if (crosses_surface(neighbour)) out.push_back(neighbour);
-      });
-    };
-    const int64_t parts = std::max<int64_t>(1, 4 * int64_t(ThreadPool::global().size()));
-    std::vector<std::vector<int64_t>> found(static_cast<size_t>(parts));
-    int64_t looked_up_to = 0;  // visited_cells before this index have been looked around
+    // Grow along the surface from the seeds; when that runs dry, look around
+    // for crossings it did not reach and grow from those.
     for (;;) {
-      while (!queue.empty()) {
-        pending.clear();
-        for (int64_t cell : queue) {
-          int64_t corner[8];
-          cells.corners(cell, corner);
-          for (int c = 0; c < 8; ++c) {
-            if (evaluated[size_t(corner[c])]) continue;
-            evaluated[size_t(corner[c])] = 1;
-            pending.push_back(corner[c]);
-          }
-        }
-        evaluator.plan(int64_t(pending.size()));
-        CUBEFORGE_TRY(evaluator.evaluate(pending));
-
-        // A processed cell's corners are all evaluated: whether it crosses
-        // is final, and a crossing one has all its neighbours visited.
-        std::vector<int64_t> next;
-        for (int64_t cell : queue)
-          if (crosses_surface(cell)) {
-            visited[size_t(cell)] = kCrossing;
-            visit_neighbours(cell, next);
-          }
-        queue.swap(next);
+      while (!state.queue.empty()) {
+        take_unevaluated_corners(state, evaluated, points);
+        CUBEFORGE_TRY(evaluate_points());
+        grow_along_surface(state, values, surface_value);
       }
-      // Only cells that do not cross can have unvisited crossing neighbours.
-      // Only cells visited since the last look need one: values change only
-      // at the corners of cells visited since, and any cell with such a
-      // corner is their neighbour. Nothing is written while the parts look,
-      // so they look in parallel.
-      if (++look_round == 0) {  // the stamps wrapped: forget them all
-        std::fill(checked.begin(), checked.end(), uint8_t(0));
-        look_round = 1;
-      }
-      const int64_t look_from = looked_up_to;
-      const int64_t to_look = int64_t(visited_cells.size()) - look_from;
-      looked_up_to = int64_t(visited_cells.size());
-      parallel_for_each(parts, to_look > 4096, [&](int64_t part) {
-        std::vector<int64_t>& out = found[size_t(part)];
-        out.clear();
-        for (int64_t v = look_from + to_look * part / parts; v < look_from + to_look * (part + 1) / parts; ++v) {
-          const int64_t cell = visited_cells[size_t(v)];
-          if (visited[size_t(cell)] != kCrossing) crossing_unvisited_neighbours(cell, out);
-        }
-      });
-      for (const std::vector<int64_t>& cells_found : found)
-        for (int64_t cell : cells_found) {
-          if (visited[size_t(cell)]) continue;  // found by two cells
-          visited[size_t(cell)] = kVisited;
-          queue.push_back(cell);
-          visited_cells.push_back(cell);
-        }
-      if (queue.empty()) break;
+      look_around(state, values, surface_value);
+      if (state.queue.empty()) break;
     }
-
-    // Every crossing cell is visited now, so only visited cells need a look.
     // Cells near the surface matter only for refining further: at the last
     // level marching cubes needs just the crossings, with true corners.
+    std::optional<double> near_surface_margin;
+    if (level < target) {
+      near_surface_margin =
+          double(level + 1 == target ? options.final_near_surface_margin : options.near_surface_margin);
+    }
     std::vector<uint8_t> surface(size_t(cells.count()), 0);
-    std::vector<int64_t> surface_counts(static_cast<size_t>(parts), 0);
-    const int64_t visited_count = int64_t(visited_cells.size());
-    parallel_for_each(parts, visited_count > 4096, [&](int64_t part) {
-      for (int64_t v = visited_count * part / parts; v < visited_count * (part + 1) / parts; ++v) {
-        const int64_t cell = visited_cells[size_t(v)];
-        if (visited[size_t(cell)] == kCrossing || (level < target && near_surface(cell))) {
-          surface[size_t(cell)] = 1;
-          ++surface_counts[size_t(part)];
-        }
-      }
-    });
-    int64_t surface_count = 0;
-    for (int64_t count : surface_counts) surface_count += count;
     CoarseToFineLevel stats;
     stats.resolution = level;
+    stats.surface_cells = mark_surface_cells(state, values, surface_value, near_surface_margin, surface);
     stats.evaluated_points = evaluator.evaluated() - evaluated_before;
-    stats.surface_cells = surface_count;
     result.stats.levels.push_back(stats);
-    if (level < target) seeds_from_parent = std::move(surface);
+    parent_surface = std::move(surface);
   }
-  result.stats.levels.front().evaluated_points += coarse_points;
   result.stats.evaluated_points = evaluator.evaluated();
   return result;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "inference/geometry/extract_mesh.h"
 #include "inference/geometry/mesh_cleanup.h"
@@ -271,6 +272,41 @@ TEST(ExtractMesh, FieldToFinishedMesh) {
   auto nothing = extract_mesh(sphere_field(-0.5f), options);  // negative everywhere
   ASSERT_TRUE(nothing.ok());
   EXPECT_TRUE(nothing->mesh.empty());
+}
+
+TEST(MeshChecks, BrokenMeshesAreRefusedBeforeAnyWork) {
+  const Mesh sphere = mesh_of_field(sphere_field(0.6f), 4);
+  Mesh out_of_range = sphere;
+  out_of_range.indices[4] = uint32_t(sphere.vertex_count());
+  Mesh loose_index = sphere;
+  loose_index.indices.push_back(0);
+  Mesh loose_position = sphere;
+  loose_position.positions.push_back(0.f);
+
+  const auto message = [](const Status& status) { return status.ok() ? std::string("ok") : status.error().message; };
+  const std::string vertices = std::to_string(sphere.vertex_count()) + " vertices";
+  EXPECT_EQ(message(check_mesh_indices(sphere, "sphere")), "ok");
+  EXPECT_EQ(message(check_mesh_indices(out_of_range, "sphere")),
+            "sphere: index " + std::to_string(sphere.vertex_count()) + " is out of range (" + vertices + ")");
+  EXPECT_NE(message(check_mesh_indices(loose_index, "sphere")).find("indices, not a multiple of 3"), std::string::npos);
+  EXPECT_NE(message(check_mesh_indices(loose_position, "sphere")).find("position values, not a multiple of 3"),
+            std::string::npos);
+
+  // Cleanup and measuring say which step refused the mesh.
+  for (const Mesh& broken : {out_of_range, loose_index, loose_position}) {
+    Mesh copy = broken;
+    auto cleaned = postprocess_mesh(copy);
+    ASSERT_FALSE(cleaned.ok());
+    EXPECT_EQ(cleaned.error().message.rfind("mesh cleanup: ", 0), 0u) << cleaned.error().message;
+    auto chamfer = chamfer_distance(sphere, broken);
+    ASSERT_FALSE(chamfer.ok());
+    EXPECT_EQ(chamfer.error().message.rfind("Chamfer distance, second mesh: ", 0), 0u) << chamfer.error().message;
+    GridSpec spec;
+    spec.resolution = 3;
+    auto inside = mesh_inside_grid(broken, spec);
+    ASSERT_FALSE(inside.ok());
+    EXPECT_EQ(inside.error().message.rfind("inside test: ", 0), 0u) << inside.error().message;
+  }
 }
 
 }  // namespace
