@@ -93,28 +93,12 @@ Result<SafetensorsFile> make_random_weights(const std::vector<ExpectedTensor>& t
   if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16)
     return make_error(ErrorCode::kInvalidArgument, "random weights must be F32, F16 or BF16");
   const size_t element = dtype_size(dtype);
-  // Header first, then one contiguous data section.
-  std::string header = "{";
-  uint64_t offset = 0;
-  std::vector<uint64_t> offsets;
-  for (size_t t = 0; t < tensors.size(); ++t) {
-    uint64_t count = 1;
-    for (int64_t d : tensors[t].shape) count *= uint64_t(d);
-    std::string shape;
-    for (size_t i = 0; i < tensors[t].shape.size(); ++i) shape += (i ? "," : "") + std::to_string(tensors[t].shape[i]);
-    if (t) header += ",";
-    header += "\"" + tensors[t].name + "\":{\"dtype\":\"" + std::string(dtype_name(dtype)) + "\",\"shape\":[" + shape +
-              "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + count * element) + "]}";
-    offsets.push_back(offset);
-    offset += count * element;
-  }
-  header += "}";
-  while ((header.size() + 8) % 64 != 0) header.push_back(' ');
-  const uint64_t header_size = header.size();
+  std::vector<TensorEntry> entries;
+  for (const auto& t : tensors) entries.push_back(TensorEntry{t.name, dtype, t.shape});
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsLayout layout, lay_out_safetensors(std::move(entries), {}, name));
   auto fill = [&](std::span<std::byte> image) {
-    for (int i = 0; i < 8; ++i) image[size_t(i)] = std::byte((header_size >> (8 * i)) & 0xff);
-    std::memcpy(image.data() + 8, header.data(), header.size());
-    std::byte* data = image.data() + 8 + header.size();
+    std::memcpy(image.data(), layout.header.data(), layout.header.size());
+    std::byte* data = image.data() + layout.header.size();
     for (size_t t = 0; t < tensors.size(); ++t) {
       const auto& tensor = tensors[t];
       int64_t count = 1;
@@ -125,7 +109,7 @@ Result<SafetensorsFile> make_random_weights(const std::vector<ExpectedTensor>& t
       const int64_t fan_in = tensor.shape.size() >= 2 ? tensor.shape.back() : 1;
       const float scale = is_bias ? 0.02f : std::sqrt(3.0f / float(fan_in));
       const uint64_t stream = mix(seed * 0x100000001b3ull + t);
-      std::byte* out = data + offsets[t];
+      std::byte* out = data + layout.tensors[t].begin;
       parallel_for(count, 1 << 16, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; i < i1; ++i) {
           const float v = is_norm ? 1.0f : scale * uniform_signed(stream, uint64_t(i));
@@ -139,7 +123,7 @@ Result<SafetensorsFile> make_random_weights(const std::vector<ExpectedTensor>& t
       });
     }
   };
-  return SafetensorsFile::build_in_memory(8 + header.size() + offset, std::move(name), fill);
+  return SafetensorsFile::build_in_memory(layout.file_size(), std::move(name), fill);
 }
 
 }  // namespace cubeforge

@@ -78,28 +78,11 @@ std::vector<OwnedTensor> random_shape_tensors(const ShapeModelConfig& config, ui
 }
 
 std::vector<std::byte> safetensors_image(std::span<const OwnedTensor> tensors) {
-  std::string header = "{";
-  uint64_t offset = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const OwnedTensor& t = tensors[i];
-    header += (i ? ",\"" : "\"") + t.name + "\":{\"dtype\":\"" + std::string(dtype_name(t.dtype)) + "\",\"shape\":[";
-    for (size_t d = 0; d < t.shape.size(); ++d) header += (d ? "," : "") + std::to_string(t.shape[d]);
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(offset + t.bytes.size()) + "]}";
-    offset += t.bytes.size();
-  }
-  header += "}";
-  // The data section starts 8-byte aligned, as the reference writer pads it.
-  while ((header.size() % 8) != 0) header += ' ';
-  std::vector<std::byte> image(8 + header.size() + offset);
-  const uint64_t length = header.size();
-  for (int b = 0; b < 8; ++b) image[size_t(b)] = std::byte((length >> (8 * b)) & 0xff);
-  std::memcpy(image.data() + 8, header.data(), header.size());
-  std::byte* data = image.data() + 8 + header.size();
-  for (const auto& t : tensors) {
-    if (!t.bytes.empty()) std::memcpy(data, t.bytes.data(), t.bytes.size());
-    data += t.bytes.size();
-  }
-  return image;
+  std::vector<TensorToWrite> views;
+  for (const OwnedTensor& t : tensors) views.push_back({t.name, t.dtype, t.shape, t.bytes});
+  auto image = cubeforge::safetensors_image(views);
+  CUBEFORGE_CHECK(image.ok(), "random tensors have unique names and sizes that match their shapes");
+  return std::move(image).value();
 }
 
 Result<SafetensorsFile> random_shape_tokenizer_file(const ShapeModelConfig& config, uint64_t seed, DType dtype,

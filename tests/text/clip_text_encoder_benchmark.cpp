@@ -54,21 +54,14 @@ std::vector<std::byte> random_clip_text_weights(const ClipTextConfig& config) {
     tensors.push_back({p + "mlp.fc2.weight", {c, i}});
     tensors.push_back({p + "mlp.fc2.bias", {c}});
   }
-  nlohmann::json header = nlohmann::json::object();
-  uint64_t offset = 0;
-  for (const auto& [name, shape] : tensors) {
-    uint64_t count = 1;
-    for (int64_t d : shape) count *= uint64_t(d);
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + 4 * count}}};
-    offset += 4 * count;
-  }
-  std::string header_text = header.dump();
-  header_text.resize((header_text.size() + 7) / 8 * 8, ' ');
-  std::vector<std::byte> image(8 + header_text.size() + offset);
-  const uint64_t header_size = header_text.size();
-  std::memcpy(image.data(), &header_size, 8);
-  std::memcpy(image.data() + 8, header_text.data(), header_text.size());
-  float* values = reinterpret_cast<float*>(image.data() + 8 + header_text.size());
+  std::vector<TensorEntry> entries;
+  for (const auto& [name, shape] : tensors) entries.push_back(TensorEntry{name, DType::kF32, shape});
+  auto layout = lay_out_safetensors(std::move(entries), {}, "random CLIP text weights");
+  CUBEFORGE_CHECK(layout.ok(), "the CLIP tensor names are unique");
+  std::vector<std::byte> image(layout->file_size());
+  std::memcpy(image.data(), layout->header.data(), layout->header.size());
+  float* values = reinterpret_cast<float*>(image.data() + layout->header.size());
+  const uint64_t offset = layout->data_size;
   std::mt19937 random(7);
   std::uniform_real_distribution<float> uniform(-0.03f, 0.03f);
   for (uint64_t k = 0; k < offset / 4; ++k) values[k] = uniform(random);
