@@ -373,7 +373,8 @@ Result<SafetensorsLayout> lay_out_safetensors(std::vector<TensorEntry> tensors,
     for (int64_t d : t.shape) bytes *= uint64_t(d);
     t.begin = offset;
     t.end = offset + bytes;
-    header[t.name] = {{"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
+    header[t.name] = {
+        {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
     offset = t.end;
   }
   std::string text = header.dump();

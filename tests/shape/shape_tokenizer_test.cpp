@@ -21,7 +21,7 @@
 
 #include "inference/geometry/occupancy_grid.h"
 #include "inference/model/shape_kernels.h"
-#include "inference/model/shape_random_weights.h"
+#include "inference/model/random_weights.h"
 
 namespace cubeforge {
 namespace {
@@ -257,21 +257,29 @@ ShapeModelConfig tiny_config() {
   return c;
 }
 
+std::vector<std::byte> image_of(std::span<const OwnedTensor> tensors) {
+  std::vector<TensorToWrite> views;
+  for (const OwnedTensor& t : tensors) views.push_back(t.view());
+  auto image = safetensors_image(views);
+  CUBEFORGE_CHECK(image.ok(), "test tensors have unique names and sizes that match their shapes");
+  return std::move(image).value();
+}
+
 SafetensorsFile open_image(std::span<const OwnedTensor> tensors, const std::string& name) {
-  auto file = SafetensorsFile::from_bytes(safetensors_image(tensors), name);
+  auto file = SafetensorsFile::from_bytes(image_of(tensors), name);
   CUBEFORGE_CHECK(file.ok(), "a generated safetensors image must parse");
   return std::move(file).value();
 }
 
 std::string load_error(std::vector<OwnedTensor> tensors, const ShapeModelConfig& config) {
-  auto file = SafetensorsFile::from_bytes(safetensors_image(tensors), "broken_tokenizer.safetensors");
+  auto file = SafetensorsFile::from_bytes(image_of(tensors), "broken_tokenizer.safetensors");
   if (!file.ok()) return file.error().to_string();
   auto tokenizer = ShapeTokenizer::from_file(std::move(file).value(), config, "test config.yaml");
   return tokenizer.ok() ? std::string() : tokenizer.error().to_string();
 }
 
 TEST(ShapeTokenizerLoad, MissingTensorIsNamed) {
-  auto tensors = random_shape_tensors(tiny_config(), 1);
+  auto tensors = random_tensors(expected_shape_tensors(tiny_config()), 1);
   std::erase_if(tensors, [](const OwnedTensor& t) { return t.name == "decoder.blocks.1.mlp.up_proj.bias"; });
   const std::string error = load_error(tensors, tiny_config());
   EXPECT_NE(error.find("broken_tokenizer.safetensors"), std::string::npos) << error;
@@ -279,7 +287,7 @@ TEST(ShapeTokenizerLoad, MissingTensorIsNamed) {
 }
 
 TEST(ShapeTokenizerLoad, WrongShapeAndUnexpectedTensorsAreNamed) {
-  auto tensors = random_shape_tensors(tiny_config(), 2);
+  auto tensors = random_tensors(expected_shape_tensors(tiny_config()), 2);
   for (auto& t : tensors)
     if (t.name == "encoder.ln_f.bias") {
       t.shape = {int64_t(t.bytes.size() / 8), 2};
@@ -292,7 +300,7 @@ TEST(ShapeTokenizerLoad, WrongShapeAndUnexpectedTensorsAreNamed) {
 }
 
 TEST(ShapeTokenizerLoad, ConfigurationThatDisagreesWithWeightsIsNamed) {
-  auto tensors = random_shape_tensors(tiny_config(), 3);
+  auto tensors = random_tensors(expected_shape_tensors(tiny_config()), 3);
   ShapeModelConfig other = tiny_config();
   other.decoder_layers = 3;
   const std::string error = load_error(tensors, other);
@@ -301,7 +309,7 @@ TEST(ShapeTokenizerLoad, ConfigurationThatDisagreesWithWeightsIsNamed) {
 }
 
 TEST(ShapeTokenizerLoad, TruncatedFileOnDiskIsNamed) {
-  const auto image = safetensors_image(random_shape_tensors(tiny_config(), 4));
+  const auto image = image_of(random_tensors(expected_shape_tensors(tiny_config()), 4));
   const auto path = std::filesystem::path(::testing::TempDir()) / "truncated_shape_tokenizer.safetensors";
   {
     std::ofstream out(path, std::ios::binary);
@@ -316,7 +324,7 @@ TEST(ShapeTokenizerLoad, TruncatedFileOnDiskIsNamed) {
 // Half-precision checkpoints compute exactly what their values widened to F32 compute.
 TEST(ShapeTokenizerWeights, Bf16WeightsMatchTheirF32Widening) {
   const ShapeModelConfig config = tiny_config();
-  auto half = random_shape_tensors(config, 5, DType::kBF16);
+  auto half = random_tensors(expected_shape_tensors(config), 5, DType::kBF16);
   std::vector<OwnedTensor> widened;
   for (const auto& t : half) {
     OwnedTensor w{t.name, DType::kF32, t.shape, std::vector<std::byte>(t.bytes.size() * 2)};
@@ -340,7 +348,8 @@ TEST(ShapeTokenizerWeights, Bf16WeightsMatchTheirF32Widening) {
 }
 
 TEST(ShapeTokenizerWeights, RejectsMisshapenInputs) {
-  auto tokenizer = ShapeTokenizer::from_file(open_image(random_shape_tensors(tiny_config(), 6), "random"), tiny_config());
+  auto tokenizer = ShapeTokenizer::from_file(
+      open_image(random_tensors(expected_shape_tensors(tiny_config()), 6), "random"), tiny_config());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
   std::vector<float> latents(size_t(6 * 32) + 1), logits(2);
   const std::vector<float> points = {0, 0, 0, 1, 1, 1};
@@ -353,7 +362,8 @@ TEST(ShapeTokenizerWeights, RejectsMisshapenInputs) {
 }
 
 TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {
-  auto tokenizer = ShapeTokenizer::from_file(open_image(random_shape_tensors(tiny_config(), 7), "random"), tiny_config());
+  auto tokenizer = ShapeTokenizer::from_file(
+      open_image(random_tensors(expected_shape_tensors(tiny_config()), 7), "random"), tiny_config());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
   auto latents = tokenizer->decode_tokens(std::vector<int64_t>{1, 2, 3, 4, 5, 6});
   ASSERT_TRUE(latents.ok());
@@ -395,7 +405,8 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
   small.heads = 4;
   small.latents = 20;
   small.num_freqs = 8;
-  auto small_file = random_shape_tokenizer_file(small, 11);
+  auto small_file =
+      random_weights_file(expected_shape_tensors(small), 11, DType::kF32, "random shape_tokenizer.safetensors");
   ASSERT_TRUE(small_file.ok());
   auto small_tokenizer = ShapeTokenizer::from_file(std::move(small_file).value(), small);
   ASSERT_TRUE(small_tokenizer.ok()) << small_tokenizer.error().to_string();
@@ -403,7 +414,8 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
 
   ShapeModelConfig wide = small;
   wide.width = 256;  // 256·1024·2 MLP weights alone exceed the limit
-  auto wide_file = random_shape_tokenizer_file(wide, 12);
+  auto wide_file =
+      random_weights_file(expected_shape_tensors(wide), 12, DType::kF32, "random shape_tokenizer.safetensors");
   ASSERT_TRUE(wide_file.ok());
   auto wide_tokenizer = ShapeTokenizer::from_file(std::move(wide_file).value(), wide);
   ASSERT_TRUE(wide_tokenizer.ok()) << wide_tokenizer.error().to_string();
@@ -412,7 +424,8 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
   ShapeModelConfig odd = small;
   odd.width = 40;  // not a multiple of 16
   odd.heads = 2;
-  auto odd_file = random_shape_tokenizer_file(odd, 13);
+  auto odd_file =
+      random_weights_file(expected_shape_tensors(odd), 13, DType::kF32, "random shape_tokenizer.safetensors");
   ASSERT_TRUE(odd_file.ok());
   auto odd_tokenizer = ShapeTokenizer::from_file(std::move(odd_file).value(), odd);
   ASSERT_TRUE(odd_tokenizer.ok()) << odd_tokenizer.error().to_string();

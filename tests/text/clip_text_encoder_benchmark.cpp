@@ -14,12 +14,11 @@
 #include <cstring>
 #include <filesystem>
 #include <ctime>
-#include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "inference/cpu/ops.h"
+#include "inference/model/random_weights.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/text/clip_text_encoder.h"
 
@@ -30,10 +29,10 @@ namespace {
 
 using namespace cubeforge;
 
-// A safetensors image holding F32 random weights for `config`'s text tower.
-std::vector<std::byte> random_clip_text_weights(const ClipTextConfig& config) {
+// The tensors of `config`'s text tower.
+std::vector<ExpectedTensor> clip_text_tensors(const ClipTextConfig& config) {
   const int64_t c = config.hidden_size, i = config.intermediate_size;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {
+  std::vector<ExpectedTensor> tensors = {
       {"text_model.embeddings.token_embedding.weight", {config.vocab_size, c}},
       {"text_model.embeddings.position_embedding.weight", {config.max_position_embeddings, c}},
       {"text_model.final_layer_norm.weight", {c}},
@@ -54,18 +53,7 @@ std::vector<std::byte> random_clip_text_weights(const ClipTextConfig& config) {
     tensors.push_back({p + "mlp.fc2.weight", {c, i}});
     tensors.push_back({p + "mlp.fc2.bias", {c}});
   }
-  std::vector<TensorEntry> entries;
-  for (const auto& [name, shape] : tensors) entries.push_back(TensorEntry{name, DType::kF32, shape});
-  auto layout = lay_out_safetensors(std::move(entries), {}, "random CLIP text weights");
-  CUBEFORGE_CHECK(layout.ok(), "the CLIP tensor names are unique");
-  std::vector<std::byte> image(layout->file_size());
-  std::memcpy(image.data(), layout->header.data(), layout->header.size());
-  float* values = reinterpret_cast<float*>(image.data() + layout->header.size());
-  const uint64_t offset = layout->data_size;
-  std::mt19937 random(7);
-  std::uniform_real_distribution<float> uniform(-0.03f, 0.03f);
-  for (uint64_t k = 0; k < offset / 4; ++k) values[k] = uniform(random);
-  return image;
+  return tensors;
 }
 
 double process_cpu_milliseconds() {
@@ -114,7 +102,7 @@ int main(int argc, char** argv) {
     config.intermediate_size = 3072;
     config.num_attention_heads = 12;
     config.num_hidden_layers = 12;
-    auto file = SafetensorsFile::from_bytes(random_clip_text_weights(config), "random CLIP-L text weights");
+    auto file = random_weights_file(clip_text_tensors(config), 7, DType::kF32, "random CLIP-L text weights");
     if (!file.ok()) {
       std::fprintf(stderr, "%s\n", file.error().to_string().c_str());
       return 1;
