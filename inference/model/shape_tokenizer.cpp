@@ -20,6 +20,7 @@
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/shape_kernels.h"
+#include "inference/model/weights.h"
 
 namespace cubeforge {
 
@@ -28,16 +29,6 @@ namespace {
 constexpr float kQueryKeyNormEps = 1e-5f;       // RMSNorm default in the reference
 constexpr float kCodebookNormEps = 1e-5f;       // bottleneck RMSNorm
 constexpr float kDefaultLayerNormEps = 1e-6f;   // layers built without an explicit eps
-
-struct Linear {
-  cpu::WeightMatrix weight;  // [N, K] in stored precision, zero-copy
-  std::vector<float> bias;   // [N] f32; empty when the layer has none
-
-  const float* bias_data() const { return bias.empty() ? nullptr : bias.data(); }
-  int64_t out_features() const { return weight.rows; }
-  void apply(const float* x, int64_t m, float* y) const { cpu::linear(x, m, weight, bias_data(), y); }
-  void accumulate(const float* x, int64_t m, float* y) const { cpu::linear_accumulate(x, m, weight, bias_data(), y); }
-};
 
 struct Mlp {
   Linear up, down;
@@ -68,75 +59,46 @@ struct Dims {
   int64_t head_dim = 0;
 };
 
-// Binds tensors of a validated file. The tensor set has been checked against
-// the configuration already, so failures here mean a broken invariant of
-// check_tensor_set, but they still travel as errors naming the tensor.
-class WeightBinder {
- public:
-  explicit WeightBinder(const SafetensorsFile& file) : file_(file) {}
+// The layers below bind through the model's one WeightBinder (weights.h):
+// errors name the file and the tensor.
 
-  Result<cpu::WeightMatrix> matrix(const std::string& name) const {
-    CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file_.get(name));
-    if (view.shape().size() != 2 || !dtype_is_float(view.dtype()))
-      return make_error(ErrorCode::kCorruptFile, "'" + file_.name() + "': tensor '" + name + "' is not a float matrix");
-    cpu::WeightMatrix w;
-    w.dtype = view.dtype();
-    w.data = view.data;
-    w.rows = view.shape()[0];
-    w.cols = view.shape()[1];
-    return w;
-  }
+Result<Mlp> bind_mlp(const WeightBinder& bind, const std::string& prefix) {
+  Mlp m;
+  CUBEFORGE_ASSIGN_OR_RETURN(m.up, bind.linear(prefix + ".up_proj"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.down, bind.linear(prefix + ".down_proj"));
+  return m;
+}
 
-  Result<std::vector<float>> vector(const std::string& name) const { return file_.read_f32(name); }
+Result<SelfAttentionLayer> bind_self_attention(const WeightBinder& bind, const std::string& prefix) {
+  SelfAttentionLayer layer;
+  CUBEFORGE_ASSIGN_OR_RETURN(Linear query_key, bind.linear(prefix + ".attn.c_qk"));
+  // c_qk's rows [0, W) produce q and rows [W, 2W) produce k: two zero-copy
+  // views let q and k land in separate dense buffers.
+  const int64_t width = query_key.weight.rows / 2;
+  const size_t half_bytes = size_t(width) * size_t(query_key.weight.cols) * dtype_size(query_key.weight.dtype);
+  layer.query.weight = query_key.weight;
+  layer.query.weight.rows = width;
+  layer.key.weight = layer.query.weight;
+  layer.key.weight.data = static_cast<const std::byte*>(query_key.weight.data) + half_bytes;
+  layer.query.bias.assign(query_key.bias.begin(), query_key.bias.begin() + width);
+  layer.key.bias.assign(query_key.bias.begin() + width, query_key.bias.end());
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.value, bind.linear(prefix + ".attn.c_v"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, bind.linear(prefix + ".attn.c_proj"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.query_norm, bind.vector(prefix + ".attn.q_norm.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.key_norm, bind.vector(prefix + ".attn.k_norm.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, bind_mlp(bind, prefix + ".mlp"));
+  return layer;
+}
 
-  Result<Linear> linear(const std::string& prefix) const {
-    Linear l;
-    CUBEFORGE_ASSIGN_OR_RETURN(l.weight, matrix(prefix + ".weight"));
-    CUBEFORGE_ASSIGN_OR_RETURN(l.bias, vector(prefix + ".bias"));
-    return l;
-  }
-
-  Result<Mlp> mlp(const std::string& prefix) const {
-    Mlp m;
-    CUBEFORGE_ASSIGN_OR_RETURN(m.up, linear(prefix + ".up_proj"));
-    CUBEFORGE_ASSIGN_OR_RETURN(m.down, linear(prefix + ".down_proj"));
-    return m;
-  }
-
-  Result<SelfAttentionLayer> self_attention(const std::string& prefix) const {
-    SelfAttentionLayer layer;
-    CUBEFORGE_ASSIGN_OR_RETURN(Linear query_key, linear(prefix + ".attn.c_qk"));
-    // c_qk's rows [0, W) produce q and rows [W, 2W) produce k: two zero-copy
-    // views let q and k land in separate dense buffers.
-    const int64_t width = query_key.weight.rows / 2;
-    const size_t half_bytes = size_t(width) * size_t(query_key.weight.cols) * dtype_size(query_key.weight.dtype);
-    layer.query.weight = query_key.weight;
-    layer.query.weight.rows = width;
-    layer.key.weight = layer.query.weight;
-    layer.key.weight.data = static_cast<const std::byte*>(query_key.weight.data) + half_bytes;
-    layer.query.bias.assign(query_key.bias.begin(), query_key.bias.begin() + width);
-    layer.key.bias.assign(query_key.bias.begin() + width, query_key.bias.end());
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.value, linear(prefix + ".attn.c_v"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, linear(prefix + ".attn.c_proj"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.query_norm, vector(prefix + ".attn.q_norm.weight"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.key_norm, vector(prefix + ".attn.k_norm.weight"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, mlp(prefix + ".mlp"));
-    return layer;
-  }
-
-  Result<CrossAttentionLayer> cross_attention(const std::string& prefix) const {
-    CrossAttentionLayer layer;
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.query, linear(prefix + ".attn.c_q"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.key, linear(prefix + ".attn.c_k"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.value, linear(prefix + ".attn.c_v"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, linear(prefix + ".attn.c_proj"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, mlp(prefix + ".mlp"));
-    return layer;
-  }
-
- private:
-  const SafetensorsFile& file_;
-};
+Result<CrossAttentionLayer> bind_cross_attention(const WeightBinder& bind, const std::string& prefix) {
+  CrossAttentionLayer layer;
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.query, bind.linear(prefix + ".attn.c_q"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.key, bind.linear(prefix + ".attn.c_k"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.value, bind.linear(prefix + ".attn.c_v"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, bind.linear(prefix + ".attn.c_proj"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, bind_mlp(bind, prefix + ".mlp"));
+  return layer;
+}
 
 // Carrier phases of the phase-modulated Fourier embedding, rounded as PyTorch
 // rounds them: float32 linspace (evaluated from whichever end is nearer), float32 pow.
@@ -419,14 +381,15 @@ Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const Sha
 
   CUBEFORGE_ASSIGN_OR_RETURN(m.positional_encodings, bind.vector("decoder.positional_encodings"));
   for (int i = 0; i < config.decoder_layers; ++i) {
-    CUBEFORGE_ASSIGN_OR_RETURN(SelfAttentionLayer layer, bind.self_attention("decoder.blocks." + std::to_string(i)));
+    CUBEFORGE_ASSIGN_OR_RETURN(SelfAttentionLayer layer,
+                               bind_self_attention(bind, "decoder.blocks." + std::to_string(i)));
     m.decoder_layers.push_back(std::move(layer));
   }
 
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_fourier_weight, bind.vector("occupancy_decoder.embedder.weight"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_query_in, bind.linear("occupancy_decoder.query_in.in_layer"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_query_out, bind.linear("occupancy_decoder.query_in.out_layer"));
-  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_attention, bind.cross_attention("occupancy_decoder.attn_out"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_attention, bind_cross_attention(bind, "occupancy_decoder.attn_out"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_weight, bind.vector("occupancy_decoder.ln_f.weight"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_bias, bind.vector("occupancy_decoder.ln_f.bias"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_head, bind.linear("occupancy_decoder.c_head"));
@@ -442,9 +405,9 @@ Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const Sha
     EncoderLayer layer;
     layer.is_cross = std::find(cross_levels.begin(), cross_levels.end(), i) != cross_levels.end();
     if (layer.is_cross) {
-      CUBEFORGE_ASSIGN_OR_RETURN(layer.cross, bind.cross_attention(prefix));
+      CUBEFORGE_ASSIGN_OR_RETURN(layer.cross, bind_cross_attention(bind, prefix));
     } else {
-      CUBEFORGE_ASSIGN_OR_RETURN(layer.self, bind.self_attention(prefix));
+      CUBEFORGE_ASSIGN_OR_RETURN(layer.self, bind_self_attention(bind, prefix));
     }
     m.encoder_layers.push_back(std::move(layer));
   }
