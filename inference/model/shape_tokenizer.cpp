@@ -656,23 +656,4 @@ Result<std::vector<int64_t>> ShapeTokenizer::encode(std::span<const float> surfa
   return indices;
 }
 
-std::vector<float> dense_grid_points(int resolution_base, double bound_min, double bound_max) {
-  const int64_t n = (int64_t(1) << resolution_base) + 1;
-  // numpy.linspace in float64, then cast: start + i·step, the last point exactly the bound.
-  std::vector<float> axis(static_cast<size_t>(n));
-  const double step = (bound_max - bound_min) / double(n - 1);
-  for (int64_t i = 0; i < n; ++i) axis[size_t(i)] = float(double(i) * step + bound_min);
-  axis[size_t(n - 1)] = float(bound_max);
-  std::vector<float> points(size_t(n * n * n * 3));
-  size_t at = 0;
-  for (int64_t x = 0; x < n; ++x)
-    for (int64_t y = 0; y < n; ++y)
-      for (int64_t z = 0; z < n; ++z) {
-        points[at++] = axis[size_t(x)];
-        points[at++] = axis[size_t(y)];
-        points[at++] = axis[size_t(z)];
-      }
-  return points;
-}
-
 }  // namespace cubeforge

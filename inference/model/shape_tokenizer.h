@@ -125,9 +125,4 @@ class ShapeTokenizer {
   bool use_fused_occupancy_ = true;
 };
 
-// Query points of the dense grid the reference meshes: (2^resolution_base + 1)³
-// points spanning [bound_min, bound_max] on every axis, x-major ("ij": the z
-// index runs fastest), coordinates as numpy's float32 linspace gives them.
-std::vector<float> dense_grid_points(int resolution_base, double bound_min = -1.05, double bound_max = 1.05);
-
 }  // namespace cubeforge

@@ -59,6 +59,14 @@ std::filesystem::path oracle_dir() {
                                        << "; first values " << actual[0] << " vs " << expected[0] << ")";
 }
 
+// The points of the reference's meshing grid at a resolution: (2^r + 1)³,
+// x-major, over [-1.05, 1.05].
+std::vector<float> meshing_grid_points(int resolution) {
+  GridSpec spec;
+  spec.resolution = resolution;
+  return grid_points(spec);
+}
+
 struct Oracle {
   ShapeTokenizer tokenizer;
   SafetensorsFile expected;
@@ -192,7 +200,7 @@ TEST_F(ShapeOracleTest, OccupancyMatchesReferenceInAnyChunking) {
 
 TEST_F(ShapeOracleTest, GridLogitsMatchReference) {
   const auto reference = expected("decode.grid_logits_r5");
-  const auto points = dense_grid_points(5);
+  const auto points = meshing_grid_points(5);
   ASSERT_EQ(points.size() / 3, reference.size());
   for_each_occupancy_path([&](const std::string& path) {
     std::vector<float> logits(reference.size());
@@ -340,7 +348,7 @@ TEST(ShapeTokenizerWeights, Bf16WeightsMatchTheirF32Widening) {
   auto latents_b = b->decode_tokens(tokens);
   ASSERT_TRUE(latents_a.ok() && latents_b.ok());
   EXPECT_TRUE(close_to("bf16 latents", *latents_a, *latents_b));
-  const auto points = dense_grid_points(2);
+  const auto points = meshing_grid_points(2);
   std::vector<float> logits_a(points.size() / 3), logits_b(points.size() / 3);
   ASSERT_TRUE(a->occupancy(std::span<const float>(*latents_a), points, logits_a).ok());
   ASSERT_TRUE(b->occupancy(std::span<const float>(*latents_b), points, logits_b).ok());
@@ -369,7 +377,7 @@ TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {
   ASSERT_TRUE(latents.ok());
   auto prepared = tokenizer->prepare_latents(*latents);
   ASSERT_TRUE(prepared.ok());
-  const auto points = dense_grid_points(2);  // 125 points
+  const auto points = meshing_grid_points(2);  // 125 points
   std::vector<float> logits(125), reference(125);
   ASSERT_TRUE(tokenizer->occupancy(*prepared, points, reference).ok());
   std::vector<int64_t> reported;
@@ -387,7 +395,7 @@ TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {
 }
 
 TEST(DenseGrid, IsXMajorAndSpansTheBounds) {
-  const auto points = dense_grid_points(1);  // 3 points per axis
+  const auto points = meshing_grid_points(1);  // 3 points per axis
   ASSERT_EQ(points.size(), size_t(27 * 3));
   EXPECT_FLOAT_EQ(points[0], -1.05f);
   EXPECT_FLOAT_EQ(points[3 * 1 + 2], 0.f);      // z moves first
@@ -437,7 +445,7 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t(i * 5 % 16);
     auto latents = small_tokenizer->decode_tokens(tokens);
     ASSERT_TRUE(latents.ok());
-    const std::vector<float> points = dense_grid_points(4);
+    const std::vector<float> points = meshing_grid_points(4);
     std::vector<float> fused(points.size() / 3), layered(points.size() / 3);
     ASSERT_TRUE(small_tokenizer->occupancy(*latents, points, fused).ok());
     small_tokenizer->set_fused_occupancy(false);
