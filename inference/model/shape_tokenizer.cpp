@@ -18,8 +18,8 @@
 #include <optional>
 
 #include "inference/core/thread_pool.h"
+#include "inference/cpu/occupancy_decoder.h"
 #include "inference/cpu/ops.h"
-#include "inference/model/shape_kernels.h"
 #include "inference/model/weights.h"
 
 namespace cubeforge {
@@ -123,7 +123,7 @@ std::vector<float> fourier_carrier(int num_freqs) {
 // points: [P, 3]; out: [P, 3(2F+1)].
 void fourier_embed_rows(const std::vector<float>& weight, const std::vector<float>& carrier, int64_t num_freqs,
                         const float* points, int64_t count, float* out) {
-  shape_kernels::fourier_embed(weight.data(), carrier.data(), num_freqs, points, count, out);
+  cpu::fourier_embed(weight.data(), carrier.data(), num_freqs, points, count, out);
 }
 
 // Working buffers for the layer functions, grown on demand and reused.
@@ -156,7 +156,7 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
     for (int64_t h = 0; h < d.heads; ++h) {
       cpu::sgemm(true, rows, context_len, D, scale, query + row * W + h * D, W, keys + h * D, W, 0.f, scores,
                  context_len);
-      shape_kernels::softmax_rows(scores, rows, context_len, 1.f);
+      cpu::softmax_rows(scores, rows, context_len, 1.f);
       cpu::sgemm(false, rows, D, context_len, 1.f, scores, context_len, values + h * D, W, 0.f, out + row * W + h * D,
                  W);
     }
@@ -166,11 +166,11 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
 // x += down(GELU(up(LN(x)))) over n rows.
 void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s) {
   float* normed = Scratch::sized(s.normed, n * d.width);
-  shape_kernels::layer_norm(x, n, d.width, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(x, n, d.width, eps, nullptr, nullptr, normed);
   const int64_t hidden_width = mlp.up.out_features();
   float* hidden = Scratch::sized(s.hidden, n * hidden_width);
   mlp.up.apply(normed, n, hidden);
-  shape_kernels::gelu_erf(hidden, n * hidden_width);
+  cpu::gelu_erf_lanes(hidden, n * hidden_width);
   mlp.down.accumulate(hidden, n, x);
 }
 
@@ -178,7 +178,7 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
                           Scratch& s) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
-  shape_kernels::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(x, n, W, eps, nullptr, nullptr, normed);
   float* query = Scratch::sized(s.query, n * W);
   float* key = Scratch::sized(s.key, n * W);
   float* value = Scratch::sized(s.value, n * W);
@@ -197,7 +197,7 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
 void cross_attention_context(const CrossAttentionLayer& layer, const Dims& d, float eps, const float* context,
                              int64_t n, float* keys, float* values, Scratch& s) {
   float* normed = Scratch::sized(s.normed, n * d.width);
-  shape_kernels::layer_norm(context, n, d.width, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(context, n, d.width, eps, nullptr, nullptr, normed);
   layer.key.apply(normed, n, keys);
   layer.value.apply(normed, n, values);
 }
@@ -206,7 +206,7 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
                            const float* keys, const float* values, int64_t context_len, Scratch& s) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
-  shape_kernels::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(x, n, W, eps, nullptr, nullptr, normed);
   float* query = Scratch::sized(s.query, n * W);
   layer.query.apply(normed, n, query);
   float* attended = Scratch::sized(s.attended, n * W);
@@ -218,7 +218,7 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
 // y = out(SiLU(in(x))).
 void mlp_embed(const Linear& in, const Linear& out, const float* x, int64_t n, float* hidden, float* y) {
   in.apply(x, n, hidden);
-  shape_kernels::silu(hidden, n * in.out_features());
+  cpu::silu_lanes(hidden, n * in.out_features());
   out.apply(hidden, n, y);
 }
 
@@ -262,10 +262,10 @@ struct ShapeTokenizer::Model {
   Linear occupancy_head;  // W → out_dim
 
   // The fused occupancy decoder's float32 [in, out] copies of the weights above,
-  // when the CPU and the sizes allow it (shape_kernels::occupancy_decoder).
+  // when the CPU and the sizes allow it (cpu::occupancy_decoder).
   struct FusedOccupancy {
     std::vector<float> query_in, query_out, query, proj, up, down, head;
-    shape_kernels::OccupancyDecoderWeights weights;
+    cpu::OccupancyDecoderWeights weights;
   };
   std::optional<FusedOccupancy> fused_occupancy;
 
@@ -287,8 +287,7 @@ void ShapeTokenizer::prepare_fused_occupancy(Model& m) {
   const CrossAttentionLayer& attention = m.occupancy_attention;
   const int64_t hidden = attention.mlp.up.out_features();
   if (m.occupancy_head.out_features() != 1 ||
-      !shape_kernels::occupancy_decoder_supported(m.dims.width, m.dims.heads, hidden, m.config.latents,
-                                                  m.config.num_freqs))
+      !cpu::occupancy_decoder_supported(m.dims.width, m.dims.heads, hidden, m.config.latents, m.config.num_freqs))
     return;
   auto& fused = m.fused_occupancy.emplace();
   fused.query_in = transposed_f32(m.occupancy_query_in.weight);
@@ -298,7 +297,7 @@ void ShapeTokenizer::prepare_fused_occupancy(Model& m) {
   fused.up = transposed_f32(attention.mlp.up.weight);
   fused.down = transposed_f32(attention.mlp.down.weight);
   fused.head = transposed_f32(m.occupancy_head.weight);
-  shape_kernels::OccupancyDecoderWeights& w = fused.weights;
+  cpu::OccupancyDecoderWeights& w = fused.weights;
   w.width = m.dims.width;
   w.heads = m.dims.heads;
   w.hidden = hidden;
@@ -481,8 +480,8 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
   if (m.fused_occupancy && use_fused_occupancy_) {
     for (int64_t begin = 0; begin < P; begin += rows) {
       const int64_t n = std::min(rows, P - begin);
-      shape_kernels::occupancy_decoder(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
-                                       latents.latent_count, points_xyz.data() + begin * 3, n, logits.data() + begin);
+      cpu::occupancy_decoder(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
+                             latents.latent_count, points_xyz.data() + begin * 3, n, logits.data() + begin);
       if (progress && !progress(begin + n, P))
         return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) +
                                                      " of " + std::to_string(P) + " points");
@@ -507,7 +506,7 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
     cross_attention_layer(m.occupancy_attention, m.dims, kDefaultLayerNormEps, x, n, latents.keys.data(),
                           latents.values.data(), latents.latent_count, scratch);
     float* normed = Scratch::sized(scratch.normed, n * W);
-    shape_kernels::layer_norm(x, n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(), normed);
+    cpu::layer_norm_lanes(x, n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(), normed);
     m.occupancy_head.apply(normed, n, logits.data() + begin * out_dim);
     if (progress && !progress(begin + n, P))
       return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) + " of " +
@@ -528,8 +527,7 @@ ShapeTokenizer::GridQueries ShapeTokenizer::prepare_grid(std::span<const float> 
   grid.axis.assign(axis.begin(), axis.end());
   if (m.fused_occupancy && use_fused_occupancy_ && !axis.empty()) {
     grid.terms.resize(size_t(3 * int64_t(axis.size()) * m.dims.width));
-    shape_kernels::occupancy_axis_terms(m.fused_occupancy->weights, axis.data(), int64_t(axis.size()),
-                                        grid.terms.data());
+    cpu::occupancy_axis_terms(m.fused_occupancy->weights, axis.data(), int64_t(axis.size()), grid.terms.data());
   }
   return grid;
 }
@@ -558,9 +556,9 @@ Status ShapeTokenizer::occupancy_on_grid(const PreparedLatents& latents, const G
                                     ", expected " + std::to_string(W) + ")");
   if (grid.terms.size() != size_t(3 * n * W))
     return invalid(file_name(), "grid terms were prepared for another model");
-  shape_kernels::occupancy_decoder_grid(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
-                                        latents.latent_count, grid.terms.data(), n, ijk.data(),
-                                        int64_t(logits.size()), logits.data());
+  cpu::occupancy_decoder_grid(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
+                              latents.latent_count, grid.terms.data(), n, ijk.data(), int64_t(logits.size()),
+                              logits.data());
   return ok_status();
 }
 
@@ -624,7 +622,7 @@ Result<std::vector<int64_t>> ShapeTokenizer::encode(std::span<const float> surfa
     }
   }
   std::vector<float> normed(h.size());
-  shape_kernels::layer_norm(h.data(), Q, W, c.eps, m.encoder_norm_weight.data(), m.encoder_norm_bias.data(), normed.data());
+  cpu::layer_norm_lanes(h.data(), Q, W, c.eps, m.encoder_norm_weight.data(), m.encoder_norm_bias.data(), normed.data());
   const int64_t skip = c.encoder_with_cls_token ? 1 : 0;
   const int64_t T = Q - skip;
   const float* z_e = normed.data() + skip * W;
