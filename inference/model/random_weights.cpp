@@ -9,57 +9,26 @@
 namespace cubeforge {
 
 Result<ModelConfig> preset_model_config(std::string_view preset) {
+  // Everything not named keeps the reference's defaults (config.h): rope_theta
+  // 10000, biases, eps 1e-6, one occupancy logit, a cls token.
   ModelConfig m;
-  GptConfig& g = m.gpt;
-  ShapeModelConfig& s = m.shape;
-  g.rope_theta = 10000.f;
-  g.bias = true;
-  g.eps = 1e-6f;
-  s.out_dim = 1;
-  s.eps = 1e-6f;
-  s.point_feats = 3;
-  s.encoder_with_cls_token = true;
+  m.text_model_name = "openai/clip-vit-large-patch14";
   if (preset == "v05" || preset == "v01") {
-    g.dual_layers = 23;
-    g.single_layers = 1;
-    g.heads = 12;
-    g.width = 1536;
-    g.codes = 16384;
-    g.shape_embed_dim = 32;
-    g.text_width = 768;
-    g.use_bbox = preset == "v05";
-    s.latents = preset == "v05" ? 1024 : 512;
-    s.embed_dim = 32;
-    s.width = 768;
-    s.heads = 12;
-    s.num_freqs = 128;
-    s.encoder_layers = 13;
-    s.encoder_cross_attention_levels = {0, 2, 4, 8};
-    s.decoder_layers = 24;
-    s.codes = 16384;
+    const bool v05 = preset == "v05";
+    m.gpt = {.dual_layers = 23, .single_layers = 1, .heads = 12, .width = 1536, .codes = 16384,
+             .shape_embed_dim = 32, .text_width = 768, .use_bbox = v05};
+    m.shape = {.latents = v05 ? 1024 : 512, .embed_dim = 32, .width = 768, .heads = 12, .num_freqs = 128,
+               .point_feats = 3, .encoder_layers = 13, .encoder_cross_attention_levels = {0, 2, 4, 8},
+               .decoder_layers = 24, .codes = 16384};
   } else if (preset == "small") {
-    g.dual_layers = 8;
-    g.single_layers = 1;
-    g.heads = 8;
-    g.width = 512;
-    g.codes = 4096;
-    g.shape_embed_dim = 16;
-    g.text_width = 256;
-    g.use_bbox = true;
-    s.latents = 256;
-    s.embed_dim = 16;
-    s.width = 256;
-    s.heads = 8;
-    s.num_freqs = 32;
-    s.encoder_layers = 4;
-    s.encoder_cross_attention_levels = {0, 2};
-    s.decoder_layers = 8;
-    s.codes = 4096;
+    m.gpt = {.dual_layers = 8, .single_layers = 1, .heads = 8, .width = 512, .codes = 4096, .shape_embed_dim = 16,
+             .text_width = 256, .use_bbox = true};
+    m.shape = {.latents = 256, .embed_dim = 16, .width = 256, .heads = 8, .num_freqs = 32, .point_feats = 3,
+               .encoder_layers = 4, .encoder_cross_attention_levels = {0, 2}, .decoder_layers = 8, .codes = 4096};
   } else {
     return make_error(ErrorCode::kInvalidArgument,
                       "unknown model shape '" + std::string(preset) + "'; choose small, v01 or v05");
   }
-  m.text_model_name = "openai/clip-vit-large-patch14";
   return m;
 }
 
