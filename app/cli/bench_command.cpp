@@ -13,7 +13,7 @@
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/gpt.h"
-#include "inference/model/random_model.h"
+#include "inference/model/random_weights.h"
 #include "inference/sampling/sampler.h"
 
 namespace cubeforge::cli {
@@ -54,7 +54,7 @@ Result<DualStreamGpt> load_model(const BenchOptions& o, std::string* description
   CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig config, preset_model_config(o.shape));
   DType dtype = o.dtype == "f32" ? DType::kF32 : o.dtype == "f16" ? DType::kF16 : DType::kBF16;
   *description = "random " + o.shape + " (" + std::string(dtype_name(dtype)) + ")";
-  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, make_random_weights(expected_gpt_tensors(config.gpt), dtype, o.seed,
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, random_weights_file(expected_gpt_tensors(config.gpt), o.seed, dtype,
                                                                        "random-" + o.shape + "-gpt"));
   if (!o.save_random.empty()) {
     std::vector<TensorToWrite> tensors;

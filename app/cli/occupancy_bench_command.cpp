@@ -17,7 +17,6 @@
 #include "inference/cpu/ops.h"
 #include "inference/geometry/occupancy_grid.h"
 #include "inference/model/config.h"
-#include "inference/model/shape_kernels.h"
 #include "inference/model/shape_tokenizer.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
@@ -105,7 +104,7 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     if (tokenizer->fused_occupancy_available())
       paths.push_back(fused_path);
     else if (o.path == fused_path) {
-      std::cerr << "error: the fused occupancy decoder needs AVX-512 (this CPU: " << shape_kernels::isa()
+      std::cerr << "error: the fused occupancy decoder needs AVX-512 (this CPU: " << cpu::kernel_isa()
                 << ") and width, head size and hidden width in multiples of 16\n";
       return 1;
     }
@@ -154,7 +153,7 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     j["latents"] = config.latents;
     j["points"] = o.points;
     j["threads"] = cpu::thread_count();
-    j["isa"] = shape_kernels::isa();
+    j["isa"] = cpu::kernel_isa();
     j["flops_per_point"] = flops;
     for (const PathFigures& f : figures)
       j["paths"][f.path] = {{"median_ms", f.median_ms}, {"points_per_second", f.points_per_second}, {"gflops", f.gflops}};
@@ -165,7 +164,7 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
   std::printf("model              %s (width %lld, %lld latents)\n", dir.string().c_str(),
               static_cast<long long>(config.width), static_cast<long long>(config.latents));
   std::printf("points             %lld, %d threads, %s kernels, %.0f FLOPs per point\n",
-              static_cast<long long>(o.points), cpu::thread_count(), shape_kernels::isa(), flops);
+              static_cast<long long>(o.points), cpu::thread_count(), cpu::kernel_isa(), flops);
   for (const PathFigures& f : figures)
     std::printf("%-8s           %.1f ms median: %.0f points/s, %.1f GFLOP/s\n", f.path.c_str(), f.median_ms,
                 f.points_per_second, f.gflops);

@@ -2,7 +2,7 @@
 // scalar tail) for x86-64 machines without AVX-512.
 #include <immintrin.h>
 
-#include "inference/cpu/matvec.h"
+#include "inference/cpu/kernels.h"
 
 namespace cubeforge::cpu {
 

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "inference/cpu/matvec.h"
+#include "inference/cpu/kernels.h"
 
 namespace cubeforge::cpu {
 

@@ -1,5 +1,6 @@
-// CPU backend ops: threading, run-time kernel choice, BLAS for large
-// products, and the small elementwise/normalisation ops.
+// CPU backend ops: threading, BLAS for large products, the small
+// elementwise/normalisation ops, and the entry points of the kernels chosen
+// at run time (kernels.h).
 #include "inference/cpu/ops.h"
 
 #include <cblas.h>
@@ -10,32 +11,13 @@
 #include <vector>
 
 #include "inference/core/thread_pool.h"
-#include "inference/cpu/matvec.h"
+#include "inference/cpu/kernels.h"
 
 namespace cubeforge::cpu {
 
 namespace {
 
 int g_threads = 0;
-
-struct KernelChoice {
-  MatvecKernel matvec;
-  const char* isa;
-};
-
-KernelChoice choose_kernels() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return {matvec_avx512, "avx512"};
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return {matvec_avx2, "avx2"};
-  return {matvec_generic, "generic"};
-}
-
-const KernelChoice& kernels() {
-  static const KernelChoice choice = choose_kernels();
-  return choice;
-}
 
 // Work smaller than this many values (1 MB of float32) stays on the calling thread.
 constexpr int64_t kMinParallelValues = int64_t(1) << 18;
@@ -460,13 +442,6 @@ void elementwise(int64_t n, Body body) {
 }
 }  // namespace
 
-void silu_inplace(float* x, int64_t n) {
-  elementwise(n, [=](int64_t i0, int64_t i1) {
-#pragma omp simd
-    for (int64_t i = i0; i < i1; ++i) x[i] = x[i] / (1.0f + std::exp(-x[i]));
-  });
-}
-
 void gelu_erf_inplace(float* x, int64_t n) {
   elementwise(n, [=](int64_t i0, int64_t i1) {
     // erfc(-x/√2) rather than 1 + erf(x/√2): no cancellation for negative x.
@@ -493,6 +468,33 @@ void add_inplace(float* y, const float* x, int64_t n) {
 #pragma omp simd
     for (int64_t i = i0; i < i1; ++i) y[i] += x[i];
   });
+}
+
+void layer_norm_lanes(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias,
+                      float* y) {
+  if (rows <= 0 || n <= 0) return;
+  kernels().layer_norm_lanes(x, rows, n, eps, weight, bias, y);
+}
+
+void gelu_erf_lanes(float* x, int64_t n) {
+  if (n <= 0) return;
+  kernels().gelu_erf_lanes(x, n);
+}
+
+void silu_lanes(float* x, int64_t n) {
+  if (n <= 0) return;
+  kernels().silu_lanes(x, n);
+}
+
+void softmax_rows(float* scores, int64_t rows, int64_t n, float scale) {
+  if (rows <= 0 || n <= 0) return;
+  kernels().softmax_rows(scores, rows, n, scale);
+}
+
+void fourier_embed(const float* weight, const float* carrier, int64_t num_freqs, const float* points, int64_t count,
+                   float* out) {
+  if (count <= 0) return;
+  kernels().fourier_embed(weight, carrier, num_freqs, points, count, out);
 }
 
 }  // namespace cubeforge::cpu

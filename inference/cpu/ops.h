@@ -5,6 +5,8 @@
 // Weights stay in their stored precision (F32, F16 or BF16) and are widened
 // inside the kernels, which is exact: decode is bound by the bytes it reads,
 // so half-precision checkpoints decode at half the traffic with identical math.
+// Where an op has kernels per instruction set, one table chosen at run time
+// picks them for every op (kernels.h).
 #pragma once
 
 #include <cstddef>
@@ -32,15 +34,15 @@ int thread_count();
 // transposed (`transpose_b`): OpenBLAS on one thread per part, the parts
 // (ranges of C's rows or columns, whichever there are more of) spread over the
 // pool's threads when the product is large enough. Every BLAS product of the
-// engine goes through here. OpenBLAS's own threads spin for about 2^28 cycles
-// after each call before they sleep, and on two cores that spinning took a
-// core from whatever ran next (about 25 ms more CLIP encoding and 20 ms more
-// prefill per object on the built-in model, and in some runs 50 ms more);
-// the pool's threads sleep.
+// engine goes through here. OpenBLAS's own threads spin for a long while
+// after each call before they sleep, and on two cores that spinning takes a
+// core from whatever runs next (CLIP encoding and prefill measurably slower;
+// figures in docs/performance.md); the pool's threads sleep.
 void sgemm(bool transpose_b, int64_t M, int64_t N, int64_t K, float alpha, const float* a, int64_t lda,
            const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// Name of the instruction set chosen at run time for the matrix-vector kernels.
+// The instruction set whose kernels run on this CPU ("avx512", "avx2" or
+// "generic"), chosen once at run time for every op (kernels.h).
 const char* kernel_isa();
 
 // y[M, N] = x[M, K] · Wᵀ (+ bias[N]). Small M (decode) streams the weights
@@ -51,7 +53,9 @@ void linear(const float* x, int64_t m, const WeightMatrix& w, const float* bias,
 void linear_accumulate(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y);
 
 // Row-wise LayerNorm over n features; weight/bias may be null (no affine).
-// Statistics in float32, as PyTorch computes them.
+// Mean and variance are summed in double precision, one value at a time, and
+// rounded to float32; the normalisation itself is float32. The same on every
+// CPU (layer_norm_lanes is the vectorised variant).
 void layer_norm(const float* x, int64_t m, int64_t n, float eps, const float* weight, const float* bias, float* y);
 
 // Row-wise RMSNorm over n features with a weight: x · rsqrt(mean(x²) + eps) · w.
@@ -74,8 +78,8 @@ void attention(const float* q, int64_t q_len, int64_t q_stride, const float* k, 
                int64_t kv_stride, int64_t heads, int64_t head_dim, int64_t causal_base, float* out,
                int64_t out_stride);
 
-// Activations, elementwise over n values.
-void silu_inplace(float* x, int64_t n);
+// Activations, elementwise over n values, through libm: the same on every CPU.
+// gelu_erf_inplace: 0.5·x·(1 + erf(x/√2)), evaluated as 0.5·x·erfc(-x/√2).
 void gelu_erf_inplace(float* x, int64_t n);
 void quick_gelu_inplace(float* x, int64_t n);
 // gate[i] = silu(gate[i]) * up[i]
@@ -84,5 +88,45 @@ void add_inplace(float* y, const float* x, int64_t n);
 
 // Widens w's row range [row_begin, row_end) into a dense float32 [rows, K] buffer.
 void widen_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float* out);
+
+// ---- Vector math: the shape tokenizer's float32 ops.
+//
+// An occupancy query spends as much time in exp (a softmax over every latent,
+// per head), erf (the MLP), sines and cosines (the Fourier embedding) and
+// LayerNorm as in its matrix products when those run one value at a time
+// through libm and double-precision sums. On AVX-512 the ops below evaluate 16
+// float32 lanes at once: exp, erfc, sin and cos by polynomials (Cephes' expf,
+// sinf and cosf, about 1 ulp for the arguments these layers see; erfc a
+// Chebyshev fit, fractional error below 1.2e-7) and sums in float32 lanes.
+// Other CPUs run scalar loops: libm in float32, and for the ops named *_lanes
+// the loop of their exact twin above (layer_norm, gelu_erf_inplace). The two
+// paths agree to float32 rounding, not bit for bit; kernel_isa() says which
+// one runs. Where an op here has an exact twin, the numbers differ on AVX-512:
+// the GPT and CLIP use the exact ops, the shape tokenizer these. The fused
+// occupancy decoder built from the same arithmetic is in occupancy_decoder.h.
+
+// LayerNorm as layer_norm (rows of n values, row stride n), with mean and
+// variance summed in float32 over 16 lanes.
+void layer_norm_lanes(const float* x, int64_t rows, int64_t n, float eps, const float* weight, const float* bias,
+                      float* y);
+
+// GELU as gelu_erf_inplace, with a polynomial erfc over 16 lanes.
+void gelu_erf_lanes(float* x, int64_t n);
+
+// x = x / (1 + exp(-x)) over n values.
+void silu_lanes(float* x, int64_t n);
+
+// Each of `rows` rows of n values (row stride n) becomes softmax(scale · row),
+// its sum in float32.
+void softmax_rows(float* scores, int64_t rows, int64_t n, float scale);
+
+// The phase-modulated Fourier embedding of `count` points (xyz rows) with F =
+// num_freqs frequencies; out rows hold 3(2F+1) values:
+//   [x, y, z, cos(p_i·w_if) + cos(p_i·π/2 + carrier_f) (3F), the same with sin (3F)]
+// with weight [3, F] and carrier [F]; arguments are formed in float32 in the
+// reference's order. Every point takes 6F sine/cosine pairs: through libm, one
+// at a time, as costly as a small decoder's first matrix product.
+void fourier_embed(const float* weight, const float* carrier, int64_t num_freqs, const float* points, int64_t count,
+                   float* out);
 
 }  // namespace cubeforge::cpu

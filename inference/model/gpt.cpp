@@ -4,17 +4,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "inference/model/weights.h"
+
 namespace cubeforge {
 
 namespace {
 
 constexpr float kQkNormEps = 1e-5f;  // per-head RMSNorm eps (fixed in the reference)
-
-struct Linear {
-  cpu::WeightMatrix weight;
-  std::vector<float> bias;  // empty when the layer has none
-  const float* bias_data() const { return bias.empty() ? nullptr : bias.data(); }
-};
 
 struct PreAttention {
   bool has_query = true;
@@ -36,25 +32,6 @@ struct DualBlock {
 struct SingleBlock {
   PreAttention pre;  // has_query
   PostAttention post;
-};
-
-class Binder {
- public:
-  Binder(const SafetensorsFile& file) : file_(file) {}
-
-  Result<Linear> linear(const std::string& prefix, bool bias) const {
-    Linear l;
-    CUBEFORGE_ASSIGN_OR_RETURN(TensorView w, file_.get(prefix + ".weight"));
-    l.weight = cpu::WeightMatrix{w.dtype(), w.data, w.shape()[0], w.shape()[1]};
-    if (bias) {
-      CUBEFORGE_ASSIGN_OR_RETURN(l.bias, file_.read_f32(prefix + ".bias"));
-    }
-    return l;
-  }
-  Result<std::vector<float>> vector(const std::string& name) const { return file_.read_f32(name); }
-
- private:
-  const SafetensorsFile& file_;
 };
 
 }  // namespace
@@ -92,7 +69,7 @@ Result<DualStreamGpt> DualStreamGpt::from_file(SafetensorsFile file, const GptCo
   auto w = std::make_unique<Weights>();
   w->file = std::move(file);
   w->config = config;
-  Binder bind(w->file);
+  const WeightBinder bind(w->file);
   const bool bias = config.bias;
   CUBEFORGE_ASSIGN_OR_RETURN(w->text_proj, bind.linear("text_proj", bias));
   CUBEFORGE_ASSIGN_OR_RETURN(w->shape_proj, bind.linear("shape_proj", true));

@@ -18,8 +18,9 @@
 #include <optional>
 
 #include "inference/core/thread_pool.h"
+#include "inference/cpu/occupancy_decoder.h"
 #include "inference/cpu/ops.h"
-#include "inference/model/shape_kernels.h"
+#include "inference/model/weights.h"
 
 namespace cubeforge {
 
@@ -28,16 +29,6 @@ namespace {
 constexpr float kQueryKeyNormEps = 1e-5f;       // RMSNorm default in the reference
 constexpr float kCodebookNormEps = 1e-5f;       // bottleneck RMSNorm
 constexpr float kDefaultLayerNormEps = 1e-6f;   // layers built without an explicit eps
-
-struct Linear {
-  cpu::WeightMatrix weight;  // [N, K] in stored precision, zero-copy
-  std::vector<float> bias;   // [N] f32; empty when the layer has none
-
-  const float* bias_data() const { return bias.empty() ? nullptr : bias.data(); }
-  int64_t out_features() const { return weight.rows; }
-  void apply(const float* x, int64_t m, float* y) const { cpu::linear(x, m, weight, bias_data(), y); }
-  void accumulate(const float* x, int64_t m, float* y) const { cpu::linear_accumulate(x, m, weight, bias_data(), y); }
-};
 
 struct Mlp {
   Linear up, down;
@@ -68,75 +59,46 @@ struct Dims {
   int64_t head_dim = 0;
 };
 
-// Binds tensors of a validated file. The tensor set has been checked against
-// the configuration already, so failures here mean a broken invariant of
-// check_tensor_set, but they still travel as errors naming the tensor.
-class WeightBinder {
- public:
-  explicit WeightBinder(const SafetensorsFile& file) : file_(file) {}
+// The layers below bind through the model's one WeightBinder (weights.h):
+// errors name the file and the tensor.
 
-  Result<cpu::WeightMatrix> matrix(const std::string& name) const {
-    CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file_.get(name));
-    if (view.shape().size() != 2 || !dtype_is_float(view.dtype()))
-      return make_error(ErrorCode::kCorruptFile, "'" + file_.name() + "': tensor '" + name + "' is not a float matrix");
-    cpu::WeightMatrix w;
-    w.dtype = view.dtype();
-    w.data = view.data;
-    w.rows = view.shape()[0];
-    w.cols = view.shape()[1];
-    return w;
-  }
+Result<Mlp> bind_mlp(const WeightBinder& bind, const std::string& prefix) {
+  Mlp m;
+  CUBEFORGE_ASSIGN_OR_RETURN(m.up, bind.linear(prefix + ".up_proj"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.down, bind.linear(prefix + ".down_proj"));
+  return m;
+}
 
-  Result<std::vector<float>> vector(const std::string& name) const { return file_.read_f32(name); }
+Result<SelfAttentionLayer> bind_self_attention(const WeightBinder& bind, const std::string& prefix) {
+  SelfAttentionLayer layer;
+  CUBEFORGE_ASSIGN_OR_RETURN(Linear query_key, bind.linear(prefix + ".attn.c_qk"));
+  // c_qk's rows [0, W) produce q and rows [W, 2W) produce k: two zero-copy
+  // views let q and k land in separate dense buffers.
+  const int64_t width = query_key.weight.rows / 2;
+  const size_t half_bytes = size_t(width) * size_t(query_key.weight.cols) * dtype_size(query_key.weight.dtype);
+  layer.query.weight = query_key.weight;
+  layer.query.weight.rows = width;
+  layer.key.weight = layer.query.weight;
+  layer.key.weight.data = static_cast<const std::byte*>(query_key.weight.data) + half_bytes;
+  layer.query.bias.assign(query_key.bias.begin(), query_key.bias.begin() + width);
+  layer.key.bias.assign(query_key.bias.begin() + width, query_key.bias.end());
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.value, bind.linear(prefix + ".attn.c_v"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, bind.linear(prefix + ".attn.c_proj"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.query_norm, bind.vector(prefix + ".attn.q_norm.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.key_norm, bind.vector(prefix + ".attn.k_norm.weight"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, bind_mlp(bind, prefix + ".mlp"));
+  return layer;
+}
 
-  Result<Linear> linear(const std::string& prefix) const {
-    Linear l;
-    CUBEFORGE_ASSIGN_OR_RETURN(l.weight, matrix(prefix + ".weight"));
-    CUBEFORGE_ASSIGN_OR_RETURN(l.bias, vector(prefix + ".bias"));
-    return l;
-  }
-
-  Result<Mlp> mlp(const std::string& prefix) const {
-    Mlp m;
-    CUBEFORGE_ASSIGN_OR_RETURN(m.up, linear(prefix + ".up_proj"));
-    CUBEFORGE_ASSIGN_OR_RETURN(m.down, linear(prefix + ".down_proj"));
-    return m;
-  }
-
-  Result<SelfAttentionLayer> self_attention(const std::string& prefix) const {
-    SelfAttentionLayer layer;
-    CUBEFORGE_ASSIGN_OR_RETURN(Linear query_key, linear(prefix + ".attn.c_qk"));
-    // c_qk's rows [0, W) produce q and rows [W, 2W) produce k: two zero-copy
-    // views let q and k land in separate dense buffers.
-    const int64_t width = query_key.weight.rows / 2;
-    const size_t half_bytes = size_t(width) * size_t(query_key.weight.cols) * dtype_size(query_key.weight.dtype);
-    layer.query.weight = query_key.weight;
-    layer.query.weight.rows = width;
-    layer.key.weight = layer.query.weight;
-    layer.key.weight.data = static_cast<const std::byte*>(query_key.weight.data) + half_bytes;
-    layer.query.bias.assign(query_key.bias.begin(), query_key.bias.begin() + width);
-    layer.key.bias.assign(query_key.bias.begin() + width, query_key.bias.end());
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.value, linear(prefix + ".attn.c_v"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, linear(prefix + ".attn.c_proj"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.query_norm, vector(prefix + ".attn.q_norm.weight"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.key_norm, vector(prefix + ".attn.k_norm.weight"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, mlp(prefix + ".mlp"));
-    return layer;
-  }
-
-  Result<CrossAttentionLayer> cross_attention(const std::string& prefix) const {
-    CrossAttentionLayer layer;
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.query, linear(prefix + ".attn.c_q"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.key, linear(prefix + ".attn.c_k"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.value, linear(prefix + ".attn.c_v"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, linear(prefix + ".attn.c_proj"));
-    CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, mlp(prefix + ".mlp"));
-    return layer;
-  }
-
- private:
-  const SafetensorsFile& file_;
-};
+Result<CrossAttentionLayer> bind_cross_attention(const WeightBinder& bind, const std::string& prefix) {
+  CrossAttentionLayer layer;
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.query, bind.linear(prefix + ".attn.c_q"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.key, bind.linear(prefix + ".attn.c_k"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.value, bind.linear(prefix + ".attn.c_v"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.proj, bind.linear(prefix + ".attn.c_proj"));
+  CUBEFORGE_ASSIGN_OR_RETURN(layer.mlp, bind_mlp(bind, prefix + ".mlp"));
+  return layer;
+}
 
 // Carrier phases of the phase-modulated Fourier embedding, rounded as PyTorch
 // rounds them: float32 linspace (evaluated from whichever end is nearer), float32 pow.
@@ -161,7 +123,7 @@ std::vector<float> fourier_carrier(int num_freqs) {
 // points: [P, 3]; out: [P, 3(2F+1)].
 void fourier_embed_rows(const std::vector<float>& weight, const std::vector<float>& carrier, int64_t num_freqs,
                         const float* points, int64_t count, float* out) {
-  shape_kernels::fourier_embed(weight.data(), carrier.data(), num_freqs, points, count, out);
+  cpu::fourier_embed(weight.data(), carrier.data(), num_freqs, points, count, out);
 }
 
 // Working buffers for the layer functions, grown on demand and reused.
@@ -194,7 +156,7 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
     for (int64_t h = 0; h < d.heads; ++h) {
       cpu::sgemm(true, rows, context_len, D, scale, query + row * W + h * D, W, keys + h * D, W, 0.f, scores,
                  context_len);
-      shape_kernels::softmax_rows(scores, rows, context_len, 1.f);
+      cpu::softmax_rows(scores, rows, context_len, 1.f);
       cpu::sgemm(false, rows, D, context_len, 1.f, scores, context_len, values + h * D, W, 0.f, out + row * W + h * D,
                  W);
     }
@@ -204,11 +166,11 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
 // x += down(GELU(up(LN(x)))) over n rows.
 void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s) {
   float* normed = Scratch::sized(s.normed, n * d.width);
-  shape_kernels::layer_norm(x, n, d.width, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(x, n, d.width, eps, nullptr, nullptr, normed);
   const int64_t hidden_width = mlp.up.out_features();
   float* hidden = Scratch::sized(s.hidden, n * hidden_width);
   mlp.up.apply(normed, n, hidden);
-  shape_kernels::gelu_erf(hidden, n * hidden_width);
+  cpu::gelu_erf_lanes(hidden, n * hidden_width);
   mlp.down.accumulate(hidden, n, x);
 }
 
@@ -216,7 +178,7 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
                           Scratch& s) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
-  shape_kernels::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(x, n, W, eps, nullptr, nullptr, normed);
   float* query = Scratch::sized(s.query, n * W);
   float* key = Scratch::sized(s.key, n * W);
   float* value = Scratch::sized(s.value, n * W);
@@ -235,7 +197,7 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
 void cross_attention_context(const CrossAttentionLayer& layer, const Dims& d, float eps, const float* context,
                              int64_t n, float* keys, float* values, Scratch& s) {
   float* normed = Scratch::sized(s.normed, n * d.width);
-  shape_kernels::layer_norm(context, n, d.width, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(context, n, d.width, eps, nullptr, nullptr, normed);
   layer.key.apply(normed, n, keys);
   layer.value.apply(normed, n, values);
 }
@@ -244,7 +206,7 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
                            const float* keys, const float* values, int64_t context_len, Scratch& s) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
-  shape_kernels::layer_norm(x, n, W, eps, nullptr, nullptr, normed);
+  cpu::layer_norm_lanes(x, n, W, eps, nullptr, nullptr, normed);
   float* query = Scratch::sized(s.query, n * W);
   layer.query.apply(normed, n, query);
   float* attended = Scratch::sized(s.attended, n * W);
@@ -256,7 +218,7 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
 // y = out(SiLU(in(x))).
 void mlp_embed(const Linear& in, const Linear& out, const float* x, int64_t n, float* hidden, float* y) {
   in.apply(x, n, hidden);
-  shape_kernels::silu(hidden, n * in.out_features());
+  cpu::silu_lanes(hidden, n * in.out_features());
   out.apply(hidden, n, y);
 }
 
@@ -300,10 +262,10 @@ struct ShapeTokenizer::Model {
   Linear occupancy_head;  // W → out_dim
 
   // The fused occupancy decoder's float32 [in, out] copies of the weights above,
-  // when the CPU and the sizes allow it (shape_kernels::occupancy_decoder).
+  // when the CPU and the sizes allow it (cpu::occupancy_decoder).
   struct FusedOccupancy {
     std::vector<float> query_in, query_out, query, proj, up, down, head;
-    shape_kernels::OccupancyDecoderWeights weights;
+    cpu::OccupancyDecoderWeights weights;
   };
   std::optional<FusedOccupancy> fused_occupancy;
 
@@ -325,8 +287,7 @@ void ShapeTokenizer::prepare_fused_occupancy(Model& m) {
   const CrossAttentionLayer& attention = m.occupancy_attention;
   const int64_t hidden = attention.mlp.up.out_features();
   if (m.occupancy_head.out_features() != 1 ||
-      !shape_kernels::occupancy_decoder_supported(m.dims.width, m.dims.heads, hidden, m.config.latents,
-                                                  m.config.num_freqs))
+      !cpu::occupancy_decoder_supported(m.dims.width, m.dims.heads, hidden, m.config.latents, m.config.num_freqs))
     return;
   auto& fused = m.fused_occupancy.emplace();
   fused.query_in = transposed_f32(m.occupancy_query_in.weight);
@@ -336,7 +297,7 @@ void ShapeTokenizer::prepare_fused_occupancy(Model& m) {
   fused.up = transposed_f32(attention.mlp.up.weight);
   fused.down = transposed_f32(attention.mlp.down.weight);
   fused.head = transposed_f32(m.occupancy_head.weight);
-  shape_kernels::OccupancyDecoderWeights& w = fused.weights;
+  cpu::OccupancyDecoderWeights& w = fused.weights;
   w.width = m.dims.width;
   w.heads = m.dims.heads;
   w.hidden = hidden;
@@ -419,14 +380,15 @@ Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const Sha
 
   CUBEFORGE_ASSIGN_OR_RETURN(m.positional_encodings, bind.vector("decoder.positional_encodings"));
   for (int i = 0; i < config.decoder_layers; ++i) {
-    CUBEFORGE_ASSIGN_OR_RETURN(SelfAttentionLayer layer, bind.self_attention("decoder.blocks." + std::to_string(i)));
+    CUBEFORGE_ASSIGN_OR_RETURN(SelfAttentionLayer layer,
+                               bind_self_attention(bind, "decoder.blocks." + std::to_string(i)));
     m.decoder_layers.push_back(std::move(layer));
   }
 
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_fourier_weight, bind.vector("occupancy_decoder.embedder.weight"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_query_in, bind.linear("occupancy_decoder.query_in.in_layer"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_query_out, bind.linear("occupancy_decoder.query_in.out_layer"));
-  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_attention, bind.cross_attention("occupancy_decoder.attn_out"));
+  CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_attention, bind_cross_attention(bind, "occupancy_decoder.attn_out"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_weight, bind.vector("occupancy_decoder.ln_f.weight"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_norm_bias, bind.vector("occupancy_decoder.ln_f.bias"));
   CUBEFORGE_ASSIGN_OR_RETURN(m.occupancy_head, bind.linear("occupancy_decoder.c_head"));
@@ -442,9 +404,9 @@ Result<ShapeTokenizer> ShapeTokenizer::from_file(SafetensorsFile file, const Sha
     EncoderLayer layer;
     layer.is_cross = std::find(cross_levels.begin(), cross_levels.end(), i) != cross_levels.end();
     if (layer.is_cross) {
-      CUBEFORGE_ASSIGN_OR_RETURN(layer.cross, bind.cross_attention(prefix));
+      CUBEFORGE_ASSIGN_OR_RETURN(layer.cross, bind_cross_attention(bind, prefix));
     } else {
-      CUBEFORGE_ASSIGN_OR_RETURN(layer.self, bind.self_attention(prefix));
+      CUBEFORGE_ASSIGN_OR_RETURN(layer.self, bind_self_attention(bind, prefix));
     }
     m.encoder_layers.push_back(std::move(layer));
   }
@@ -518,8 +480,8 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
   if (m.fused_occupancy && use_fused_occupancy_) {
     for (int64_t begin = 0; begin < P; begin += rows) {
       const int64_t n = std::min(rows, P - begin);
-      shape_kernels::occupancy_decoder(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
-                                       latents.latent_count, points_xyz.data() + begin * 3, n, logits.data() + begin);
+      cpu::occupancy_decoder(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
+                             latents.latent_count, points_xyz.data() + begin * 3, n, logits.data() + begin);
       if (progress && !progress(begin + n, P))
         return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) +
                                                      " of " + std::to_string(P) + " points");
@@ -544,7 +506,7 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
     cross_attention_layer(m.occupancy_attention, m.dims, kDefaultLayerNormEps, x, n, latents.keys.data(),
                           latents.values.data(), latents.latent_count, scratch);
     float* normed = Scratch::sized(scratch.normed, n * W);
-    shape_kernels::layer_norm(x, n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(), normed);
+    cpu::layer_norm_lanes(x, n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(), normed);
     m.occupancy_head.apply(normed, n, logits.data() + begin * out_dim);
     if (progress && !progress(begin + n, P))
       return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) + " of " +
@@ -565,8 +527,7 @@ ShapeTokenizer::GridQueries ShapeTokenizer::prepare_grid(std::span<const float> 
   grid.axis.assign(axis.begin(), axis.end());
   if (m.fused_occupancy && use_fused_occupancy_ && !axis.empty()) {
     grid.terms.resize(size_t(3 * int64_t(axis.size()) * m.dims.width));
-    shape_kernels::occupancy_axis_terms(m.fused_occupancy->weights, axis.data(), int64_t(axis.size()),
-                                        grid.terms.data());
+    cpu::occupancy_axis_terms(m.fused_occupancy->weights, axis.data(), int64_t(axis.size()), grid.terms.data());
   }
   return grid;
 }
@@ -595,9 +556,9 @@ Status ShapeTokenizer::occupancy_on_grid(const PreparedLatents& latents, const G
                                     ", expected " + std::to_string(W) + ")");
   if (grid.terms.size() != size_t(3 * n * W))
     return invalid(file_name(), "grid terms were prepared for another model");
-  shape_kernels::occupancy_decoder_grid(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
-                                        latents.latent_count, grid.terms.data(), n, ijk.data(),
-                                        int64_t(logits.size()), logits.data());
+  cpu::occupancy_decoder_grid(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
+                              latents.latent_count, grid.terms.data(), n, ijk.data(), int64_t(logits.size()),
+                              logits.data());
   return ok_status();
 }
 
@@ -661,7 +622,7 @@ Result<std::vector<int64_t>> ShapeTokenizer::encode(std::span<const float> surfa
     }
   }
   std::vector<float> normed(h.size());
-  shape_kernels::layer_norm(h.data(), Q, W, c.eps, m.encoder_norm_weight.data(), m.encoder_norm_bias.data(), normed.data());
+  cpu::layer_norm_lanes(h.data(), Q, W, c.eps, m.encoder_norm_weight.data(), m.encoder_norm_bias.data(), normed.data());
   const int64_t skip = c.encoder_with_cls_token ? 1 : 0;
   const int64_t T = Q - skip;
   const float* z_e = normed.data() + skip * W;
@@ -691,25 +652,6 @@ Result<std::vector<int64_t>> ShapeTokenizer::encode(std::span<const float> surfa
     indices[size_t(t)] = best_index;
   }
   return indices;
-}
-
-std::vector<float> dense_grid_points(int resolution_base, double bound_min, double bound_max) {
-  const int64_t n = (int64_t(1) << resolution_base) + 1;
-  // numpy.linspace in float64, then cast: start + i·step, the last point exactly the bound.
-  std::vector<float> axis(static_cast<size_t>(n));
-  const double step = (bound_max - bound_min) / double(n - 1);
-  for (int64_t i = 0; i < n; ++i) axis[size_t(i)] = float(double(i) * step + bound_min);
-  axis[size_t(n - 1)] = float(bound_max);
-  std::vector<float> points(size_t(n * n * n * 3));
-  size_t at = 0;
-  for (int64_t x = 0; x < n; ++x)
-    for (int64_t y = 0; y < n; ++y)
-      for (int64_t z = 0; z < n; ++z) {
-        points[at++] = axis[size_t(x)];
-        points[at++] = axis[size_t(y)];
-        points[at++] = axis[size_t(z)];
-      }
-  return points;
 }
 
 }  // namespace cubeforge

@@ -88,7 +88,7 @@ class ShapeTokenizer {
 
   // Occupancy at the points of a grid whose every axis takes the coordinates
   // `axis`: prepare_grid() evaluates the decoder's first layer once per axis
-  // value (shape_kernels::occupancy_axis_terms) where the fused decoder runs,
+  // value (cpu::occupancy_axis_terms) where the fused decoder runs,
   // and occupancy_on_grid() answers points named by their axis indices ijk
   // [P, 3] from those terms. Where the fused decoder does not run, it queries
   // the points themselves through occupancy().
@@ -100,7 +100,7 @@ class ShapeTokenizer {
   Status occupancy_on_grid(const PreparedLatents& latents, const GridQueries& grid, std::span<const int32_t> ijk,
                            std::span<float> logits) const;
 
-  // Whether occupancy() runs the fused decoder (shape_kernels::occupancy_decoder)
+  // Whether occupancy() runs the fused decoder (cpu::occupancy_decoder)
   // on this CPU for this model: AVX-512, a single logit, sizes in multiples of
   // 16, a decoder small enough for the L2 cache (the built-in model's, not the
   // real Cube models'). Otherwise, or when switched off, it runs a layer at a
@@ -124,10 +124,5 @@ class ShapeTokenizer {
   std::unique_ptr<Model> model_;
   bool use_fused_occupancy_ = true;
 };
-
-// Query points of the dense grid the reference meshes: (2^resolution_base + 1)³
-// points spanning [bound_min, bound_max] on every axis, x-major ("ij": the z
-// index runs fastest), coordinates as numpy's float32 linspace gives them.
-std::vector<float> dense_grid_points(int resolution_base, double bound_min = -1.05, double bound_max = 1.05);
 
 }  // namespace cubeforge

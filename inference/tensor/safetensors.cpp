@@ -1,4 +1,4 @@
-// safetensors reader (mmap + full header validation) and atomic writer.
+// safetensors reader (mmap + full header validation) and the one writer.
 #include "inference/tensor/safetensors.h"
 
 #include <fcntl.h>
@@ -335,33 +335,81 @@ Result<std::vector<int64_t>> SafetensorsFile::read_i64(std::string_view tensor) 
   return out;
 }
 
-Status write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
-                         const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// Data sections start on a multiple of this many bytes (see safetensors.h).
+constexpr size_t kDataAlignment = 64;
+
+// The entries of tensors to write, checked: byte sizes must match shapes.
+Result<std::vector<TensorEntry>> entries_to_write(std::span<const TensorToWrite> tensors, std::string_view file_name) {
+  std::vector<TensorEntry> entries;
+  entries.reserve(tensors.size());
+  for (const auto& t : tensors) {
+    uint64_t elements = 1;
+    for (int64_t d : t.shape) elements *= uint64_t(d);
+    if (elements * dtype_size(t.dtype) != t.data.size())
+      return make_error(ErrorCode::kInvalidArgument, "tensor '" + t.name + "' for '" + std::string(file_name) +
+                                                         "' has shape " + shape_to_string(t.shape) + " but " +
+                                                         std::to_string(t.data.size()) + " bytes");
+    entries.push_back(TensorEntry{t.name, t.dtype, t.shape});
+  }
+  return entries;
+}
+
+}  // namespace
+
+Result<SafetensorsLayout> lay_out_safetensors(std::vector<TensorEntry> tensors,
+                                              const std::map<std::string, std::string>& metadata,
+                                              std::string_view file_name) {
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   std::set<std::string> names;
-  for (const auto& t : tensors) {
+  for (TensorEntry& t : tensors) {
     if (!names.insert(t.name).second)
-      return make_error(ErrorCode::kInvalidArgument, "tensor '" + t.name + "' is written twice to '" + path.string() + "'");
-    uint64_t elements = 1;
-    for (int64_t d : t.shape) elements *= uint64_t(d);
-    if (elements * dtype_size(t.dtype) != t.data.size())
-      return make_error(ErrorCode::kInvalidArgument, "tensor '" + t.name + "' has shape " + shape_to_string(t.shape) +
-                                                         " but " + std::to_string(t.data.size()) + " bytes");
-    header[t.name] = {{"dtype", std::string(dtype_name(t.dtype))},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.data.size()}}};
-    offset += t.data.size();
+      return make_error(ErrorCode::kInvalidArgument,
+                        "tensor '" + t.name + "' is written twice to '" + std::string(file_name) + "'");
+    uint64_t bytes = dtype_size(t.dtype);
+    for (int64_t d : t.shape) bytes *= uint64_t(d);
+    t.begin = offset;
+    t.end = offset + bytes;
+    header[t.name] = {
+        {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
+    offset = t.end;
   }
   std::string text = header.dump();
-  while ((text.size() + 8) % 8 != 0) text.push_back(' ');  // keep the data section aligned
+  while ((8 + text.size()) % kDataAlignment != 0) text.push_back(' ');
+  SafetensorsLayout layout;
+  layout.header.resize(8 + text.size());
+  const uint64_t length = text.size();
+  for (int i = 0; i < 8; ++i) layout.header[size_t(i)] = std::byte((length >> (8 * i)) & 0xff);
+  std::memcpy(layout.header.data() + 8, text.data(), text.size());
+  layout.tensors = std::move(tensors);
+  layout.data_size = offset;
+  return layout;
+}
+
+Result<std::vector<std::byte>> safetensors_image(std::span<const TensorToWrite> tensors,
+                                                 const std::map<std::string, std::string>& metadata,
+                                                 std::string_view file_name) {
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<TensorEntry> entries, entries_to_write(tensors, file_name));
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsLayout layout, lay_out_safetensors(std::move(entries), metadata, file_name));
+  std::vector<std::byte> image(layout.file_size());
+  std::memcpy(image.data(), layout.header.data(), layout.header.size());
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (!tensors[t].data.empty())
+      std::memcpy(image.data() + layout.header.size() + layout.tensors[t].begin, tensors[t].data.data(),
+                  tensors[t].data.size());
+  return image;
+}
+
+Status write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
+                         const std::map<std::string, std::string>& metadata) {
+  const std::string file_name = path.string();
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<TensorEntry> entries, entries_to_write(tensors, file_name));
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsLayout layout, lay_out_safetensors(std::move(entries), metadata, file_name));
   return write_file_atomically(path, [&](const ByteSink& sink) -> Status {
-    std::byte length[8];
-    uint64_t n = text.size();
-    for (int i = 0; i < 8; ++i) length[i] = std::byte((n >> (8 * i)) & 0xff);
-    CUBEFORGE_TRY(sink(length));
-    CUBEFORGE_TRY(sink(std::span<const std::byte>(reinterpret_cast<const std::byte*>(text.data()), text.size())));
+    CUBEFORGE_TRY(sink(layout.header));
     for (const auto& t : tensors) CUBEFORGE_TRY(sink(t.data));
     return ok_status();
   });

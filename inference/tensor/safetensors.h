@@ -1,4 +1,4 @@
-// safetensors files: a strictly validated reader over mmap, and an atomic writer.
+// safetensors files: a strictly validated reader over mmap, and the one writer.
 //
 // Model files are untrusted input. The header is checked completely before any
 // tensor is exposed: its length against the file, the JSON, every dtype and
@@ -103,6 +103,18 @@ class SafetensorsFile {
   std::string name_;
 };
 
+// ---- Writing
+//
+// The format: the JSON header's length in bytes (u64, little-endian), the JSON
+// header (for each tensor its dtype, shape and byte range [begin, end) in the
+// data section; "__metadata__" a map of strings), then the data section. The
+// format asks for a data section that starts 8-byte aligned. Ours starts on a
+// multiple of 64 bytes (the JSON padded with spaces), which is 8-aligned too
+// and puts every tensor whose predecessors' sizes are multiples of 64 bytes on
+// a cache line of its own, where the vector kernels read it fastest. Tensors
+// lie one after another in the order given. Every writer of the project goes
+// through lay_out_safetensors.
+
 // A tensor to write: raw little-endian bytes of `dtype` with `shape`.
 struct TensorToWrite {
   std::string name;
@@ -110,6 +122,28 @@ struct TensorToWrite {
   std::vector<int64_t> shape;
   std::span<const std::byte> data;
 };
+
+// A file about to be written: its bytes before the data section, and where
+// each tensor goes in the data section.
+struct SafetensorsLayout {
+  std::vector<std::byte> header;     // header length and padded JSON header
+  std::vector<TensorEntry> tensors;  // in the order given, with their byte ranges
+  uint64_t data_size = 0;
+
+  uint64_t file_size() const { return header.size() + data_size; }
+};
+
+// Lays out tensors given by name, dtype and shape (begin and end are assigned).
+// Names must be unique. `file_name` only appears in error messages.
+Result<SafetensorsLayout> lay_out_safetensors(std::vector<TensorEntry> tensors,
+                                              const std::map<std::string, std::string>& metadata,
+                                              std::string_view file_name);
+
+// A complete file image in memory (tests, generated files). Names must be
+// unique; byte sizes must match shapes.
+Result<std::vector<std::byte>> safetensors_image(std::span<const TensorToWrite> tensors,
+                                                 const std::map<std::string, std::string>& metadata = {},
+                                                 std::string_view file_name = "safetensors image");
 
 // Writes a safetensors file atomically (temporary file + rename in the same
 // directory). Names must be unique; byte sizes must match shapes.

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "inference/cpu/ops.h"
-#include "inference/model/shape_random_weights.h"
+#include "inference/model/random_weights.h"
 #include "inference/model/shape_tokenizer.h"
 
 namespace {
@@ -48,20 +48,11 @@ int main(int argc, char** argv) {
   }
   if (threads > 0) cpu::set_thread_count(threads);
 
-  ShapeModelConfig config;  // open_model_v0.5.yaml, shape_model section
-  config.latents = 1024;
-  config.embed_dim = 32;
-  config.width = 768;
-  config.heads = 12;
-  config.num_freqs = 128;
-  config.point_feats = 3;
-  config.encoder_layers = 13;
-  config.encoder_cross_attention_levels = {0, 2, 4, 8};
+  ShapeModelConfig config = preset_model_config("v05").value().shape;  // open_model_v0.5.yaml
   config.decoder_layers = decoder_layers;
-  config.codes = 16384;
 
   auto start = std::chrono::steady_clock::now();
-  auto file = random_shape_tokenizer_file(config, 2024);
+  auto file = random_weights_file(expected_shape_tensors(config), 2024, DType::kF32, "random v0.5 shape tokenizer");
   if (!file.ok()) {
     std::fprintf(stderr, "%s\n", file.error().to_string().c_str());
     return 1;

@@ -15,13 +15,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <numbers>
-#include <random>
 #include <optional>
 
+#include "inference/cpu/ops.h"
 #include "inference/geometry/occupancy_grid.h"
-#include "inference/model/shape_kernels.h"
-#include "inference/model/shape_random_weights.h"
+#include "inference/model/random_weights.h"
 
 namespace cubeforge {
 namespace {
@@ -57,6 +55,14 @@ std::filesystem::path oracle_dir() {
   return ::testing::AssertionFailure() << name << ": relative error " << relative << " (max |diff| " << max_abs
                                        << " at " << worst << ": " << actual[worst] << " vs " << expected[worst]
                                        << "; first values " << actual[0] << " vs " << expected[0] << ")";
+}
+
+// The points of the reference's meshing grid at a resolution: (2^r + 1)³,
+// x-major, over [-1.05, 1.05].
+std::vector<float> meshing_grid_points(int resolution) {
+  GridSpec spec;
+  spec.resolution = resolution;
+  return grid_points(spec);
 }
 
 struct Oracle {
@@ -124,7 +130,7 @@ class ShapeOracleTest : public ::testing::Test {
   template <typename Check>
   void for_each_occupancy_path(Check check) {
     ShapeTokenizer& t = oracle_->tokenizer;
-    if (std::string(shape_kernels::isa()) == "avx512") {
+    if (std::string(cpu::kernel_isa()) == "avx512") {
       EXPECT_TRUE(t.fused_occupancy_available()) << "the fixture's sizes fit the fused decoder";
     }
     for (bool fused : {true, false}) {
@@ -192,7 +198,7 @@ TEST_F(ShapeOracleTest, OccupancyMatchesReferenceInAnyChunking) {
 
 TEST_F(ShapeOracleTest, GridLogitsMatchReference) {
   const auto reference = expected("decode.grid_logits_r5");
-  const auto points = dense_grid_points(5);
+  const auto points = meshing_grid_points(5);
   ASSERT_EQ(points.size() / 3, reference.size());
   for_each_occupancy_path([&](const std::string& path) {
     std::vector<float> logits(reference.size());
@@ -257,21 +263,29 @@ ShapeModelConfig tiny_config() {
   return c;
 }
 
+std::vector<std::byte> image_of(std::span<const OwnedTensor> tensors) {
+  std::vector<TensorToWrite> views;
+  for (const OwnedTensor& t : tensors) views.push_back(t.view());
+  auto image = safetensors_image(views);
+  CUBEFORGE_CHECK(image.ok(), "test tensors have unique names and sizes that match their shapes");
+  return std::move(image).value();
+}
+
 SafetensorsFile open_image(std::span<const OwnedTensor> tensors, const std::string& name) {
-  auto file = SafetensorsFile::from_bytes(safetensors_image(tensors), name);
+  auto file = SafetensorsFile::from_bytes(image_of(tensors), name);
   CUBEFORGE_CHECK(file.ok(), "a generated safetensors image must parse");
   return std::move(file).value();
 }
 
 std::string load_error(std::vector<OwnedTensor> tensors, const ShapeModelConfig& config) {
-  auto file = SafetensorsFile::from_bytes(safetensors_image(tensors), "broken_tokenizer.safetensors");
+  auto file = SafetensorsFile::from_bytes(image_of(tensors), "broken_tokenizer.safetensors");
   if (!file.ok()) return file.error().to_string();
   auto tokenizer = ShapeTokenizer::from_file(std::move(file).value(), config, "test config.yaml");
   return tokenizer.ok() ? std::string() : tokenizer.error().to_string();
 }
 
 TEST(ShapeTokenizerLoad, MissingTensorIsNamed) {
-  auto tensors = random_shape_tensors(tiny_config(), 1);
+  auto tensors = random_tensors(expected_shape_tensors(tiny_config()), 1);
   std::erase_if(tensors, [](const OwnedTensor& t) { return t.name == "decoder.blocks.1.mlp.up_proj.bias"; });
   const std::string error = load_error(tensors, tiny_config());
   EXPECT_NE(error.find("broken_tokenizer.safetensors"), std::string::npos) << error;
@@ -279,7 +293,7 @@ TEST(ShapeTokenizerLoad, MissingTensorIsNamed) {
 }
 
 TEST(ShapeTokenizerLoad, WrongShapeAndUnexpectedTensorsAreNamed) {
-  auto tensors = random_shape_tensors(tiny_config(), 2);
+  auto tensors = random_tensors(expected_shape_tensors(tiny_config()), 2);
   for (auto& t : tensors)
     if (t.name == "encoder.ln_f.bias") {
       t.shape = {int64_t(t.bytes.size() / 8), 2};
@@ -292,7 +306,7 @@ TEST(ShapeTokenizerLoad, WrongShapeAndUnexpectedTensorsAreNamed) {
 }
 
 TEST(ShapeTokenizerLoad, ConfigurationThatDisagreesWithWeightsIsNamed) {
-  auto tensors = random_shape_tensors(tiny_config(), 3);
+  auto tensors = random_tensors(expected_shape_tensors(tiny_config()), 3);
   ShapeModelConfig other = tiny_config();
   other.decoder_layers = 3;
   const std::string error = load_error(tensors, other);
@@ -301,7 +315,7 @@ TEST(ShapeTokenizerLoad, ConfigurationThatDisagreesWithWeightsIsNamed) {
 }
 
 TEST(ShapeTokenizerLoad, TruncatedFileOnDiskIsNamed) {
-  const auto image = safetensors_image(random_shape_tensors(tiny_config(), 4));
+  const auto image = image_of(random_tensors(expected_shape_tensors(tiny_config()), 4));
   const auto path = std::filesystem::path(::testing::TempDir()) / "truncated_shape_tokenizer.safetensors";
   {
     std::ofstream out(path, std::ios::binary);
@@ -316,7 +330,7 @@ TEST(ShapeTokenizerLoad, TruncatedFileOnDiskIsNamed) {
 // Half-precision checkpoints compute exactly what their values widened to F32 compute.
 TEST(ShapeTokenizerWeights, Bf16WeightsMatchTheirF32Widening) {
   const ShapeModelConfig config = tiny_config();
-  auto half = random_shape_tensors(config, 5, DType::kBF16);
+  auto half = random_tensors(expected_shape_tensors(config), 5, DType::kBF16);
   std::vector<OwnedTensor> widened;
   for (const auto& t : half) {
     OwnedTensor w{t.name, DType::kF32, t.shape, std::vector<std::byte>(t.bytes.size() * 2)};
@@ -332,7 +346,7 @@ TEST(ShapeTokenizerWeights, Bf16WeightsMatchTheirF32Widening) {
   auto latents_b = b->decode_tokens(tokens);
   ASSERT_TRUE(latents_a.ok() && latents_b.ok());
   EXPECT_TRUE(close_to("bf16 latents", *latents_a, *latents_b));
-  const auto points = dense_grid_points(2);
+  const auto points = meshing_grid_points(2);
   std::vector<float> logits_a(points.size() / 3), logits_b(points.size() / 3);
   ASSERT_TRUE(a->occupancy(std::span<const float>(*latents_a), points, logits_a).ok());
   ASSERT_TRUE(b->occupancy(std::span<const float>(*latents_b), points, logits_b).ok());
@@ -340,7 +354,8 @@ TEST(ShapeTokenizerWeights, Bf16WeightsMatchTheirF32Widening) {
 }
 
 TEST(ShapeTokenizerWeights, RejectsMisshapenInputs) {
-  auto tokenizer = ShapeTokenizer::from_file(open_image(random_shape_tensors(tiny_config(), 6), "random"), tiny_config());
+  auto tokenizer = ShapeTokenizer::from_file(
+      open_image(random_tensors(expected_shape_tensors(tiny_config()), 6), "random"), tiny_config());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
   std::vector<float> latents(size_t(6 * 32) + 1), logits(2);
   const std::vector<float> points = {0, 0, 0, 1, 1, 1};
@@ -353,13 +368,14 @@ TEST(ShapeTokenizerWeights, RejectsMisshapenInputs) {
 }
 
 TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {
-  auto tokenizer = ShapeTokenizer::from_file(open_image(random_shape_tensors(tiny_config(), 7), "random"), tiny_config());
+  auto tokenizer = ShapeTokenizer::from_file(
+      open_image(random_tensors(expected_shape_tensors(tiny_config()), 7), "random"), tiny_config());
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
   auto latents = tokenizer->decode_tokens(std::vector<int64_t>{1, 2, 3, 4, 5, 6});
   ASSERT_TRUE(latents.ok());
   auto prepared = tokenizer->prepare_latents(*latents);
   ASSERT_TRUE(prepared.ok());
-  const auto points = dense_grid_points(2);  // 125 points
+  const auto points = meshing_grid_points(2);  // 125 points
   std::vector<float> logits(125), reference(125);
   ASSERT_TRUE(tokenizer->occupancy(*prepared, points, reference).ok());
   std::vector<int64_t> reported;
@@ -377,7 +393,7 @@ TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {
 }
 
 TEST(DenseGrid, IsXMajorAndSpansTheBounds) {
-  const auto points = dense_grid_points(1);  // 3 points per axis
+  const auto points = meshing_grid_points(1);  // 3 points per axis
   ASSERT_EQ(points.size(), size_t(27 * 3));
   EXPECT_FLOAT_EQ(points[0], -1.05f);
   EXPECT_FLOAT_EQ(points[3 * 1 + 2], 0.f);      // z moves first
@@ -389,13 +405,14 @@ TEST(DenseGrid, IsXMajorAndSpansTheBounds) {
 // The fused decoder is for decoders whose weights stay in L2; a wide one (and
 // any on a CPU without AVX-512) goes through BLAS a layer at a time.
 TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
-  const bool avx512 = std::string(shape_kernels::isa()) == "avx512";
+  const bool avx512 = std::string(cpu::kernel_isa()) == "avx512";
   ShapeModelConfig small = tiny_config();
   small.width = 64;
   small.heads = 4;
   small.latents = 20;
   small.num_freqs = 8;
-  auto small_file = random_shape_tokenizer_file(small, 11);
+  auto small_file =
+      random_weights_file(expected_shape_tensors(small), 11, DType::kF32, "random shape_tokenizer.safetensors");
   ASSERT_TRUE(small_file.ok());
   auto small_tokenizer = ShapeTokenizer::from_file(std::move(small_file).value(), small);
   ASSERT_TRUE(small_tokenizer.ok()) << small_tokenizer.error().to_string();
@@ -403,7 +420,8 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
 
   ShapeModelConfig wide = small;
   wide.width = 256;  // 256·1024·2 MLP weights alone exceed the limit
-  auto wide_file = random_shape_tokenizer_file(wide, 12);
+  auto wide_file =
+      random_weights_file(expected_shape_tensors(wide), 12, DType::kF32, "random shape_tokenizer.safetensors");
   ASSERT_TRUE(wide_file.ok());
   auto wide_tokenizer = ShapeTokenizer::from_file(std::move(wide_file).value(), wide);
   ASSERT_TRUE(wide_tokenizer.ok()) << wide_tokenizer.error().to_string();
@@ -412,7 +430,8 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
   ShapeModelConfig odd = small;
   odd.width = 40;  // not a multiple of 16
   odd.heads = 2;
-  auto odd_file = random_shape_tokenizer_file(odd, 13);
+  auto odd_file =
+      random_weights_file(expected_shape_tensors(odd), 13, DType::kF32, "random shape_tokenizer.safetensors");
   ASSERT_TRUE(odd_file.ok());
   auto odd_tokenizer = ShapeTokenizer::from_file(std::move(odd_file).value(), odd);
   ASSERT_TRUE(odd_tokenizer.ok()) << odd_tokenizer.error().to_string();
@@ -424,7 +443,7 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
     for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t(i * 5 % 16);
     auto latents = small_tokenizer->decode_tokens(tokens);
     ASSERT_TRUE(latents.ok());
-    const std::vector<float> points = dense_grid_points(4);
+    const std::vector<float> points = meshing_grid_points(4);
     std::vector<float> fused(points.size() / 3), layered(points.size() / 3);
     ASSERT_TRUE(small_tokenizer->occupancy(*latents, points, fused).ok());
     small_tokenizer->set_fused_occupancy(false);
@@ -458,170 +477,6 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
     auto refused = small_tokenizer->occupancy_on_grid(*prepared, grid, outside, one);
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(refused.error().message.find("grid index 17"), std::string::npos) << refused.error().message;
-  }
-}
-
-// ---- The elementwise kernels (dispatched, and the scalar path) against double precision.
-
-struct KernelSet {
-  const char* name;
-  void (*fourier_embed)(const float*, const float*, int64_t, const float*, int64_t, float*);
-  void (*layer_norm)(const float*, int64_t, int64_t, float, const float*, const float*, float*);
-  void (*softmax_rows)(float*, int64_t, int64_t, float);
-  void (*gelu)(float*, int64_t);
-  void (*silu)(float*, int64_t);
-};
-
-std::vector<KernelSet> kernel_sets() {
-  return {{"dispatched", shape_kernels::fourier_embed, shape_kernels::layer_norm, shape_kernels::softmax_rows, shape_kernels::gelu_erf, shape_kernels::silu},
-          {"scalar", shape_kernels::fourier_embed_scalar, shape_kernels::layer_norm_scalar,
-           shape_kernels::softmax_rows_scalar, shape_kernels::gelu_erf_scalar, shape_kernels::silu_scalar}};
-}
-
-// |a - exact| relative to |exact|, or absolute below 1e-3: a GELU/SiLU output
-// that small is at the scale of rounding in the layer that reads it.
-double activation_error(float actual, double exact) {
-  return std::abs(double(actual) - exact) / std::max(std::abs(exact), 1e-3);
-}
-
-// Each embedded value is a sum of two sines or cosines of float32 arguments
-// formed as the kernels form them; the reference sums them in double precision.
-TEST(ShapeKernels, FourierEmbeddingMatchesDoublePrecision) {
-  for (int64_t F : {16, 8, 21}) {  // one vector, a partial one, one and a partial
-    std::mt19937 rng{static_cast<uint32_t>(F)};
-    std::normal_distribution<float> normal(0.f, std::sqrt(0.5f * float(F)));
-    std::uniform_real_distribution<float> uniform(-1.2f, 1.2f);
-    std::vector<float> weight(static_cast<size_t>(3 * F)), carrier(static_cast<size_t>(F)), points;
-    for (float& w : weight) w = normal(rng);
-    weight[0] = 60.f;  // arguments up to ±72: several turns of range reduction
-    for (int64_t f = 0; f < F; ++f) carrier[size_t(f)] = float(f) * 1.7f;
-    for (int i = 0; i < 3 * 3000; ++i) points.push_back(uniform(rng));
-    for (float v : {0.f, -0.f, 1.f, -1.f, 1.05f, -1.05f}) points.insert(points.end(), {v, -v, v});
-    const int64_t count = int64_t(points.size() / 3), dim = 3 * (2 * F + 1);
-    for (const auto& set : kernel_sets()) {
-      std::vector<float> out(size_t(count * dim), -7.f);
-      set.fourier_embed(weight.data(), carrier.data(), F, points.data(), count, out.data());
-      double worst = 0.0;
-      for (int64_t p = 0; p < count; ++p)
-        for (int i = 0; i < 3; ++i) {
-          const float x = points[size_t(p * 3 + i)];
-          EXPECT_EQ(out[size_t(p * dim + i)], x);
-          const float phase = x * 0.5f * std::numbers::pi_v<float>;
-          for (int64_t f = 0; f < F; ++f) {
-            const double modulated = double(x * weight[size_t(i * F + f)]);
-            const double carried = double(phase + carrier[size_t(f)]);
-            const float c = out[size_t(p * dim + 3 + i * F + f)], s = out[size_t(p * dim + 3 + 3 * F + i * F + f)];
-            worst = std::max({worst, std::abs(double(c) - (std::cos(modulated) + std::cos(carried))),
-                              std::abs(double(s) - (std::sin(modulated) + std::sin(carried)))});
-          }
-        }
-      std::printf("  Fourier F=%lld (%s, %s): worst error %.3g\n", static_cast<long long>(F), set.name,
-                  shape_kernels::isa(), worst);
-      // A couple of ulp of each term (values lie in [-2, 2]).
-      EXPECT_LT(worst, 1e-6) << set.name << " F=" << F;
-    }
-  }
-}
-
-TEST(ShapeKernels, LayerNormMatchesDoublePrecision) {
-  std::mt19937 rng{5};
-  std::normal_distribution<float> normal(0.f, 1.f);
-  for (int64_t n : {64, 37, 16, 5}) {
-    const int64_t rows = 300;
-    std::vector<float> x(size_t(rows * n)), weight(static_cast<size_t>(n)), bias(static_cast<size_t>(n));
-    for (int64_t r = 0; r < rows; ++r)  // rows with large offsets: the mean must come off first
-      for (int64_t j = 0; j < n; ++j) x[size_t(r * n + j)] = normal(rng) * float(r % 7 + 1) + float(r % 5) * 30.f;
-    for (float& w : weight) w = normal(rng);
-    for (float& b : bias) b = normal(rng);
-    for (bool affine : {true, false})
-      for (const auto& set : kernel_sets()) {
-        std::vector<float> y(x.size(), -7.f);
-        set.layer_norm(x.data(), rows, n, 1e-6f, affine ? weight.data() : nullptr, affine ? bias.data() : nullptr,
-                       y.data());
-        // Errors in units of the row's own float32 resolution: max |x| / std, times
-        // the weight. Rows far from zero mean lose digits in x − mean in any float32
-        // implementation; the kernels must not lose more than a few ulp beyond that.
-        double worst = 0.0;
-        for (int64_t r = 0; r < rows; ++r) {
-          double mean = 0.0, var = 0.0, largest = 0.0;
-          for (int64_t j = 0; j < n; ++j) {
-            mean += x[size_t(r * n + j)];
-            largest = std::max(largest, std::abs(double(x[size_t(r * n + j)])));
-          }
-          mean /= double(n);
-          for (int64_t j = 0; j < n; ++j) var += (x[size_t(r * n + j)] - mean) * (x[size_t(r * n + j)] - mean);
-          const double inverse = 1.0 / std::sqrt(var / double(n) + 1e-6);
-          for (int64_t j = 0; j < n; ++j) {
-            double expected = (x[size_t(r * n + j)] - mean) * inverse;
-            double scale = largest * inverse;
-            if (affine) {
-              expected = expected * weight[size_t(j)] + bias[size_t(j)];
-              scale *= std::max(1.0, std::abs(double(weight[size_t(j)])));
-            }
-            worst = std::max(worst, std::abs(double(y[size_t(r * n + j)]) - expected) / scale);
-          }
-        }
-        std::printf("  LayerNorm n=%lld (%s, %s): worst error %.3g of the row's resolution\n",
-                    static_cast<long long>(n), set.name, shape_kernels::isa(), worst);
-        // float32's epsilon is 1.2e-7: a few ulp.
-        EXPECT_LT(worst, 6e-7) << set.name << " n=" << n;
-      }
-  }
-}
-
-TEST(ShapeKernels, GeluMatchesErf) {
-  std::vector<float> x;
-  for (int i = -4000; i <= 4000; ++i) x.push_back(float(i) * 0.0025f);  // [-10, 10]
-  for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 30.f, -30.f, 1e4f, -1e4f}) x.push_back(v);
-  for (const auto& set : kernel_sets()) {
-    std::vector<float> y = x;
-    set.gelu(y.data(), int64_t(y.size()));
-    double worst = 0.0;
-    for (size_t i = 0; i < x.size(); ++i)
-      worst = std::max(worst, activation_error(y[i], 0.5 * double(x[i]) * (1.0 + std::erf(double(x[i]) / std::sqrt(2.0)))));
-    std::printf("  GELU (%s, %s): worst error %.3g\n", set.name, shape_kernels::isa(), worst);
-    // A few ulp. (Written as 1 + erf in float32 this loses up to 8e-5 near
-    // x = -5 by cancellation; both paths evaluate erfc there instead.)
-    EXPECT_LT(worst, 2e-6) << set.name;
-  }
-}
-
-TEST(ShapeKernels, SiluMatchesDoublePrecision) {
-  std::vector<float> x;
-  for (int i = -6000; i <= 6000; ++i) x.push_back(float(i) * 0.005f);  // [-30, 30]
-  for (float v : {0.f, 100.f, -100.f, 1e-20f}) x.push_back(v);
-  for (const auto& set : kernel_sets()) {
-    std::vector<float> y = x;
-    set.silu(y.data(), int64_t(y.size()));
-    double worst = 0.0;
-    for (size_t i = 0; i < x.size(); ++i)
-      worst = std::max(worst, activation_error(y[i], double(x[i]) / (1.0 + std::exp(-double(x[i])))));
-    std::printf("  SiLU (%s, %s): worst error %.3g\n", set.name, shape_kernels::isa(), worst);
-    EXPECT_LT(worst, 1e-6) << set.name;
-  }
-}
-
-TEST(ShapeKernels, SoftmaxRowsMatchDoublePrecision) {
-  const int64_t rows = 5, n = 1037;  // a tail that is not a multiple of 16
-  std::vector<float> scores(size_t(rows * n));
-  for (int64_t i = 0; i < rows * n; ++i) scores[size_t(i)] = float(std::sin(double(i) * 0.37) * 12.0 + double(i % 7));
-  const float scale = 0.125f;
-  for (const auto& set : kernel_sets()) {
-    std::vector<float> result = scores;
-    set.softmax_rows(result.data(), rows, n, scale);
-    double worst = 0.0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = scores.data() + r * n;
-      double max_value = -1e300, sum = 0.0;
-      for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, double(row[j]) * scale);
-      for (int64_t j = 0; j < n; ++j) sum += std::exp(double(row[j]) * scale - max_value);
-      for (int64_t j = 0; j < n; ++j) {
-        const double exact = std::exp(double(row[j]) * scale - max_value) / sum;
-        worst = std::max(worst, std::abs(double(result[size_t(r * n + j)]) - exact) / exact);
-      }
-    }
-    std::printf("  softmax (%s, %s): worst relative error %.3g\n", set.name, shape_kernels::isa(), worst);
-    EXPECT_LT(worst, 2e-6) << set.name;
   }
 }
 

@@ -1,12 +1,16 @@
 // CPU ops against plain scalar definitions: every instruction-set path of the
-// matrix-vector kernel, GEMM, attention masks, norms and RoPE.
+// matrix-vector kernel, GEMM, attention masks, norms and RoPE, and the
+// vector-math ops (dispatched and scalar) against double precision.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <numbers>
 #include <random>
 
 #include "inference/core/thread_pool.h"
-#include "inference/cpu/matvec.h"
+#include "inference/cpu/kernels.h"
 #include "inference/cpu/ops.h"
 #include "support/oracle.h"
 
@@ -242,6 +246,171 @@ TEST(CpuOps, NormsMatchDefinitions) {
   double sq = 0;
   for (int j = 0; j < 16; ++j) sq += y[size_t(j)] * y[size_t(j)];
   EXPECT_NEAR(sq / 16, 4.0, 1e-3);
+}
+
+// ---- The vector-math ops (dispatched, and the scalar loops) against double precision.
+
+struct KernelSet {
+  const char* name;
+  void (*fourier_embed)(const float*, const float*, int64_t, const float*, int64_t, float*);
+  void (*layer_norm)(const float*, int64_t, int64_t, float, const float*, const float*, float*);
+  void (*softmax_rows)(float*, int64_t, int64_t, float);
+  void (*gelu)(float*, int64_t);
+  void (*silu)(float*, int64_t);
+};
+
+std::vector<KernelSet> kernel_sets() {
+  return {{"dispatched", cpu::fourier_embed, cpu::layer_norm_lanes, cpu::softmax_rows, cpu::gelu_erf_lanes,
+           cpu::silu_lanes},
+          {"scalar", cpu::fourier_embed_scalar, cpu::layer_norm, cpu::softmax_rows_scalar, cpu::gelu_erf_inplace,
+           cpu::silu_lanes_scalar}};
+}
+
+// |a - exact| relative to |exact|, or absolute below 1e-3: a GELU/SiLU output
+// that small is at the scale of rounding in the layer that reads it.
+double activation_error(float actual, double exact) {
+  return std::abs(double(actual) - exact) / std::max(std::abs(exact), 1e-3);
+}
+
+// Each embedded value is a sum of two sines or cosines of float32 arguments
+// formed as the kernels form them; the reference sums them in double precision.
+TEST(CpuVectorMath, FourierEmbeddingMatchesDoublePrecision) {
+  for (int64_t F : {16, 8, 21}) {  // one vector, a partial one, one and a partial
+    std::mt19937 rng{static_cast<uint32_t>(F)};
+    std::normal_distribution<float> normal(0.f, std::sqrt(0.5f * float(F)));
+    std::uniform_real_distribution<float> uniform(-1.2f, 1.2f);
+    std::vector<float> weight(static_cast<size_t>(3 * F)), carrier(static_cast<size_t>(F)), points;
+    for (float& w : weight) w = normal(rng);
+    weight[0] = 60.f;  // arguments up to ±72: several turns of range reduction
+    for (int64_t f = 0; f < F; ++f) carrier[size_t(f)] = float(f) * 1.7f;
+    for (int i = 0; i < 3 * 3000; ++i) points.push_back(uniform(rng));
+    for (float v : {0.f, -0.f, 1.f, -1.f, 1.05f, -1.05f}) points.insert(points.end(), {v, -v, v});
+    const int64_t count = int64_t(points.size() / 3), dim = 3 * (2 * F + 1);
+    for (const auto& set : kernel_sets()) {
+      std::vector<float> out(size_t(count * dim), -7.f);
+      set.fourier_embed(weight.data(), carrier.data(), F, points.data(), count, out.data());
+      double worst = 0.0;
+      for (int64_t p = 0; p < count; ++p)
+        for (int i = 0; i < 3; ++i) {
+          const float x = points[size_t(p * 3 + i)];
+          EXPECT_EQ(out[size_t(p * dim + i)], x);
+          const float phase = x * 0.5f * std::numbers::pi_v<float>;
+          for (int64_t f = 0; f < F; ++f) {
+            const double modulated = double(x * weight[size_t(i * F + f)]);
+            const double carried = double(phase + carrier[size_t(f)]);
+            const float c = out[size_t(p * dim + 3 + i * F + f)], s = out[size_t(p * dim + 3 + 3 * F + i * F + f)];
+            worst = std::max({worst, std::abs(double(c) - (std::cos(modulated) + std::cos(carried))),
+                              std::abs(double(s) - (std::sin(modulated) + std::sin(carried)))});
+          }
+        }
+      std::printf("  Fourier F=%lld (%s, %s): worst error %.3g\n", static_cast<long long>(F), set.name,
+                  cpu::kernel_isa(), worst);
+      // A couple of ulp of each term (values lie in [-2, 2]).
+      EXPECT_LT(worst, 1e-6) << set.name << " F=" << F;
+    }
+  }
+}
+
+TEST(CpuVectorMath, LayerNormMatchesDoublePrecision) {
+  std::mt19937 rng{5};
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t n : {64, 37, 16, 5}) {
+    const int64_t rows = 300;
+    std::vector<float> x(size_t(rows * n)), weight(static_cast<size_t>(n)), bias(static_cast<size_t>(n));
+    for (int64_t r = 0; r < rows; ++r)  // rows with large offsets: the mean must come off first
+      for (int64_t j = 0; j < n; ++j) x[size_t(r * n + j)] = normal(rng) * float(r % 7 + 1) + float(r % 5) * 30.f;
+    for (float& w : weight) w = normal(rng);
+    for (float& b : bias) b = normal(rng);
+    for (bool affine : {true, false})
+      for (const auto& set : kernel_sets()) {
+        std::vector<float> y(x.size(), -7.f);
+        set.layer_norm(x.data(), rows, n, 1e-6f, affine ? weight.data() : nullptr, affine ? bias.data() : nullptr,
+                       y.data());
+        // Errors in units of the row's own float32 resolution: max |x| / std, times
+        // the weight. Rows far from zero mean lose digits in x − mean in any float32
+        // implementation; the kernels must not lose more than a few ulp beyond that.
+        double worst = 0.0;
+        for (int64_t r = 0; r < rows; ++r) {
+          double mean = 0.0, var = 0.0, largest = 0.0;
+          for (int64_t j = 0; j < n; ++j) {
+            mean += x[size_t(r * n + j)];
+            largest = std::max(largest, std::abs(double(x[size_t(r * n + j)])));
+          }
+          mean /= double(n);
+          for (int64_t j = 0; j < n; ++j) var += (x[size_t(r * n + j)] - mean) * (x[size_t(r * n + j)] - mean);
+          const double inverse = 1.0 / std::sqrt(var / double(n) + 1e-6);
+          for (int64_t j = 0; j < n; ++j) {
+            double expected = (x[size_t(r * n + j)] - mean) * inverse;
+            double scale = largest * inverse;
+            if (affine) {
+              expected = expected * weight[size_t(j)] + bias[size_t(j)];
+              scale *= std::max(1.0, std::abs(double(weight[size_t(j)])));
+            }
+            worst = std::max(worst, std::abs(double(y[size_t(r * n + j)]) - expected) / scale);
+          }
+        }
+        std::printf("  LayerNorm n=%lld (%s, %s): worst error %.3g of the row's resolution\n",
+                    static_cast<long long>(n), set.name, cpu::kernel_isa(), worst);
+        // float32's epsilon is 1.2e-7: a few ulp.
+        EXPECT_LT(worst, 6e-7) << set.name << " n=" << n;
+      }
+  }
+}
+
+TEST(CpuVectorMath, GeluMatchesErf) {
+  std::vector<float> x;
+  for (int i = -4000; i <= 4000; ++i) x.push_back(float(i) * 0.0025f);  // [-10, 10]
+  for (float v : {0.f, -0.f, 1e-30f, -1e-30f, 30.f, -30.f, 1e4f, -1e4f}) x.push_back(v);
+  for (const auto& set : kernel_sets()) {
+    std::vector<float> y = x;
+    set.gelu(y.data(), int64_t(y.size()));
+    double worst = 0.0;
+    for (size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, activation_error(y[i], 0.5 * double(x[i]) * (1.0 + std::erf(double(x[i]) / std::sqrt(2.0)))));
+    std::printf("  GELU (%s, %s): worst error %.3g\n", set.name, cpu::kernel_isa(), worst);
+    // A few ulp. (Written as 1 + erf in float32 this loses up to 8e-5 near
+    // x = -5 by cancellation; both paths evaluate erfc there instead.)
+    EXPECT_LT(worst, 2e-6) << set.name;
+  }
+}
+
+TEST(CpuVectorMath, SiluMatchesDoublePrecision) {
+  std::vector<float> x;
+  for (int i = -6000; i <= 6000; ++i) x.push_back(float(i) * 0.005f);  // [-30, 30]
+  for (float v : {0.f, 100.f, -100.f, 1e-20f}) x.push_back(v);
+  for (const auto& set : kernel_sets()) {
+    std::vector<float> y = x;
+    set.silu(y.data(), int64_t(y.size()));
+    double worst = 0.0;
+    for (size_t i = 0; i < x.size(); ++i)
+      worst = std::max(worst, activation_error(y[i], double(x[i]) / (1.0 + std::exp(-double(x[i])))));
+    std::printf("  SiLU (%s, %s): worst error %.3g\n", set.name, cpu::kernel_isa(), worst);
+    EXPECT_LT(worst, 1e-6) << set.name;
+  }
+}
+
+TEST(CpuVectorMath, SoftmaxRowsMatchDoublePrecision) {
+  const int64_t rows = 5, n = 1037;  // a tail that is not a multiple of 16
+  std::vector<float> scores(size_t(rows * n));
+  for (int64_t i = 0; i < rows * n; ++i) scores[size_t(i)] = float(std::sin(double(i) * 0.37) * 12.0 + double(i % 7));
+  const float scale = 0.125f;
+  for (const auto& set : kernel_sets()) {
+    std::vector<float> result = scores;
+    set.softmax_rows(result.data(), rows, n, scale);
+    double worst = 0.0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = scores.data() + r * n;
+      double max_value = -1e300, sum = 0.0;
+      for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, double(row[j]) * scale);
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(double(row[j]) * scale - max_value);
+      for (int64_t j = 0; j < n; ++j) {
+        const double exact = std::exp(double(row[j]) * scale - max_value) / sum;
+        worst = std::max(worst, std::abs(double(result[size_t(r * n + j)]) - exact) / exact);
+      }
+    }
+    std::printf("  softmax (%s, %s): worst relative error %.3g\n", set.name, cpu::kernel_isa(), worst);
+    EXPECT_LT(worst, 2e-6) << set.name;
+  }
 }
 
 TEST(ThreadPool, CoversEveryIndexOnce) {

@@ -74,6 +74,29 @@ TEST(Safetensors, WriterRefusesDuplicatesAndWrongSizes) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+TEST(Safetensors, ImageStartsItsDataOnA64ByteBoundary) {
+  const std::vector<uint16_t> a = {1, 2, 3};  // 6 bytes: the next tensor starts unaligned
+  const std::vector<float> b = {0.5f, -1.f};
+  const std::vector<TensorToWrite> tensors = {{"a", DType::kF16, {3}, std::as_bytes(std::span<const uint16_t>(a))},
+                                              {"b", DType::kF32, {2}, std::as_bytes(std::span<const float>(b))}};
+  auto image = safetensors_image(tensors, {{"note", "x"}});
+  ASSERT_TRUE(image.ok()) << image.error().to_string();
+  uint64_t length = 0;
+  for (int i = 0; i < 8; ++i) length |= uint64_t((*image)[size_t(i)]) << (8 * i);
+  EXPECT_EQ((8 + length) % 64, 0u);
+  EXPECT_EQ(image->size(), 8 + length + 6 + 8);
+  EXPECT_EQ(char((*image)[size_t(8 + length - 1)]), ' ');  // padded with spaces
+  auto header = parse_safetensors_header(*image, "image");
+  ASSERT_TRUE(header.ok()) << header.error().to_string();
+  EXPECT_EQ(header->data_offset, 8 + length);
+  auto file = SafetensorsFile::from_bytes(std::move(image).value(), "image");
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  auto read_b = file->read_f32("b");
+  ASSERT_TRUE(read_b.ok());
+  EXPECT_EQ(*read_b, b);
+  EXPECT_EQ(file->metadata().at("note"), "x");
+}
+
 TEST(Safetensors, TruncatedBeforeHeaderLength) {
   Error e = rejected(std::vector<std::byte>(5));
   EXPECT_TRUE(mentions(e, "shorter than the 8-byte header length"));

@@ -14,12 +14,11 @@
 #include <cstring>
 #include <filesystem>
 #include <ctime>
-#include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "inference/cpu/ops.h"
+#include "inference/model/random_weights.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/text/clip_text_encoder.h"
 
@@ -30,10 +29,10 @@ namespace {
 
 using namespace cubeforge;
 
-// A safetensors image holding F32 random weights for `config`'s text tower.
-std::vector<std::byte> random_clip_text_weights(const ClipTextConfig& config) {
+// The tensors of `config`'s text tower.
+std::vector<ExpectedTensor> clip_text_tensors(const ClipTextConfig& config) {
   const int64_t c = config.hidden_size, i = config.intermediate_size;
-  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors = {
+  std::vector<ExpectedTensor> tensors = {
       {"text_model.embeddings.token_embedding.weight", {config.vocab_size, c}},
       {"text_model.embeddings.position_embedding.weight", {config.max_position_embeddings, c}},
       {"text_model.final_layer_norm.weight", {c}},
@@ -54,25 +53,7 @@ std::vector<std::byte> random_clip_text_weights(const ClipTextConfig& config) {
     tensors.push_back({p + "mlp.fc2.weight", {c, i}});
     tensors.push_back({p + "mlp.fc2.bias", {c}});
   }
-  nlohmann::json header = nlohmann::json::object();
-  uint64_t offset = 0;
-  for (const auto& [name, shape] : tensors) {
-    uint64_t count = 1;
-    for (int64_t d : shape) count *= uint64_t(d);
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + 4 * count}}};
-    offset += 4 * count;
-  }
-  std::string header_text = header.dump();
-  header_text.resize((header_text.size() + 7) / 8 * 8, ' ');
-  std::vector<std::byte> image(8 + header_text.size() + offset);
-  const uint64_t header_size = header_text.size();
-  std::memcpy(image.data(), &header_size, 8);
-  std::memcpy(image.data() + 8, header_text.data(), header_text.size());
-  float* values = reinterpret_cast<float*>(image.data() + 8 + header_text.size());
-  std::mt19937 random(7);
-  std::uniform_real_distribution<float> uniform(-0.03f, 0.03f);
-  for (uint64_t k = 0; k < offset / 4; ++k) values[k] = uniform(random);
-  return image;
+  return tensors;
 }
 
 double process_cpu_milliseconds() {
@@ -121,7 +102,7 @@ int main(int argc, char** argv) {
     config.intermediate_size = 3072;
     config.num_attention_heads = 12;
     config.num_hidden_layers = 12;
-    auto file = SafetensorsFile::from_bytes(random_clip_text_weights(config), "random CLIP-L text weights");
+    auto file = random_weights_file(clip_text_tensors(config), 7, DType::kF32, "random CLIP-L text weights");
     if (!file.ok()) {
       std::fprintf(stderr, "%s\n", file.error().to_string().c_str());
       return 1;

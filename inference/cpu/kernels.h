@@ -1,0 +1,77 @@
+// The kernels behind the CPU op set, one implementation per instruction set,
+// and the one table that picks them for this CPU at run time.
+//
+// Files named *_avx512.cpp are compiled for AVX-512 F, BW, VL and DQ and
+// *_avx2.cpp for AVX2, FMA and F16C (inference/CMakeLists.txt); the compiler
+// may use any of those instructions anywhere in such a file, so the table
+// points into one only when the CPU has every feature it was compiled for.
+// The ops (ops.cpp, occupancy_decoder.cpp) call through kernels(); tests call
+// the implementations directly to compare them with each other.
+#pragma once
+
+#include <cstdint>
+
+#include "inference/cpu/occupancy_decoder.h"
+#include "inference/cpu/ops.h"
+
+namespace cubeforge::cpu {
+
+// ---- Matrix-vector products for decode: y[b, n] (+)= Σ_k W[n, k] · x[b, k]
+// for one or two activation rows, over a range of output rows.
+
+// Computes rows [n_begin, n_end) of y for `batch` (1 or 2) activation rows.
+// x: [batch, K]; y: [batch, N] with row stride N. When `accumulate`, adds into y.
+using MatvecKernel = void (*)(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,
+                              const float* bias, float* y, bool accumulate);
+
+void matvec_generic(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,
+                    const float* bias, float* y, bool accumulate);
+void matvec_avx2(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,
+                 const float* bias, float* y, bool accumulate);
+void matvec_avx512(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,
+                   const float* bias, float* y, bool accumulate);
+
+// ---- The vector-math ops of ops.h, with the same contracts. Their scalar
+// loops are layer_norm and gelu_erf_inplace where those are the same loop,
+// and these otherwise.
+
+void fourier_embed_scalar(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
+                          int64_t count, float* out);
+void fourier_embed_avx512(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
+                          int64_t count, float* out);
+void layer_norm_lanes_avx512(const float* x, int64_t rows, int64_t n, float eps, const float* weight,
+                             const float* bias, float* y);
+void softmax_rows_scalar(float* scores, int64_t rows, int64_t n, float scale);
+void softmax_rows_avx512(float* scores, int64_t rows, int64_t n, float scale);
+void gelu_erf_lanes_avx512(float* x, int64_t n);
+void silu_lanes_scalar(float* x, int64_t n);
+void silu_lanes_avx512(float* x, int64_t n);
+
+// ---- The fused occupancy decoder (occupancy_decoder.h): AVX-512 only.
+
+void occupancy_decoder_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
+                              int64_t latent_count, const float* points, int64_t count, float* logits);
+void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
+                                   int64_t latent_count, const float* axis_terms, int64_t axis_points,
+                                   const int32_t* ijk, int64_t count, float* logits);
+
+// ---- The choice for this CPU, made once.
+
+struct Kernels {
+  const char* isa = "generic";  // "avx512", "avx2" or "generic"
+  MatvecKernel matvec = matvec_generic;
+  void (*fourier_embed)(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
+                        int64_t count, float* out) = fourier_embed_scalar;
+  void (*layer_norm_lanes)(const float* x, int64_t rows, int64_t n, float eps, const float* weight,
+                           const float* bias, float* y) = layer_norm;
+  void (*softmax_rows)(float* scores, int64_t rows, int64_t n, float scale) = softmax_rows_scalar;
+  void (*gelu_erf_lanes)(float* x, int64_t n) = gelu_erf_inplace;
+  void (*silu_lanes)(float* x, int64_t n) = silu_lanes_scalar;
+  // Null where the fused occupancy decoder does not run (no AVX-512).
+  decltype(&occupancy_decoder_avx512) occupancy_decoder = nullptr;
+  decltype(&occupancy_decoder_grid_avx512) occupancy_decoder_grid = nullptr;
+};
+
+const Kernels& kernels();
+
+}  // namespace cubeforge::cpu
