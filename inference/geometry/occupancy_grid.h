@@ -42,8 +42,8 @@ using FieldProgress = std::function<bool(int64_t evaluated_points, int64_t plann
 
 struct GridSpec {
   int resolution = 8;  // 2^resolution cells per axis
-  float lower = -1.05f;
-  float upper = 1.05f;
+  double lower = -1.05;  // double, as the reference's np.linspace takes its bounds
+  double upper = 1.05;
 
   int64_t cells_per_axis() const { return int64_t(1) << resolution; }
   int64_t points_per_axis() const { return cells_per_axis() + 1; }
