@@ -12,7 +12,7 @@
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/kernels.h"
 #include "inference/cpu/ops.h"
-#include "support/oracle.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {

@@ -1,0 +1,62 @@
+# Run by the build (see tools/layering.cmake): fails when a file includes a
+# project header that its target may not see, or that its top-level folder may
+# not use at all (DESIGN.md "Layout").
+#
+#   cmake -DPROJECT_ROOT=<source dir> -DRULES=<build dir>/include_rules.cmake -P check_includes.cmake
+cmake_minimum_required(VERSION 3.25)
+
+set(violations)
+
+# `file` (project-relative) is built into `targets` (empty for a file no target
+# of this configuration builds) and may include headers of the folders in
+# `allowed`; of a folder no target builds (header-only), any its area allows.
+function(cubeforge_rule file targets allowed)
+  cmake_path(GET file PARENT_PATH folder)
+  string(REGEX REPLACE "/.*" "" area "${file}")
+  set(area_allows)
+  foreach(rule IN LISTS CUBEFORGE_AREA_RULES)
+    if(rule MATCHES "^${area}=(.*)")
+      string(REPLACE "," ";" area_allows "${CMAKE_MATCH_1}")
+    endif()
+  endforeach()
+  file(STRINGS ${PROJECT_ROOT}/${file} lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]*)\".*" "\\1" included "${line}")
+    if(included MATCHES "^\\.\\.?/")
+      cmake_path(ABSOLUTE_PATH included BASE_DIRECTORY ${folder} NORMALIZE)
+    endif()
+    if(NOT included MATCHES "/")
+      continue()  # a header next to the file
+    endif()
+    string(REGEX REPLACE "/.*" "" included_area "${included}")
+    if(NOT included_area IN_LIST CUBEFORGE_AREAS)
+      continue()  # not a project header
+    endif()
+    cmake_path(GET included PARENT_PATH included_folder)
+    if(included_folder STREQUAL folder)
+      continue()
+    endif()
+    set(area_ok FALSE)
+    foreach(prefix IN LISTS area_allows)
+      if(included_folder STREQUAL prefix OR included_folder MATCHES "^${prefix}/")
+        set(area_ok TRUE)
+      endif()
+    endforeach()
+    if(NOT area_ok)
+      list(JOIN area_allows ", " area_text)
+      list(APPEND violations "${file}: includes ${included}, but ${area}/ may use only ${area_text} (DESIGN.md \"Layout\")")
+    elseif(targets AND included_folder IN_LIST CUBEFORGE_TARGET_FOLDERS AND NOT included_folder IN_LIST allowed)
+      list(APPEND violations "${file}: includes ${included}, but ${targets} does not link the target built from ${included_folder}/")
+    endif()
+  endforeach()
+  set(violations ${violations} PARENT_SCOPE)
+endfunction()
+
+include(${RULES})
+
+if(violations)
+  list(JOIN violations "\n  " text)
+  message(FATAL_ERROR "#include outside the target graph:\n  ${text}\n"
+          "Link the target that owns the header (PUBLIC when your header includes it), "
+          "or move the code to where the design puts it.")
+endif()
