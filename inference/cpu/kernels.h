@@ -57,6 +57,12 @@ void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& weights, const
 
 // ---- The choice for this CPU, made once.
 
+// Whether this CPU has every feature the *_avx512.cpp (*_avx2.cpp) files are
+// compiled for: the one test of the instruction set, for the table below, for
+// the tests that compare the implementations, and for picking BLAS kernels.
+bool supports_avx512_kernels();
+bool supports_avx2_kernels();
+
 struct Kernels {
   const char* isa = "generic";  // "avx512", "avx2" or "generic"
   MatvecKernel matvec = matvec_generic;
