@@ -8,8 +8,9 @@ cmake_minimum_required(VERSION 3.25)
 set(violations)
 
 # `file` (project-relative) is built into `targets` (empty for a file no target
-# of this configuration builds) and may include headers of the folders in
-# `allowed`; of a folder no target builds (header-only), any its area allows.
+# of this configuration builds) and may include the headers of a library's
+# folder only when that folder is in `allowed`; other project headers (of a
+# program's folder, of tests/support) as far as its area allows.
 function(cubeforge_rule file targets allowed)
   cmake_path(GET file PARENT_PATH folder)
   string(REGEX REPLACE "/.*" "" area "${file}")
@@ -45,8 +46,8 @@ function(cubeforge_rule file targets allowed)
     if(NOT area_ok)
       list(JOIN area_allows ", " area_text)
       list(APPEND violations "${file}: includes ${included}, but ${area}/ may use only ${area_text} (DESIGN.md \"Layout\")")
-    elseif(targets AND included_folder IN_LIST CUBEFORGE_TARGET_FOLDERS AND NOT included_folder IN_LIST allowed)
-      list(APPEND violations "${file}: includes ${included}, but ${targets} does not link the target built from ${included_folder}/")
+    elseif(targets AND included_folder IN_LIST CUBEFORGE_LIBRARY_FOLDERS AND NOT included_folder IN_LIST allowed)
+      list(APPEND violations "${file}: includes ${included}, but ${targets} does not link the library built from ${included_folder}/")
     endif()
   endforeach()
   set(violations ${violations} PARENT_SCOPE)

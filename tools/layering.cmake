@@ -14,9 +14,9 @@
 # A file may include headers of its own folder, of the targets its target
 # links, and of what those link PUBLICly: what one include directory per
 # library would allow. A header counts as part of every target built from its
-# folder's sources. A file no target of this configuration builds, and a
-# header of a folder that no target builds (tests/support), are held to their
-# area's rule only.
+# folder's sources. Headers of a folder that no library is built from (a
+# program's, tests/support) and files no target of this configuration builds
+# are held to their area's rule only.
 
 # What each top-level folder may include at all: inference uses nothing of the
 # others; the engine uses inference's mesh types only; the app uses both.
@@ -149,6 +149,7 @@ function(cubeforge_check_layering)
 
   # The folders of each target's files, and the targets built from each folder.
   set(folders)
+  set(library_folders)
   foreach(target IN LISTS project_targets)
     cubeforge_project_sources(${target} files)
     set(files_of_${target} ${files})
@@ -160,12 +161,17 @@ function(cubeforge_check_layering)
       list(APPEND folders ${folder})
     endforeach()
     list(REMOVE_DUPLICATES folders_of_${target})
+    get_target_property(type ${target} TYPE)
+    if(NOT type STREQUAL "EXECUTABLE")
+      list(APPEND library_folders ${folders_of_${target}})
+    endif()
   endforeach()
   list(REMOVE_DUPLICATES folders)
+  list(REMOVE_DUPLICATES library_folders)
 
   set(rules "# Written by cubeforge_check_layering() (tools/layering.cmake); read by tools/check_includes.cmake.\n")
   string(APPEND rules "set(CUBEFORGE_AREA_RULES \"${CUBEFORGE_AREA_RULES}\")\nset(CUBEFORGE_AREAS \"${areas}\")\n")
-  string(APPEND rules "set(CUBEFORGE_TARGET_FOLDERS \"${folders}\")\n")
+  string(APPEND rules "set(CUBEFORGE_LIBRARY_FOLDERS \"${library_folders}\")\n")
   set(ruled_files)
   foreach(target IN LISTS project_targets)
     cubeforge_visible_targets(${target} "${project_targets}" visible)
