@@ -2,7 +2,7 @@
 // and the one table that picks them for this CPU at run time.
 //
 // Files named *_avx512.cpp are compiled for AVX-512 F, BW, VL and DQ and
-// *_avx2.cpp for AVX2, FMA and F16C (inference/CMakeLists.txt); the compiler
+// *_avx2.cpp for AVX2, FMA and F16C (tools/layering.cmake); the compiler
 // may use any of those instructions anywhere in such a file, so the table
 // points into one only when the CPU has every feature it was compiled for.
 // The ops (ops.cpp, occupancy_decoder.cpp) call through kernels(); tests call
