@@ -115,29 +115,34 @@ function(cubeforge_visible_targets target project_targets out)
   set(${out} ${visible} PARENT_SCOPE)
 endfunction()
 
-# Whether area `area` may use project folder `folder` (CUBEFORGE_AREA_RULES).
-function(cubeforge_area_allows area folder out)
-  set(allowed FALSE)
+# The top-level folders (areas) the rules speak of.
+set(CUBEFORGE_AREAS ${CUBEFORGE_AREA_RULES})
+list(TRANSFORM CUBEFORGE_AREAS REPLACE "=.*" "")
+
+# The folders area `area` may use (CUBEFORGE_AREA_RULES).
+function(cubeforge_area_uses area out)
+  set(prefixes)
   foreach(rule IN LISTS CUBEFORGE_AREA_RULES)
     if(rule MATCHES "^${area}=(.*)")
       string(REPLACE "," ";" prefixes "${CMAKE_MATCH_1}")
-      foreach(prefix IN LISTS prefixes)
-        if(folder STREQUAL prefix OR folder MATCHES "^${prefix}/")
-          set(allowed TRUE)
-        endif()
-      endforeach()
+    endif()
+  endforeach()
+  set(${out} ${prefixes} PARENT_SCOPE)
+endfunction()
+
+# Whether area `area` may use project folder `folder`.
+function(cubeforge_area_allows area folder out)
+  cubeforge_area_uses(${area} prefixes)
+  set(allowed FALSE)
+  foreach(prefix IN LISTS prefixes)
+    if(folder STREQUAL prefix OR folder MATCHES "^${prefix}/")
+      set(allowed TRUE)
     endif()
   endforeach()
   set(${out} ${allowed} PARENT_SCOPE)
 endfunction()
 
 function(cubeforge_check_layering)
-  set(areas)
-  foreach(rule IN LISTS CUBEFORGE_AREA_RULES)
-    string(REGEX REPLACE "=.*" "" area "${rule}")
-    list(APPEND areas ${area})
-  endforeach()
-
   cubeforge_targets_below(${PROJECT_SOURCE_DIR} all_targets)
   set(project_targets)
   foreach(target IN LISTS all_targets)
@@ -170,7 +175,6 @@ function(cubeforge_check_layering)
   list(REMOVE_DUPLICATES library_folders)
 
   set(rules "# Written by cubeforge_check_layering() (tools/layering.cmake); read by tools/check_includes.cmake.\n")
-  string(APPEND rules "set(CUBEFORGE_AREA_RULES \"${CUBEFORGE_AREA_RULES}\")\nset(CUBEFORGE_AREAS \"${areas}\")\n")
   string(APPEND rules "set(CUBEFORGE_LIBRARY_FOLDERS \"${library_folders}\")\n")
   set(ruled_files)
   foreach(target IN LISTS project_targets)
@@ -223,7 +227,7 @@ function(cubeforge_check_layering)
   # Everything else in the areas (not built in this configuration, or headers
   # of a folder without sources): the area's rule only.
   set(patterns)
-  foreach(area IN LISTS areas)
+  foreach(area IN LISTS CUBEFORGE_AREAS)
     foreach(extension IN ITEMS h cuh cpp cu)
       list(APPEND patterns ${PROJECT_SOURCE_DIR}/${area}/*.${extension})
     endforeach()
@@ -243,7 +247,8 @@ function(cubeforge_check_layering)
     COMMAND ${CMAKE_COMMAND} -DPROJECT_ROOT=${PROJECT_SOURCE_DIR} -DRULES=${rules_file}
             -P ${PROJECT_SOURCE_DIR}/tools/check_includes.cmake
     COMMAND ${CMAKE_COMMAND} -E touch ${stamp}
-    DEPENDS ${rules_file} ${PROJECT_SOURCE_DIR}/tools/check_includes.cmake ${every_file}
+    DEPENDS ${rules_file} ${PROJECT_SOURCE_DIR}/tools/check_includes.cmake ${CMAKE_CURRENT_FUNCTION_LIST_FILE}
+            ${every_file}
     COMMENT "Checking every #include against the target graph"
     VERBATIM)
   add_custom_target(cubeforge_include_check ALL DEPENDS ${stamp})
