@@ -65,6 +65,17 @@ function(cubeforge_add_library name)
   endforeach()
 endfunction()
 
+# Adds every folder next to the calling CMakeLists.txt that has a
+# CMakeLists.txt of its own: a new program or test folder needs no other edit.
+function(cubeforge_add_subfolders)
+  file(GLOB entries LIST_DIRECTORIES true CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  foreach(entry IN LISTS entries)
+    if(IS_DIRECTORY ${entry} AND EXISTS ${entry}/CMakeLists.txt)
+      add_subdirectory(${entry})
+    endif()
+  endforeach()
+endfunction()
+
 # Every target defined in `dir` and the folders below it.
 function(cubeforge_targets_below dir out)
   get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
