@@ -189,6 +189,15 @@ function(cubeforge_check_layering)
   string(APPEND rules "set(CUBEFORGE_LIBRARY_FOLDERS \"${library_folders}\")\n")
   set(ruled_files)
   foreach(target IN LISTS project_targets)
+    # A project library name that is no target would be passed to the linker
+    # as -l<name> and fail there, far from the cause.
+    get_target_property(direct ${target} LINK_LIBRARIES)
+    foreach(dependency IN LISTS direct)
+      if(dependency MATCHES "^cubeforge_" AND NOT TARGET ${dependency})
+        message(FATAL_ERROR "${target} links ${dependency}, which is no target of this build; the libraries "
+                "are one per folder (inference/CMakeLists.txt: cubeforge_core, cubeforge_cpu, …, cubeforge_engine)")
+      endif()
+    endforeach()
     cubeforge_visible_targets(${target} "${project_targets}" visible)
     set(allowed ${folders_of_${target}})
     foreach(dependency IN LISTS visible)
