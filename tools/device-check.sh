@@ -223,11 +223,11 @@ if [ -d "$build_dir" ]; then
   else
     note "cubeforge-cli bench: skipped (no $cli)"
   fi
-  engine_bench=$build_dir/app/engine-bench/cubeforge-engine-bench
-  if [ -x "$engine_bench" ]; then
-    stage "cubeforge-engine-bench" bench.log 60 "${with_deps[@]}" "$engine_bench"
+  viewport_bench=$build_dir/app/bench/cubeforge-bench-viewport
+  if [ -x "$viewport_bench" ]; then
+    stage "cubeforge-bench-viewport" bench.log 60 "${with_deps[@]}" "$viewport_bench"
   else
-    note "cubeforge-engine-bench: skipped (no $engine_bench)"
+    note "cubeforge-bench-viewport: skipped (no $viewport_bench)"
   fi
   grep -h '^\[bench\]' "$OUT/bench.log" 2>/dev/null | sed 's/^/  /' >> "$summary"
   grep -h '^{' "$OUT/bench.log" 2>/dev/null | tail -3 | sed 's/^/  cli: /' >> "$summary"

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <strings.h>
 
+#include "inference/cpu/kernels.h"
+
 namespace cubeforge::cpu {
 
 const char* blas_core_name() { return openblas_get_corename(); }
@@ -16,12 +18,10 @@ void reexec_with_matching_blas_kernels(char** argv) {
   if (std::getenv("OPENBLAS_CORETYPE") || std::getenv("CUBEFORGE_KEEP_BLAS")) return;
   const char* core = openblas_get_corename();
   if (!core || strcasecmp(core, "prescott") != 0) return;
-  __builtin_cpu_init();
   const char* wanted = nullptr;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq"))
+  if (supports_avx512_kernels())
     wanted = "SkylakeX";
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  else if (supports_avx2_kernels())
     wanted = "Haswell";
   if (!wanted) return;
   setenv("OPENBLAS_CORETYPE", wanted, 1);

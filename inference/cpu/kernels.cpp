@@ -3,23 +3,22 @@
 
 namespace cubeforge::cpu {
 
-namespace {
-
-// Every feature the *_avx512.cpp files are compiled for.
-bool has_avx512() {
+bool supports_avx512_kernels() {
+  __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
 }
 
-// Every feature the *_avx2.cpp files are compiled for.
-bool has_avx2() {
+bool supports_avx2_kernels() {
+  __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 }
 
+namespace {
+
 Kernels choose_kernels() {
-  __builtin_cpu_init();
   Kernels k;  // generic: the scalar loops
-  if (has_avx512()) {
+  if (supports_avx512_kernels()) {
     k.isa = "avx512";
     k.matvec = matvec_avx512;
     k.fourier_embed = fourier_embed_avx512;
@@ -29,7 +28,7 @@ Kernels choose_kernels() {
     k.silu_lanes = silu_lanes_avx512;
     k.occupancy_decoder = occupancy_decoder_avx512;
     k.occupancy_decoder_grid = occupancy_decoder_grid_avx512;
-  } else if (has_avx2()) {
+  } else if (supports_avx2_kernels()) {
     k.isa = "avx2";
     k.matvec = matvec_avx2;
   }

@@ -2,7 +2,7 @@
 // and the one table that picks them for this CPU at run time.
 //
 // Files named *_avx512.cpp are compiled for AVX-512 F, BW, VL and DQ and
-// *_avx2.cpp for AVX2, FMA and F16C (inference/CMakeLists.txt); the compiler
+// *_avx2.cpp for AVX2, FMA and F16C (tools/layering.cmake); the compiler
 // may use any of those instructions anywhere in such a file, so the table
 // points into one only when the CPU has every feature it was compiled for.
 // The ops (ops.cpp, occupancy_decoder.cpp) call through kernels(); tests call
@@ -56,6 +56,12 @@ void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& weights, const
                                    const int32_t* ijk, int64_t count, float* logits);
 
 // ---- The choice for this CPU, made once.
+
+// Whether this CPU has every feature the *_avx512.cpp (*_avx2.cpp) files are
+// compiled for: the one test of the instruction set, for the table below, for
+// the tests that compare the implementations, and for picking BLAS kernels.
+bool supports_avx512_kernels();
+bool supports_avx2_kernels();
 
 struct Kernels {
   const char* isa = "generic";  // "avx512", "avx2" or "generic"

@@ -14,15 +14,9 @@
 #include <string>
 
 #include "inference/cuda/cuda_api.h"
+#include "inference/cuda/cuda_status.h"
 
 namespace cubeforge::cuda::detail {
-
-inline Status cuda_status(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return ok_status();
-  ErrorCode code = error == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal;
-  return make_error(code, std::string(what) + ": " + cudaGetErrorName(error) + " (" +
-                              cudaGetErrorString(error) + ")");
-}
 
 // After a kernel launch: reports a bad configuration (grid, shared memory,
 // missing sm_90 image) as an error naming the kernel family.

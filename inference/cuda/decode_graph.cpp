@@ -7,17 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "inference/cuda/cuda_status.h"
+
 namespace cubeforge::cuda {
-namespace {
-
-Status status_of(cudaError_t error, const char* what) {
-  if (error == cudaSuccess) return ok_status();
-  return make_error(ErrorCode::kInternal,
-                    std::string("CUDA graph: ") + what + ": " + cudaGetErrorName(error) + " (" +
-                        cudaGetErrorString(error) + ")");
-}
-
-}  // namespace
 
 bool cuda_graphs_enabled_by_environment() {
   const char* value = std::getenv("CUBEFORGE_CUDA_GRAPHS");
@@ -70,7 +62,8 @@ void CudaDecodeGraph::invalidate() { release(); }
 
 Status CudaDecodeGraph::capture() {
   release();
-  Status begun = status_of(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "begin capture");
+  Status begun = detail::cuda_status(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+                                     "CUDA graph: begin capture");
   if (!begun.ok()) return begun;
   Status recorded = record_(stream_);
   cudaGraph_t graph = nullptr;
@@ -81,12 +74,13 @@ Status CudaDecodeGraph::capture() {
   }
   if (ended != cudaSuccess) {
     if (graph) cudaGraphDestroy(graph);
-    return status_of(ended, "end capture (the step did something a capture forbids, e.g. a synchronisation)");
+    return detail::cuda_status(
+        ended, "CUDA graph: end capture (the step did something a capture forbids, e.g. a synchronisation)");
   }
   cudaGraphExec_t executable = nullptr;
   const cudaError_t instantiated = cudaGraphInstantiate(&executable, graph, 0);
   cudaGraphDestroy(graph);
-  if (instantiated != cudaSuccess) return status_of(instantiated, "instantiate");
+  if (instantiated != cudaSuccess) return detail::cuda_status(instantiated, "CUDA graph: instantiate");
   executable_ = executable;
   ++capture_count_;
   return ok_status();
@@ -95,7 +89,7 @@ Status CudaDecodeGraph::capture() {
 Status CudaDecodeGraph::launch() {
   if (!use_graph_) return record_(stream_);
   if (!executable_) CUBEFORGE_TRY(capture());
-  return status_of(cudaGraphLaunch(executable_, stream_), "launch");
+  return detail::cuda_status(cudaGraphLaunch(executable_, stream_), "CUDA graph: launch");
 }
 
 }  // namespace cubeforge::cuda

@@ -7,14 +7,12 @@
 #include <array>
 #include <cstdio>
 
+#include "inference/cuda/cuda_status.h"
+
 namespace cubeforge::cuda {
 namespace {
 
-Status status_of(cudaError_t error, const std::string& what) {
-  if (error == cudaSuccess) return ok_status();
-  ErrorCode code = error == cudaErrorMemoryAllocation ? ErrorCode::kOutOfMemory : ErrorCode::kInternal;
-  return make_error(code, what + ": " + cudaGetErrorName(error) + " (" + cudaGetErrorString(error) + ")");
-}
+using detail::cuda_status;
 
 std::string gib(std::size_t bytes) {
   char text[32];
@@ -61,7 +59,7 @@ int multiprocessor_count() {
   return cached[device];
 }
 
-Status synchronize_device() { return status_of(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
+Status synchronize_device() { return cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
 namespace detail {
 
@@ -69,7 +67,7 @@ Result<void*> device_allocate(std::size_t bytes, const std::string& name) {
   void* pointer = nullptr;
   cudaError_t error = cudaMalloc(&pointer, bytes);
   if (error != cudaSuccess)
-    return status_of(error, "cudaMalloc of " + std::to_string(bytes) + " bytes for '" + name + "'").take_error();
+    return cuda_status(error, "cudaMalloc of " + std::to_string(bytes) + " bytes for '" + name + "'").take_error();
   return pointer;
 }
 
@@ -79,28 +77,28 @@ void device_free(void* pointer) {
 
 Status copy_to_device(void* device, const void* host, std::size_t bytes, const std::string& name) {
   if (bytes == 0) return ok_status();
-  return status_of(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "upload of '" + name + "'");
+  return cuda_status(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "upload of '" + name + "'");
 }
 
 Status copy_to_host(void* host, const void* device, std::size_t bytes, const std::string& name) {
   if (bytes == 0) return ok_status();
-  return status_of(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "download of '" + name + "'");
+  return cuda_status(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "download of '" + name + "'");
 }
 
 Status fill_bytes(void* device, int byte_value, std::size_t bytes, const std::string& name) {
   if (bytes == 0) return ok_status();
-  return status_of(cudaMemset(device, byte_value, bytes), "memset of '" + name + "'");
+  return cuda_status(cudaMemset(device, byte_value, bytes), "memset of '" + name + "'");
 }
 
 Result<void*> host_allocate_mapped(std::size_t bytes, const std::string& name, void** device_alias) {
   void* pointer = nullptr;
   cudaError_t error = cudaHostAlloc(&pointer, bytes, cudaHostAllocMapped);
   if (error != cudaSuccess)
-    return status_of(error, "cudaHostAlloc of " + std::to_string(bytes) + " bytes for '" + name + "'").take_error();
+    return cuda_status(error, "cudaHostAlloc of " + std::to_string(bytes) + " bytes for '" + name + "'").take_error();
   error = cudaHostGetDevicePointer(device_alias, pointer, 0);
   if (error != cudaSuccess) {
     cudaFreeHost(pointer);
-    return status_of(error, "cudaHostGetDevicePointer for '" + name + "'").take_error();
+    return cuda_status(error, "cudaHostGetDevicePointer for '" + name + "'").take_error();
   }
   return pointer;
 }

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/support/oracle.h"
+
 namespace cubeforge::app::testing {
 
 class TemporaryFolder {
@@ -29,8 +31,7 @@ class TemporaryFolder {
 
 // The fixture model folder, or empty when it is absent.
 inline std::filesystem::path oracle_model_folder() {
-  const char* env = std::getenv("CUBEFORGE_ORACLE_DIR");
-  std::filesystem::path folder = env && *env ? std::filesystem::path(env) : std::filesystem::path(CUBEFORGE_DEFAULT_ORACLE_DIR);
+  const std::filesystem::path folder = ::cubeforge::testing::oracle_dir();
   return std::filesystem::exists(folder / "shape_gpt.safetensors") ? folder : std::filesystem::path();
 }
 

@@ -11,6 +11,7 @@
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/tensor/safetensors.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {
@@ -184,13 +185,8 @@ TEST(MarchingCubes, EmptyAndFullFieldsGiveNoSurface) {
   EXPECT_FALSE(marching_cubes(values, spec).ok());
 }
 
-std::filesystem::path oracle_dir() {
-  if (const char* env = std::getenv("CUBEFORGE_ORACLE_DIR")) return env;
-  return CUBEFORGE_DEFAULT_ORACLE_DIR;
-}
-
 TEST(MarchingCubes, MatchesReferenceMeshOnReferenceGrid) {
-  const std::filesystem::path file = oracle_dir() / "expected.safetensors";
+  const std::filesystem::path file = testing::oracle_dir() / "expected.safetensors";
   if (!std::filesystem::exists(file)) GTEST_SKIP() << "reference fixtures not found at " << file << "; set CUBEFORGE_ORACLE_DIR";
   auto expected = SafetensorsFile::open(file);
   ASSERT_TRUE(expected.ok()) << expected.error().to_string();

@@ -8,7 +8,7 @@
 #include "inference/core/file_io.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/pipeline/generation.h"
-#include "support/oracle.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {

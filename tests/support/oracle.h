@@ -19,6 +19,9 @@ inline std::filesystem::path oracle_dir() {
 #endif
 }
 
+// The CLIP fixtures: the fixture folder's clip/.
+inline std::filesystem::path oracle_clip_dir() { return oracle_dir() / "clip"; }
+
 inline bool oracle_available() {
   const auto dir = oracle_dir();
   return !dir.empty() && std::filesystem::exists(dir / "expected.safetensors");
@@ -45,4 +48,12 @@ inline constexpr double kOracleTolerance = 1e-4;
     if (!::cubeforge::testing::oracle_available())                                                   \
       GTEST_SKIP() << "reference fixtures not found at '" << ::cubeforge::testing::oracle_dir()      \
                    << "'; set CUBEFORGE_ORACLE_DIR to a fixture folder";                             \
+  } while (0)
+
+// Skips the current test when the CLIP fixture `file` is absent.
+#define SKIP_WITHOUT_CLIP_ORACLE(file)                                                              \
+  do {                                                                                               \
+    if (!std::filesystem::exists(::cubeforge::testing::oracle_clip_dir() / (file)))                  \
+      GTEST_SKIP() << "CLIP fixtures not found at " << ::cubeforge::testing::oracle_clip_dir() / (file) \
+                   << "; set CUBEFORGE_ORACLE_DIR to a fixture set (e.g. shared/oracle/cube3d-v05)"; \
   } while (0)

@@ -11,7 +11,7 @@
 
 #include "inference/core/file_io.h"
 #include "inference/tensor/safetensors.h"
-#include "tests/text/oracle_dir.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {

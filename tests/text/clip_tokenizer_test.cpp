@@ -8,7 +8,7 @@
 #include <random>
 
 #include "inference/core/file_io.h"
-#include "tests/text/oracle_dir.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {

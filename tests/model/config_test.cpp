@@ -7,7 +7,7 @@
 #include "inference/core/file_io.h"
 #include "inference/model/config.h"
 #include "inference/model/gpt.h"
-#include "support/oracle.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {

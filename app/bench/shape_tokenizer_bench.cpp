@@ -4,10 +4,9 @@
 // meshing), the time to decode 1024 tokens into latents, and the time to encode
 // 8192 surface samples into tokens.
 //
-// usage: bench_shape_tokenizer [points=16384] [chunk=4096] [decoder_layers=24] [threads=0: all]
+// usage: cubeforge-bench-shape-tokenizer [points=16384] [chunk=4096] [decoder_layers=24] [threads=0: all]
 // Occupancy does not depend on the decoder depth; pass fewer decoder layers to
 // shorten the run when only points/s matter.
-#include <cblas.h>
 #include <time.h>
 
 #include <chrono>
@@ -16,6 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/random_weights.h"
 #include "inference/model/shape_tokenizer.h"
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("random v0.5-size model (%d decoder layers) built in %.2f s; %d threads, %s kernels, BLAS core %s\n",
-              decoder_layers, seconds_since(start), cpu::thread_count(), cpu::kernel_isa(), openblas_get_corename());
+              decoder_layers, seconds_since(start), cpu::thread_count(), cpu::kernel_isa(), cpu::blas_core_name());
 
   std::vector<int64_t> tokens(size_t(config.latents));
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t((i * 7919) % size_t(config.codes));

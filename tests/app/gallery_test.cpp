@@ -12,8 +12,8 @@
 #include <string>
 
 #include "app/gallery/caption_text.h"
-#include "support/oracle.h"
-#include "support/run_command.h"
+#include "tests/support/oracle.h"
+#include "tests/support/run_command.h"
 
 namespace cubeforge::gallery {
 namespace {

@@ -1,4 +1,4 @@
-// cubeforge-engine-bench: how fast the viewport draws and takes new meshes.
+// cubeforge-bench-viewport: how fast the viewport draws and takes new meshes.
 //
 // Prints, for a UV sphere of about --triangles triangles (1 M by default):
 //   - offscreen frame time (render + wait, no readback) at --size,
@@ -40,7 +40,7 @@ struct Options {
 
 void usage() {
   std::printf(
-      "usage: cubeforge-engine-bench [--triangles N] [--update-triangles N] [--size WxH] [--frames N]\n"
+      "usage: cubeforge-bench-viewport [--triangles N] [--update-triangles N] [--size WxH] [--frames N]\n"
       "                              [--uploads N] [--updates N] [--no-interop] [--device NAME]\n"
       "                              [--screenshot FILE.png] [--json]\n");
 }
@@ -122,7 +122,7 @@ int run(const Options& options) {
   context_options.device_name_filter = options.device;
   auto context = Context::create(context_options);
   if (!context.ok()) {
-    std::fprintf(stderr, "cubeforge-engine-bench: %s\n", context.error().to_string().c_str());
+    std::fprintf(stderr, "cubeforge-bench-viewport: %s\n", context.error().to_string().c_str());
     return is_no_vulkan_device(context.error()) ? 3 : 1;
   }
   Context& ctx = **context;
@@ -139,7 +139,7 @@ int run(const Options& options) {
   for (bool prefer_interop : paths) {
     auto renderer = Renderer::create(ctx, Renderer::Options{prefer_interop});
     if (!renderer.ok()) {
-      std::fprintf(stderr, "cubeforge-engine-bench: %s\n", renderer.error().to_string().c_str());
+      std::fprintf(stderr, "cubeforge-bench-viewport: %s\n", renderer.error().to_string().c_str());
       return 1;
     }
     Renderer& r = **renderer;
@@ -152,7 +152,7 @@ int run(const Options& options) {
     target_options.height = options.height;
     auto target = OffscreenTarget::create(r, target_options);
     if (!target.ok()) {
-      std::fprintf(stderr, "cubeforge-engine-bench: %s\n", target.error().to_string().c_str());
+      std::fprintf(stderr, "cubeforge-bench-viewport: %s\n", target.error().to_string().c_str());
       return 1;
     }
     OrbitCamera camera;
@@ -166,7 +166,7 @@ int run(const Options& options) {
     // Uploads: the first one sizes the buffers; later ones reuse them (both slots).
     for (int warm = 0; warm < 2; ++warm) {
       if (auto s = r.meshes().upload(mesh); !s.ok()) {
-        std::fprintf(stderr, "cubeforge-engine-bench: %s\n", s.error().to_string().c_str());
+        std::fprintf(stderr, "cubeforge-bench-viewport: %s\n", s.error().to_string().c_str());
         return 1;
       }
       auto frame = (*target)->render(camera, settings);  // waits on the mesh-ready semaphore
@@ -196,7 +196,7 @@ int run(const Options& options) {
       SceneSettings shot = settings;
       shot.wireframe = mesh.face_count() <= 20000;  // a denser wireframe is a grey blur
       if (auto s = save_screenshot(**target, camera, shot, options.screenshot); !s.ok()) {
-        std::fprintf(stderr, "cubeforge-engine-bench: %s\n", s.error().to_string().c_str());
+        std::fprintf(stderr, "cubeforge-bench-viewport: %s\n", s.error().to_string().c_str());
         return 1;
       }
     }

@@ -7,7 +7,7 @@
 
 #include "inference/model/generate.h"
 #include "inference/model/gpt.h"
-#include "support/oracle.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {

@@ -10,10 +10,10 @@
 
 #include <imgui.h>
 
-#include "analytic_shapes.h"
 #include "app/desktop/imgui_overlay.h"
 #include "engine/sampled_image.h"
-#include "window_fixture.h"
+#include "tests/engine/analytic_shapes.h"
+#include "tests/engine/window_fixture.h"
 
 namespace cubeforge::engine::testing {
 namespace {

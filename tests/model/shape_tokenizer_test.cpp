@@ -20,16 +20,14 @@
 #include "inference/cpu/ops.h"
 #include "inference/geometry/occupancy_grid.h"
 #include "inference/model/random_weights.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {
 
-constexpr double kRelativeTolerance = 1e-4;
+using testing::oracle_dir;
 
-std::filesystem::path oracle_dir() {
-  if (const char* env = std::getenv("CUBEFORGE_ORACLE_DIR"); env && *env) return env;
-  return CUBEFORGE_DEFAULT_ORACLE_DIR;
-}
+constexpr double kRelativeTolerance = 1e-4;
 
 // ||a - b|| / ||b||, with the largest elementwise difference for the message.
 ::testing::AssertionResult close_to(const std::string& name, std::span<const float> actual,

@@ -12,7 +12,7 @@
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/kernels.h"
 #include "inference/cpu/ops.h"
-#include "support/oracle.h"
+#include "tests/support/oracle.h"
 
 namespace cubeforge {
 namespace {
@@ -63,7 +63,6 @@ std::vector<float> reference_linear(const std::vector<float>& x, int64_t m, cons
 }
 
 TEST(CpuOps, MatvecEveryIsaAndDtypeAgreesWithScalar) {
-  __builtin_cpu_init();
   struct Kernel {
     const char* name;
     cpu::MatvecKernel fn;
@@ -71,8 +70,8 @@ TEST(CpuOps, MatvecEveryIsaAndDtypeAgreesWithScalar) {
   };
   const Kernel kernels[] = {
       {"generic", cpu::matvec_generic, true},
-      {"avx2", cpu::matvec_avx2, __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")},
-      {"avx512", cpu::matvec_avx512, __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")},
+      {"avx2", cpu::matvec_avx2, cpu::supports_avx2_kernels()},
+      {"avx512", cpu::matvec_avx512, cpu::supports_avx512_kernels()},
   };
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
     for (int64_t k : {3, 8, 48, 99, 130})

@@ -1,8 +1,8 @@
 // Times the CLIP text encoder at the size of openai/clip-vit-large-patch14's
 // text tower (width 768, 12 layers, 12 heads, MLP 3072: 123 M parameters).
 //
-//   clip_text_encoder_benchmark [--threads N]            random weights of the real shape
-//   clip_text_encoder_benchmark [--threads N] CLIP_DIR   a real Hugging Face CLIP folder
+//   cubeforge-bench-text-encoder [--threads N]            random weights of the real shape
+//   cubeforge-bench-text-encoder [--threads N] CLIP_DIR   a real Hugging Face CLIP folder
 //
 // Prints the median wall and CPU time of one prompt, and of the prompt
 // together with "" (the conditional and unconditional rows the generator
@@ -17,13 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/random_weights.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/text/clip_text_encoder.h"
-
-// OpenBLAS reports which kernels it chose; weak, so other BLAS builds link too.
-extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace {
 
@@ -119,9 +117,7 @@ int main(int argc, char** argv) {
   // OpenBLAS picks its kernels by CPU model when the library loads; on CPUs
   // newer than the library it may fall back to old SSE3 kernels ("Prescott"),
   // 3-5x slower. OPENBLAS_CORETYPE=SkylakeX (or Haswell) overrides it.
-  if (openblas_get_corename != nullptr) {
-    std::printf("OpenBLAS kernels: %s (set OPENBLAS_CORETYPE to override)\n", openblas_get_corename());
-  }
+  std::printf("OpenBLAS kernels: %s (set OPENBLAS_CORETYPE to override)\n", cpu::blas_core_name());
 
   // A 10-token prompt and the empty prompt, as the tokenizer would give them.
   TokenizedText prompt, empty;

@@ -6,7 +6,7 @@
 // decoder costs far more per point, so for it the speed-up approaches the
 // ratio of evaluated points, which is reported separately from the times.
 //
-//   cubeforge-geometry-bench [--resolutions 6,7,8] [--coarse 5] [--ripples 8]
+//   cubeforge-bench-geometry [--resolutions 6,7,8] [--coarse 5] [--ripples 8]
 //                            [--skip-dense] [--threads N]
 //
 // Marching cubes is timed as the best of three runs.

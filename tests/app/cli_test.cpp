@@ -11,8 +11,8 @@
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/model/config.h"
 #include "inference/tensor/safetensors.h"
-#include "support/oracle.h"
-#include "support/run_command.h"
+#include "tests/support/oracle.h"
+#include "tests/support/run_command.h"
 
 namespace cubeforge {
 namespace {
