@@ -1,5 +1,6 @@
 // AVX2 + FMA matrix-vector kernel (same structure as the AVX-512 one, 8 lanes,
-// scalar tail) for x86-64 machines without AVX-512.
+// scalar tail) for x86-64 machines without AVX-512, for F32/F16/BF16 and the
+// quantised formats.
 #include <immintrin.h>
 
 #include "inference/cpu/kernels.h"
@@ -96,10 +97,98 @@ void dispatch_batch(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const
     matvec_typed<kType, 1>(w, n_begin, n_end, x, bias, y, accumulate);
 }
 
+// ---- Quantised weights (quantize.h), 8 lanes: codes widened to int32,
+// converted, and scaled (Q8) or scaled and offset in one FMA (Q4). Per 32
+// weights, Q4's 16 bytes are two halves of 8: each half's low nibbles are 8
+// consecutive weights and its high nibbles the 8 sixteen places on.
+
+template <Quantization kFormat, int kRows, int kBatch>
+inline void quantized_dot_rows(const WeightMatrix& w, int64_t n, const float* x, float (&sums)[kRows][kBatch]) {
+  const int64_t K = w.cols, groups = K / w.group;
+  const int64_t row_bytes = kFormat == Quantization::kQ4 ? K / 2 : K;
+  const auto* codes = static_cast<const uint8_t*>(w.data);
+  const __m256i low_nibble = _mm256_set1_epi32(0xF);
+  __m256 acc[kRows][kBatch];
+  for (int r = 0; r < kRows; ++r)
+    for (int b = 0; b < kBatch; ++b) acc[r][b] = _mm256_setzero_ps();
+  for (int64_t g = 0; g < groups; ++g) {
+    __m256 scale[kRows], offset[kRows];
+    for (int r = 0; r < kRows; ++r) {
+      scale[r] = _mm256_set1_ps(_cvtsh_ss(w.scales[(n + r) * groups + g]));
+      if constexpr (kFormat == Quantization::kQ4) offset[r] = _mm256_set1_ps(_cvtsh_ss(w.offsets[(n + r) * groups + g]));
+    }
+    for (int64_t k = g * w.group; k < (g + 1) * w.group; k += 32) {
+      for (int r = 0; r < kRows; ++r) {
+        __m256 v[4];  // weights k + 8i .. k + 8i + 7
+        if constexpr (kFormat == Quantization::kQ8) {
+          const uint8_t* c = codes + (n + r) * row_bytes + k;
+          for (int i = 0; i < 4; ++i)
+            v[i] = _mm256_mul_ps(
+                _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + 8 * i)))),
+                scale[r]);
+        } else {
+          const uint8_t* c = codes + (n + r) * row_bytes + k / 2;
+          for (int half = 0; half < 2; ++half) {
+            const __m256i packed = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(c + 8 * half)));
+            v[half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_and_si256(packed, low_nibble)), scale[r], offset[r]);
+            v[2 + half] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(packed, 4)), scale[r], offset[r]);
+          }
+        }
+        for (int b = 0; b < kBatch; ++b)
+          for (int i = 0; i < 4; ++i)
+            acc[r][b] = _mm256_fmadd_ps(v[i], _mm256_loadu_ps(x + b * K + k + 8 * i), acc[r][b]);
+      }
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int b = 0; b < kBatch; ++b) sums[r][b] = horizontal_sum(acc[r][b]);
+}
+
+template <Quantization kFormat, int kBatch>
+void matvec_quantized(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, const float* bias,
+                      float* y, bool accumulate) {
+  const int64_t N = w.rows;
+  auto finish = [&](int64_t row, int b, float v) {
+    v += bias ? bias[row] : 0.f;
+    float& out = y[b * N + row];
+    out = accumulate ? out + v : v;
+  };
+  constexpr int kRows = 4;
+  int64_t n = n_begin;
+  for (; n + kRows <= n_end; n += kRows) {
+    float sums[kRows][kBatch];
+    quantized_dot_rows<kFormat, kRows, kBatch>(w, n, x, sums);
+    for (int r = 0; r < kRows; ++r)
+      for (int b = 0; b < kBatch; ++b) finish(n + r, b, sums[r][b]);
+  }
+  for (; n < n_end; ++n) {
+    float sums[1][kBatch];
+    quantized_dot_rows<kFormat, 1, kBatch>(w, n, x, sums);
+    for (int b = 0; b < kBatch; ++b) finish(n, b, sums[0][b]);
+  }
+}
+
+template <Quantization kFormat>
+void dispatch_quantized_batch(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,
+                              const float* bias, float* y, bool accumulate) {
+  if (batch == 2)
+    matvec_quantized<kFormat, 2>(w, n_begin, n_end, x, bias, y, accumulate);
+  else
+    matvec_quantized<kFormat, 1>(w, n_begin, n_end, x, bias, y, accumulate);
+}
+
 }  // namespace
 
 void matvec_avx2(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch, const float* bias,
                  float* y, bool accumulate) {
+  if (w.quantization == Quantization::kQ8) {
+    dispatch_quantized_batch<Quantization::kQ8>(w, n_begin, n_end, x, batch, bias, y, accumulate);
+    return;
+  }
+  if (w.quantization == Quantization::kQ4) {
+    dispatch_quantized_batch<Quantization::kQ4>(w, n_begin, n_end, x, batch, bias, y, accumulate);
+    return;
+  }
   switch (w.dtype) {
     case DType::kBF16: dispatch_batch<DType::kBF16>(w, n_begin, n_end, x, batch, bias, y, accumulate); break;
     case DType::kF16: dispatch_batch<DType::kF16>(w, n_begin, n_end, x, batch, bias, y, accumulate); break;

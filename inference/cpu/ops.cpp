@@ -12,6 +12,7 @@
 
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/kernels.h"
+#include "inference/cpu/quantize.h"
 
 namespace cubeforge::cpu {
 
@@ -65,7 +66,7 @@ void run_gemm(const float* x, int64_t m, const WeightMatrix& w, const float* bia
     });
   }
   const float beta = accumulate || bias ? 1.f : 0.f;
-  if (w.dtype == DType::kF32) {
+  if (w.dtype == DType::kF32 && w.quantization == Quantization::kNone) {
     sgemm(true, m, N, K, 1.f, x, K, static_cast<const float*>(w.data), K, beta, y, N);
   } else {
     const int64_t block_rows = std::max<int64_t>(1, std::min(N, kWidenBlockValues / std::max<int64_t>(1, K)));
@@ -142,6 +143,17 @@ void matvec_generic(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const
 }
 
 void widen_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float* out) {
+  if (w.quantization != Quantization::kNone) {
+    const int64_t rows = row_end - row_begin;
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 14) / std::max<int64_t>(1, w.cols));
+    if (rows * w.cols >= (int64_t(1) << 16))
+      parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+        dequantize_rows(w, row_begin + r0, row_begin + r1, out + r0 * w.cols);
+      });
+    else
+      dequantize_rows(w, row_begin, row_end, out);
+    return;
+  }
   const size_t count = size_t(row_end - row_begin) * size_t(w.cols);
   const size_t element = dtype_size(w.dtype);
   const auto* src = static_cast<const std::byte*>(w.data) + size_t(row_begin) * size_t(w.cols) * element;

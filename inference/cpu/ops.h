@@ -5,6 +5,8 @@
 // Weights stay in their stored precision (F32, F16 or BF16) and are widened
 // inside the kernels, which is exact: decode is bound by the bytes it reads,
 // so half-precision checkpoints decode at half the traffic with identical math.
+// Quantised weights (8-bit and 4-bit codes with scales) are likewise read as
+// stored and dequantised in registers.
 // Where an op has kernels per instruction set, one table chosen at run time
 // picks them for every op (kernels.h).
 #pragma once
@@ -16,14 +18,26 @@
 
 namespace cubeforge::cpu {
 
+// How a weight matrix holds its values (quantize.h has the formats).
+enum class Quantization {
+  kNone,  // F32, F16 or BF16 values
+  kQ8,    // 8-bit codes, one F16 scale per block of 32 along a row
+  kQ4,    // 4-bit codes, an F16 scale and offset per group of 32 or 64 along a row
+};
+
 // A [N, K] weight matrix (PyTorch nn.Linear layout) in stored precision.
 struct WeightMatrix {
-  DType dtype = DType::kF32;
+  DType dtype = DType::kF32;  // kNone: the values' type; kQ8: I8 codes; kQ4: U8, two codes per byte
   const void* data = nullptr;
   int64_t rows = 0;  // N, output features
   int64_t cols = 0;  // K, input features
+  Quantization quantization = Quantization::kNone;
+  int64_t group = 0;                  // quantised: weights per scale along a row
+  const uint16_t* scales = nullptr;   // quantised: [N, K / group] F16
+  const uint16_t* offsets = nullptr;  // kQ4: [N, K / group] F16, the value of code 0
 
-  size_t byte_size() const { return size_t(rows) * size_t(cols) * dtype_size(dtype); }
+  // Bytes a product reads: values or codes, and scales and offsets.
+  size_t byte_size() const;
 };
 
 // Threads of the pool every op runs on; 0 means one per core.
@@ -86,7 +100,8 @@ void quick_gelu_inplace(float* x, int64_t n);
 void swiglu_inplace(float* gate, const float* up, int64_t n);
 void add_inplace(float* y, const float* x, int64_t n);
 
-// Widens w's row range [row_begin, row_end) into a dense float32 [rows, K] buffer.
+// Widens (or dequantises) w's row range [row_begin, row_end) into a dense
+// float32 [rows, K] buffer.
 void widen_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, float* out);
 
 // ---- Vector math: the shape tokenizer's float32 ops.
