@@ -21,6 +21,8 @@ Kernels choose_kernels() {
   if (supports_avx512_kernels()) {
     k.isa = "avx512";
     k.matvec = matvec_avx512;
+    k.kv_scores = kv_scores_avx512;
+    k.kv_values = kv_values_avx512;
     k.fourier_embed = fourier_embed_avx512;
     k.layer_norm_lanes = layer_norm_lanes_avx512;
     k.softmax_rows = softmax_rows_avx512;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "inference/cpu/kv_cache.h"
 #include "inference/cpu/occupancy_decoder.h"
 #include "inference/cpu/ops.h"
 
@@ -30,6 +31,26 @@ void matvec_avx2(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const fl
                  const float* bias, float* y, bool accumulate);
 void matvec_avx512(const WeightMatrix& w, int64_t n_begin, int64_t n_end, const float* x, int batch,
                    const float* bias, float* y, bool accumulate);
+
+// ---- Attention over a stored KV cache (kv_cache.h), over slots [begin, end)
+// of H query heads grouped on the store's G heads (query head h reads head
+// h / (H / G)).
+
+// scores[(j − begin)·H + h] = scale · q_h · k_j,g   (q: [H, D])
+using KvScoresKernel = void (*)(const KvStore& store, const float* q, int64_t query_heads, float scale,
+                                int64_t begin, int64_t end, float* scores);
+// accum[h·D + d] += Σ_j weights[(j − begin)·H + h] · v_j,g[d]
+using KvValuesKernel = void (*)(const KvStore& store, const float* weights, int64_t query_heads, int64_t begin,
+                                int64_t end, float* accum);
+
+void kv_scores_generic(const KvStore& store, const float* q, int64_t query_heads, float scale, int64_t begin,
+                       int64_t end, float* scores);
+void kv_scores_avx512(const KvStore& store, const float* q, int64_t query_heads, float scale, int64_t begin,
+                      int64_t end, float* scores);
+void kv_values_generic(const KvStore& store, const float* weights, int64_t query_heads, int64_t begin, int64_t end,
+                       float* accum);
+void kv_values_avx512(const KvStore& store, const float* weights, int64_t query_heads, int64_t begin, int64_t end,
+                      float* accum);
 
 // ---- The vector-math ops of ops.h, with the same contracts. Their scalar
 // loops are layer_norm and gelu_erf_inplace where those are the same loop,
@@ -66,6 +87,8 @@ bool supports_avx2_kernels();
 struct Kernels {
   const char* isa = "generic";  // "avx512", "avx2" or "generic"
   MatvecKernel matvec = matvec_generic;
+  KvScoresKernel kv_scores = kv_scores_generic;
+  KvValuesKernel kv_values = kv_values_generic;
   void (*fourier_embed)(const float* weight, const float* carrier, int64_t num_freqs, const float* points,
                         int64_t count, float* out) = fourier_embed_scalar;
   void (*layer_norm_lanes)(const float* x, int64_t rows, int64_t n, float eps, const float* weight,
