@@ -59,7 +59,7 @@ Error mismatch(const std::string& config_name, const std::string& key, long long
 }
 
 void add(std::vector<ExpectedTensor>& list, std::string name, std::vector<int64_t> shape) {
-  list.push_back({std::move(name), std::move(shape)});
+  list.push_back({std::move(name), std::move(shape), std::nullopt});
 }
 
 void add_linear(std::vector<ExpectedTensor>& list, const std::string& prefix, int64_t out, int64_t in, bool bias) {
@@ -316,7 +316,10 @@ Status check_tensor_set(const SafetensorsFile& file, const std::vector<ExpectedT
       missing.push_back(e.name);
     } else if (view->shape() != e.shape) {
       wrong_shape.push_back(e.name + " is " + shape_to_string(view->shape()) + ", expected " + shape_to_string(e.shape));
-    } else if (!dtype_is_float(view->dtype())) {
+    } else if (e.dtype && view->dtype() != *e.dtype) {
+      wrong_shape.push_back(e.name + " has dtype " + std::string(dtype_name(view->dtype())) + ", expected " +
+                            std::string(dtype_name(*e.dtype)));
+    } else if (!e.dtype && !dtype_is_float(view->dtype())) {
       wrong_shape.push_back(e.name + " has dtype " + std::string(dtype_name(view->dtype())) + ", expected F32, F16 or BF16");
     }
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,7 @@ Status check_shape_config(const ShapeModelConfig& config, const SafetensorsFile&
 struct ExpectedTensor {
   std::string name;
   std::vector<int64_t> shape;
+  std::optional<DType> dtype;  // unset: any float type (F32, F16, BF16)
 };
 std::vector<ExpectedTensor> expected_gpt_tensors(const GptConfig& config);
 std::vector<ExpectedTensor> expected_shape_tensors(const ShapeModelConfig& config);

@@ -37,7 +37,9 @@ struct SingleBlock {
 }  // namespace
 
 struct DualStreamGpt::Weights {
-  SafetensorsFile file;
+  std::shared_ptr<const SafetensorsFile> file;
+  SafetensorsFile converted;  // decode matrices in the chosen format, when it is not `stored`
+  WeightOptions weight_options;
   GptConfig config;
   Linear text_proj, shape_proj, bbox_proj, lm_head;
   std::vector<float> token_embedding;  // [V + 3, d], owned: the codebook rows are rewritten at load
@@ -51,7 +53,28 @@ DualStreamGpt::~DualStreamGpt() = default;
 
 const GptConfig& DualStreamGpt::config() const { return weights_->config; }
 
-Result<DualStreamGpt> DualStreamGpt::load(const std::filesystem::path& path, const GptConfig* config) {
+const WeightOptions& DualStreamGpt::weight_options() const { return weights_->weight_options; }
+
+std::vector<std::string> DualStreamGpt::decode_matrix_names(const GptConfig& config) {
+  std::vector<std::string> names = {"lm_head.weight"};
+  auto add = [&](const std::string& prefix, std::initializer_list<const char*> layers) {
+    for (const char* layer : layers) names.push_back(prefix + layer + ".weight");
+  };
+  for (int i = 0; i < config.dual_layers; ++i) {
+    const std::string p = "transformer.dual_blocks." + std::to_string(i);
+    add(p + ".attn.pre_x.", {"c_qk", "c_v"});
+    add(p + ".post_1.", {"c_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"});
+  }
+  for (int i = 0; i < config.single_layers; ++i) {
+    const std::string p = "transformer.single_blocks." + std::to_string(i);
+    add(p + ".attn.", {"c_qk", "c_v", "c_proj"});
+    add(p + ".mlp.", {"gate_proj", "up_proj", "down_proj"});
+  }
+  return names;
+}
+
+Result<DualStreamGpt> DualStreamGpt::load(const std::filesystem::path& path, const GptConfig* config,
+                                          const WeightOptions& weights) {
   // Every decode step streams the shape-stream weights: keep them in huge pages.
   CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path, SafetensorsFile::Residence::kHugePages));
   GptConfig resolved;
@@ -61,15 +84,26 @@ Result<DualStreamGpt> DualStreamGpt::load(const std::filesystem::path& path, con
   } else {
     CUBEFORGE_ASSIGN_OR_RETURN(resolved, infer_gpt_config(file));
   }
-  return from_file(std::move(file), resolved);
+  return from_file(std::move(file), resolved, weights);
 }
 
-Result<DualStreamGpt> DualStreamGpt::from_file(SafetensorsFile file, const GptConfig& config) {
-  CUBEFORGE_TRY(check_tensor_set(file, expected_gpt_tensors(config)));
+Result<DualStreamGpt> DualStreamGpt::from_file(SafetensorsFile file, const GptConfig& config,
+                                               const WeightOptions& weights) {
+  return from_shared_file(std::make_shared<const SafetensorsFile>(std::move(file)), config, weights);
+}
+
+Result<DualStreamGpt> DualStreamGpt::from_shared_file(std::shared_ptr<const SafetensorsFile> file,
+                                                      const GptConfig& config, const WeightOptions& weights) {
+  const std::vector<std::string> decode_matrices = decode_matrix_names(config);
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<ExpectedTensor> expected,
+                             expected_with_quantized_forms(*file, expected_gpt_tensors(config), decode_matrices));
+  CUBEFORGE_TRY(check_tensor_set(*file, expected));
   auto w = std::make_unique<Weights>();
   w->file = std::move(file);
   w->config = config;
-  const WeightBinder bind(w->file);
+  w->weight_options = weights;
+  CUBEFORGE_ASSIGN_OR_RETURN(w->converted, convert_matrices(*w->file, decode_matrices, weights));
+  const WeightBinder bind(*w->file, &w->converted);
   const bool bias = config.bias;
   CUBEFORGE_ASSIGN_OR_RETURN(w->text_proj, bind.linear("text_proj", bias));
   CUBEFORGE_ASSIGN_OR_RETURN(w->shape_proj, bind.linear("shape_proj", true));

@@ -11,12 +11,15 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "inference/core/result.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/config.h"
+#include "inference/model/weight_formats.h"
 #include "inference/tensor/safetensors.h"
 
 namespace cubeforge {
@@ -30,9 +33,20 @@ enum class AttentionMode {
 class DualStreamGpt {
  public:
   // Loads shape_gpt.safetensors; `config` null infers sizes from the tensors.
-  // The tensor set is checked against the configuration.
-  static Result<DualStreamGpt> load(const std::filesystem::path& file, const GptConfig* config);
-  static Result<DualStreamGpt> from_file(SafetensorsFile file, const GptConfig& config);
+  // The tensor set is checked against the configuration. `weights` chooses
+  // the format the decode matrices are read in (weight_formats.h).
+  static Result<DualStreamGpt> load(const std::filesystem::path& file, const GptConfig* config,
+                                    const WeightOptions& weights = {});
+  static Result<DualStreamGpt> from_file(SafetensorsFile file, const GptConfig& config,
+                                         const WeightOptions& weights = {});
+  // The same over a file other models may share (one checkpoint decoded in
+  // several weight formats side by side).
+  static Result<DualStreamGpt> from_shared_file(std::shared_ptr<const SafetensorsFile> file, const GptConfig& config,
+                                                const WeightOptions& weights = {});
+
+  // The matrices one decode step reads (the shape stream and lm_head): the
+  // ones the weight formats convert.
+  static std::vector<std::string> decode_matrix_names(const GptConfig& config);
 
   DualStreamGpt(DualStreamGpt&&) noexcept;
   DualStreamGpt& operator=(DualStreamGpt&&) noexcept;
@@ -54,8 +68,10 @@ class DualStreamGpt {
   std::span<const float> token_embedding(int token) const;
   std::span<const float> token_embedding_table() const;  // [V + 3, d]
 
-  // Bytes of weights one decode step reads (shape stream + lm_head).
+  // Bytes of weights one decode step reads (shape stream + lm_head), with
+  // the scales and offsets of quantised matrices.
   size_t decode_weight_bytes() const;
+  const WeightOptions& weight_options() const;
   size_t total_weight_bytes() const;
 
   struct Weights;

@@ -1,12 +1,16 @@
 // Binding tensors to Linear layers (see weights.h).
 #include "inference/model/weights.h"
 
+#include "inference/model/weight_formats.h"
+
 namespace cubeforge {
 
 Result<cpu::WeightMatrix> WeightBinder::matrix(const std::string& name) const {
-  CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file_.get(name));
+  const SafetensorsFile& file = converted_ && converted_->contains(name) ? *converted_ : file_;
+  if (holds_quantized(file, name)) return bind_quantized(file, name);
+  CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file.get(name));
   if (view.shape().size() != 2 || !dtype_is_float(view.dtype()))
-    return make_error(ErrorCode::kCorruptFile, "'" + file_.name() + "': tensor '" + name + "' is not a float matrix");
+    return make_error(ErrorCode::kCorruptFile, "'" + file.name() + "': tensor '" + name + "' is not a float matrix");
   return cpu::WeightMatrix{view.dtype(), view.data, view.shape()[0], view.shape()[1]};
 }
 

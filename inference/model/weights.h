@@ -32,9 +32,13 @@ struct Linear {
 // invariant of that check; it still travels as an error naming the tensor.
 class WeightBinder {
  public:
-  explicit WeightBinder(const SafetensorsFile& file) : file_(file) {}
+  // `converted`, when given, holds matrices that take the place of the
+  // file's (weight_formats.h: a model converted when it loads).
+  explicit WeightBinder(const SafetensorsFile& file, const SafetensorsFile* converted = nullptr)
+      : file_(file), converted_(converted) {}
 
-  // A 2-D float tensor (F32, F16 or BF16), zero-copy.
+  // A 2-D float tensor (F32, F16 or BF16), or a quantised matrix
+  // (weight_formats.h), zero-copy.
   Result<cpu::WeightMatrix> matrix(const std::string& name) const;
   // Any float tensor widened to float32.
   Result<std::vector<float>> vector(const std::string& name) const { return file_.read_f32(name); }
@@ -43,6 +47,7 @@ class WeightBinder {
 
  private:
   const SafetensorsFile& file_;
+  const SafetensorsFile* converted_;
 };
 
 }  // namespace cubeforge

@@ -19,7 +19,8 @@ Error missing(const std::filesystem::path& path, const std::string& what) {
 
 }  // namespace
 
-Result<CubeModel> CubeModel::load(const std::filesystem::path& folder, const LoadProgress& progress) {
+Result<CubeModel> CubeModel::load(const std::filesystem::path& folder, const LoadProgress& progress,
+                                  const WeightOptions& weights) {
   auto step = [&](const std::string& what, double fraction) -> Status {
     if (progress && !progress(what, fraction))
       return make_error(ErrorCode::kCancelled, "loading '" + folder.string() + "' was cancelled");
@@ -46,7 +47,7 @@ Result<CubeModel> CubeModel::load(const std::filesystem::path& folder, const Loa
   CUBEFORGE_TRY(step("loading the shape tokenizer", 0.05));
   CUBEFORGE_ASSIGN_OR_RETURN(ShapeTokenizer shape, ShapeTokenizer::load(shape_path, yaml ? &yaml->shape : nullptr));
   CUBEFORGE_TRY(step("loading the GPT", 0.25));
-  CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt gpt, DualStreamGpt::load(gpt_path, yaml ? &yaml->gpt : nullptr));
+  CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt gpt, DualStreamGpt::load(gpt_path, yaml ? &yaml->gpt : nullptr, weights));
   CUBEFORGE_TRY(step("loading CLIP", 0.6));
   CUBEFORGE_ASSIGN_OR_RETURN(ClipTokenizer tokenizer, ClipTokenizer::load(clip_dir));
   CUBEFORGE_ASSIGN_OR_RETURN(ClipTextEncoder text, ClipTextEncoder::load(clip_dir));

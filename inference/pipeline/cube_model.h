@@ -30,7 +30,9 @@ using LoadProgress = std::function<bool(const std::string& step, double fraction
 
 class CubeModel {
  public:
-  static Result<CubeModel> load(const std::filesystem::path& folder, const LoadProgress& progress = {});
+  // `weights`: the format the GPT decodes with (weight_formats.h).
+  static Result<CubeModel> load(const std::filesystem::path& folder, const LoadProgress& progress = {},
+                                const WeightOptions& weights = {});
 
   CubeModel(CubeModel&&) noexcept = default;
   CubeModel& operator=(CubeModel&&) noexcept = default;
