@@ -27,7 +27,10 @@ Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<c
   std::vector<float> cond_rows(cond.begin(), cond.end());
   if (guided) cond_rows.insert(cond_rows.end(), uncond.begin(), uncond.end());
 
-  GptSession session(model, batch, cond_length, tokens + 1, options.attention);
+  if (!options.use_kv_cache && !options.kv_cache.exact())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "KV cache options need the cache: recomputing every step keeps no cache to store or evict");
+  GptSession session(model, batch, cond_length, tokens + 1, options.attention, options.kv_cache);
   TokenSampler sampler(options.sampling);
   std::vector<float> logits(size_t(batch) * vocab), combined(size_t(c.codes));
   // Shape embeddings fed so far, per row: BOS then each chosen token.

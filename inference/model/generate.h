@@ -20,6 +20,7 @@ struct TokenGenerationOptions {
   SamplingOptions sampling;
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;  // off: every step recomputes the whole sequence
+  KvCacheOptions kv_cache;   // how the cache stores and keeps keys and values (exact by default)
 };
 
 struct TokenEvent {

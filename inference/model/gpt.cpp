@@ -231,25 +231,22 @@ struct GptSession::State {
   const DualStreamGpt::Weights* w = nullptr;
   int batch = 1;
   int cond_length = 0;
-  int capacity = 0;  // shape positions the cache holds
+  int capacity = 0;  // shape positions the session decodes
   int filled = 0;
   AttentionMode mode = AttentionMode::kCausal;
-  // Per layer, per batch row: [slots, d]. Dual layers hold S + capacity slots
-  // (cond first), single layers `capacity`. Keys are stored rotated.
-  std::vector<std::vector<float>> keys, values;
+  KvCacheOptions kv;
+  // Per layer, per batch row (index layer * batch + row): dual layers cache
+  // the S cond rows first, then shape positions; single layers shape
+  // positions only. Keys are stored rotated.
+  std::vector<LayerKvCache> caches;
   // Scratch, sized for the largest use (prefill rows or the decode batch).
   std::vector<float> normed, qk, v, attn, mlp_gate, mlp_up, queries;
+  // Prefill's keys and values of one batch row, [S + L, d]: its attention
+  // reads them exact, whatever form the cache keeps.
+  std::vector<float> prefill_keys, prefill_values;
 
   int d() const { return w->config.width; }
-  int dual_slots() const { return cond_length + capacity; }
-  float* key_slot(size_t layer, int b, int slot) {
-    const int slots = layer < w->dual.size() ? dual_slots() : capacity;
-    return keys[layer].data() + (size_t(b) * size_t(slots) + size_t(slot)) * size_t(d());
-  }
-  float* value_slot(size_t layer, int b, int slot) {
-    const int slots = layer < w->dual.size() ? dual_slots() : capacity;
-    return values[layer].data() + (size_t(b) * size_t(slots) + size_t(slot)) * size_t(d());
-  }
+  LayerKvCache& cache(size_t layer, int b) { return caches[layer * size_t(batch) + size_t(b)]; }
   void reserve_rows(int rows) {
     const size_t n = size_t(rows) * size_t(d());
     if (normed.size() >= n) return;
@@ -264,7 +261,7 @@ struct GptSession::State {
 };
 
 GptSession::GptSession(const DualStreamGpt& model, int batch, int cond_length, int max_shape_tokens,
-                       AttentionMode mode)
+                       AttentionMode mode, const KvCacheOptions& kv)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
   s.w = &model.weights();
@@ -272,14 +269,13 @@ GptSession::GptSession(const DualStreamGpt& model, int batch, int cond_length, i
   s.cond_length = cond_length;
   s.capacity = max_shape_tokens;
   s.mode = mode;
+  s.kv = kv;
   const size_t layers = s.w->dual.size() + s.w->single.size();
-  s.keys.resize(layers);
-  s.values.resize(layers);
-  for (size_t l = 0; l < layers; ++l) {
-    const size_t slots = l < s.w->dual.size() ? size_t(s.dual_slots()) : size_t(s.capacity);
-    s.keys[l].assign(size_t(batch) * slots * size_t(s.d()), 0.f);
-    s.values[l].assign(size_t(batch) * slots * size_t(s.d()), 0.f);
-  }
+  const GptConfig& c = s.w->config;
+  s.caches.reserve(layers * size_t(batch));
+  for (size_t l = 0; l < layers; ++l)
+    for (int b = 0; b < batch; ++b)
+      s.caches.emplace_back(s.kv, l, l < s.w->dual.size() ? cond_length : 0, max_shape_tokens, c.heads, c.head_dim());
 }
 
 GptSession::~GptSession() = default;
@@ -288,6 +284,22 @@ GptSession::GptSession(GptSession&&) noexcept = default;
 int GptSession::batch() const { return state_->batch; }
 int GptSession::cond_length() const { return state_->cond_length; }
 int GptSession::filled() const { return state_->filled; }
+
+Status GptSession::read_cache(int layer, int row, std::vector<float>* keys, std::vector<float>* values) const {
+  const State& s = *state_;
+  const size_t layers = s.w->dual.size() + s.w->single.size();
+  if (layer < 0 || size_t(layer) >= layers || row < 0 || row >= s.batch)
+    return make_error(ErrorCode::kInvalidArgument, "no KV cache for layer " + std::to_string(layer) + ", row " +
+                                                       std::to_string(row));
+  s.caches[size_t(layer) * size_t(s.batch) + size_t(row)].read(keys, values);
+  return ok_status();
+}
+
+double GptSession::kv_cache_bytes() const {
+  double bytes = 0;
+  for (const LayerKvCache& cache : state_->caches) bytes += cache.bytes_read();
+  return bytes;
+}
 
 namespace {
 
@@ -356,6 +368,17 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
   if (cond.size() != size_t(B) * S * d || shape_embeddings.size() != size_t(B) * L * d ||
       logits.size() != size_t(B) * cfg.vocab_size())
     return make_error(ErrorCode::kInvalidArgument, "prefill buffers do not match the session's sizes");
+  CUBEFORGE_TRY(check_kv_cache_options(s.kv));
+  if (!s.kv.exact() && s.mode == AttentionMode::kReference)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)");
+  if (s.kv.budget > 0 && L > s.kv.budget)
+    return make_error(ErrorCode::kInvalidArgument, "prefill of " + std::to_string(L) +
+                                                       " shape positions does not fit a KV budget of " +
+                                                       std::to_string(s.kv.budget));
+  for (LayerKvCache& cache : s.caches) cache.clear();
+  s.prefill_keys.resize(size_t(S + L) * d);
+  s.prefill_values.resize(size_t(S + L) * d);
 
   std::vector<float> c(cond.begin(), cond.end());                   // [B*S, d]
   std::vector<float> x(shape_embeddings.begin(), shape_embeddings.end());  // [B*L, d]
@@ -377,16 +400,18 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
       rotate(s, rows + d, L, 2 * d, 0);  // k
     }
     for (int b = 0; b < B; ++b) {
+      float* keys = s.prefill_keys.data();
+      float* values = s.prefill_values.data();
       for (int i = 0; i < S; ++i) {
-        std::memcpy(s.key_slot(l, b, i), c_qk.data() + (size_t(b) * S + i) * 2 * d + d, d * sizeof(float));
-        std::memcpy(s.value_slot(l, b, i), c_v.data() + (size_t(b) * S + i) * d, d * sizeof(float));
+        std::memcpy(keys + size_t(i) * d, c_qk.data() + (size_t(b) * S + i) * 2 * d + d, d * sizeof(float));
+        std::memcpy(values + size_t(i) * d, c_v.data() + (size_t(b) * S + i) * d, d * sizeof(float));
       }
       for (int i = 0; i < L; ++i) {
-        std::memcpy(s.key_slot(l, b, S + i), x_qk.data() + (size_t(b) * L + i) * 2 * d + d, d * sizeof(float));
-        std::memcpy(s.value_slot(l, b, S + i), x_v.data() + (size_t(b) * L + i) * d, d * sizeof(float));
+        std::memcpy(keys + size_t(S + i) * d, x_qk.data() + (size_t(b) * L + i) * 2 * d + d, d * sizeof(float));
+        std::memcpy(values + size_t(S + i) * d, x_v.data() + (size_t(b) * L + i) * d, d * sizeof(float));
       }
-      const float* keys = s.key_slot(l, b, 0);
-      const float* values = s.value_slot(l, b, 0);
+      for (int i = 0; i < S + L; ++i)
+        s.cache(l, b).append(i < S ? -1 : i - S, keys + size_t(i) * d, values + size_t(i) * d);
       if (block.pre_c.has_query) {
         // One causal attention over [cond ; shape]: cond rows attend causally too.
         float* q = s.queries.data();
@@ -416,12 +441,14 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
       float* rows = x_qk.data() + size_t(b) * L * 2 * d;
       rotate(s, rows, L, 2 * d, 0);
       rotate(s, rows + d, L, 2 * d, 0);
+      float* keys = s.prefill_keys.data();
+      float* values = s.prefill_values.data();
       for (int i = 0; i < L; ++i) {
-        std::memcpy(s.key_slot(l, b, i), rows + size_t(i) * 2 * d + d, d * sizeof(float));
-        std::memcpy(s.value_slot(l, b, i), x_v.data() + (size_t(b) * L + i) * d, d * sizeof(float));
+        std::memcpy(keys + size_t(i) * d, rows + size_t(i) * 2 * d + d, d * sizeof(float));
+        std::memcpy(values + size_t(i) * d, x_v.data() + (size_t(b) * L + i) * d, d * sizeof(float));
+        s.cache(l, b).append(i, keys + size_t(i) * d, values + size_t(i) * d);
       }
-      cpu::attention(rows, L, 2 * d, s.key_slot(l, b, 0), s.value_slot(l, b, 0), L, d, heads, hd, 0,
-                     x_attn.data() + size_t(b) * L * d, d);
+      cpu::attention(rows, L, 2 * d, keys, values, L, d, heads, hd, 0, x_attn.data() + size_t(b) * L * d, d);
     }
     post_attention(s, block.post, x.data(), x_attn.data(), B * L);
   }
@@ -432,7 +459,7 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
 
 Status GptSession::decode(std::span<const float> embeddings, std::span<float> logits) {
   State& s = *state_;
-  const int B = s.batch, S = s.cond_length, d = s.d();
+  const int B = s.batch, d = s.d();
   const GptConfig& cfg = s.w->config;
   if (s.filled < 1) return make_error(ErrorCode::kInvalidArgument, "decode before prefill");
   if (s.filled >= s.capacity)
@@ -440,29 +467,26 @@ Status GptSession::decode(std::span<const float> embeddings, std::span<float> lo
   if (embeddings.size() != size_t(B) * d || logits.size() != size_t(B) * cfg.vocab_size())
     return make_error(ErrorCode::kInvalidArgument, "decode buffers do not match the session's sizes");
   const int position = s.filled;
-  const int heads = cfg.heads, hd = cfg.head_dim();
   s.reserve_rows(B);
   std::vector<float> x(embeddings.begin(), embeddings.end());
   float* qk = s.qk.data();
   float* v = s.v.data();
   float* attn = s.attn.data();
 
-  auto step_block = [&](size_t l, const PreAttention& pre, int slot, int visible) {
+  auto step_block = [&](size_t l, const PreAttention& pre) {
     cpu::layer_norm(x.data(), B, d, cfg.eps, nullptr, nullptr, s.normed.data());
     project_qkv(s, pre, s.normed.data(), B, qk, v);
     for (int b = 0; b < B; ++b) {
       float* row = qk + size_t(b) * 2 * d;
       rotate(s, row, 1, 2 * d, position);
       rotate(s, row + d, 1, 2 * d, position);
-      std::memcpy(s.key_slot(l, b, slot), row + d, d * sizeof(float));
-      std::memcpy(s.value_slot(l, b, slot), v + size_t(b) * d, d * sizeof(float));
-      cpu::attention(row, 1, 2 * d, s.key_slot(l, b, 0), s.value_slot(l, b, 0), visible, d, heads, hd, -1,
-                     attn + size_t(b) * d, d);
+      s.cache(l, b).append(position, row + d, v + size_t(b) * d);
+      s.cache(l, b).attend(row, attn + size_t(b) * d);
     }
   };
 
   for (size_t l = 0; l < s.w->dual.size(); ++l) {
-    step_block(l, s.w->dual[l].pre_x, S + position, S + position + 1);
+    step_block(l, s.w->dual[l].pre_x);
     post_attention(s, s.w->dual[l].post_1, x.data(), attn, B);
   }
   for (size_t j = 0; j < s.w->single.size(); ++j) {
@@ -475,12 +499,11 @@ Status GptSession::decode(std::span<const float> embeddings, std::span<float> lo
       for (int b = 0; b < B; ++b) {
         float* row = qk + size_t(b) * 2 * d;
         rotate(s, row + d, 1, 2 * d, position);
-        std::memcpy(s.key_slot(l, b, position), row + d, d * sizeof(float));
-        std::memcpy(s.value_slot(l, b, position), v + size_t(b) * d, d * sizeof(float));
-        std::memcpy(attn + size_t(b) * d, s.value_slot(l, b, 0), d * sizeof(float));
+        s.cache(l, b).append(position, row + d, v + size_t(b) * d);
+        s.cache(l, b).first_value(attn + size_t(b) * d);
       }
     } else {
-      step_block(l, s.w->single[j].pre, position, position + 1);
+      step_block(l, s.w->single[j].pre);
     }
     post_attention(s, s.w->single[j].post, x.data(), attn, B);
   }

@@ -19,6 +19,7 @@
 #include "inference/core/result.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/config.h"
+#include "inference/model/gpt_kv_cache.h"
 #include "inference/model/weight_formats.h"
 #include "inference/tensor/safetensors.h"
 
@@ -86,7 +87,10 @@ class DualStreamGpt {
 class GptSession {
  public:
   // batch: 1 or 2; cond_length: S; max_shape_tokens: BOS + generated tokens.
-  GptSession(const DualStreamGpt& model, int batch, int cond_length, int max_shape_tokens, AttentionMode mode);
+  // `kv`: how the cache stores and keeps keys and values (gpt_kv_cache.h);
+  // options the session cannot run make prefill fail saying why.
+  GptSession(const DualStreamGpt& model, int batch, int cond_length, int max_shape_tokens, AttentionMode mode,
+             const KvCacheOptions& kv = {});
   ~GptSession();
   GptSession(GptSession&&) noexcept;
 
@@ -100,7 +104,13 @@ class GptSession {
 
   int batch() const;
   int cond_length() const;
-  int filled() const;  // shape positions in the cache
+  int filled() const;  // shape positions decoded so far (the cache may hold fewer under a budget)
+
+  // Layer `layer`'s cached keys and values of batch row `row` as float32,
+  // [rows, d] each, in slot order (calibrating low-rank bases; tests).
+  Status read_cache(int layer, int row, std::vector<float>* keys, std::vector<float>* values) const;
+  // Bytes the attention of the next decode step reads from the cache.
+  double kv_cache_bytes() const;
 
   struct State;
 

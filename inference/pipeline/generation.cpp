@@ -234,6 +234,7 @@ Result<GenerationResult> generate_shape(const CubeModel& model, const Generation
   options.sampling.seed = request.seed;
   options.attention = request.attention;
   options.use_kv_cache = request.use_kv_cache;
+  options.kv_cache = request.kv_cache;
   const int count = model.shape_tokens();
   std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
   std::optional<StageClock> decode_clock;

@@ -33,6 +33,7 @@ struct GenerationRequest {
   int resolution = 8;                              // grid of (2^r + 1)^3 points
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;
+  KvCacheOptions kv_cache;                         // stored form, budget, rank (gpt_kv_cache.h); default exact
   Backend backend = Backend::kCpu;
   bool coarse_to_fine = true;                      // false: evaluate every grid point
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
