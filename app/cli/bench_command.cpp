@@ -1,14 +1,18 @@
 // `cubeforge-cli bench`: prefill time, time per output token, tokens/s and
 // achieved weight bandwidth against this machine's measured memory bandwidth.
+// Given lists of weight formats and KV cache forms, it times every
+// combination side by side, alternating step by step.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "app/cli/commands.h"
+#include "app/cli/engine_options.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/ops.h"
@@ -31,6 +35,7 @@ struct BenchOptions {
   bool json = false;
   uint64_t seed = 0;
   std::string save_random;  // write the random GPT here (benchmarks of file-backed loading)
+  EngineFlags engine;       // --weights and --kv-cache take comma-separated lists
 };
 
 double percentile(std::vector<double> values, double q) {
@@ -41,19 +46,48 @@ double percentile(std::vector<double> values, double q) {
   return values[lo] + (values[hi] - values[lo]) * (position - double(lo));
 }
 
-Result<DualStreamGpt> load_model(const BenchOptions& o, std::string* description) {
+std::vector<std::string> split_list(const std::string& list) {
+  std::vector<std::string> items;
+  std::string item;
+  for (char c : list + ",") {
+    if (c != ',') {
+      item += c;
+    } else if (!item.empty()) {
+      items.push_back(item);
+      item.clear();
+    }
+  }
+  return items;
+}
+
+// The GPT file, shared by every weight format the run compares.
+struct LoadedFile {
+  std::shared_ptr<const SafetensorsFile> file;
+  GptConfig config;
+  std::string description;
+};
+
+Result<LoadedFile> load_file(const BenchOptions& o) {
+  LoadedFile loaded;
   if (!o.model_dir.empty()) {
     const std::filesystem::path dir = o.model_dir;
-    std::optional<ModelConfig> yaml;
+    CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(dir / "shape_gpt.safetensors",
+                                                                           SafetensorsFile::Residence::kHugePages));
     if (std::filesystem::exists(dir / "config.yaml")) {
-      CUBEFORGE_ASSIGN_OR_RETURN(yaml, parse_model_config_yaml(dir / "config.yaml"));
+      CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig yaml, parse_model_config_yaml(dir / "config.yaml"));
+      CUBEFORGE_TRY(check_gpt_config(yaml.gpt, file, "the model configuration"));
+      loaded.config = yaml.gpt;
+    } else {
+      CUBEFORGE_ASSIGN_OR_RETURN(loaded.config, infer_gpt_config(file));
     }
-    *description = dir.string();
-    return DualStreamGpt::load(dir / "shape_gpt.safetensors", yaml ? &yaml->gpt : nullptr);
+    loaded.description = dir.string();
+    loaded.file = std::make_shared<const SafetensorsFile>(std::move(file));
+    return loaded;
   }
   CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig config, preset_model_config(o.shape));
   DType dtype = o.dtype == "f32" ? DType::kF32 : o.dtype == "f16" ? DType::kF16 : DType::kBF16;
-  *description = "random " + o.shape + " (" + std::string(dtype_name(dtype)) + ")";
+  loaded.description = "random " + o.shape + " (" + std::string(dtype_name(dtype)) + ")";
+  loaded.config = config.gpt;
   CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, random_weights_file(expected_gpt_tensors(config.gpt), o.seed, dtype,
                                                                        "random-" + o.shape + "-gpt"));
   if (!o.save_random.empty()) {
@@ -65,7 +99,45 @@ Result<DualStreamGpt> load_model(const BenchOptions& o, std::string* description
     std::filesystem::create_directories(o.save_random);
     CUBEFORGE_TRY(write_safetensors(std::filesystem::path(o.save_random) / "shape_gpt.safetensors", tensors));
   }
-  return DualStreamGpt::from_file(std::move(file), config.gpt);
+  loaded.file = std::make_shared<const SafetensorsFile>(std::move(file));
+  return loaded;
+}
+
+// One configuration the run times: a weight format and KV cache options,
+// with its own session, decoding its own greedy tokens.
+struct Variant {
+  std::string weights, kv_cache;
+  const DualStreamGpt* model = nullptr;
+  KvCacheOptions kv;
+  std::optional<GptSession> session;
+  std::vector<float> logits, embedding;
+  double prefill_ms = 0;
+  std::vector<double> step_ms, step_total_gbps;
+  double kv_bytes_last = 0;
+};
+
+nlohmann::json variant_report(const Variant& v, const MemoryBandwidth& bandwidth, int kv_budget, int kv_rank) {
+  const double median = percentile(v.step_ms, 0.5);
+  const double weight_bytes = double(v.model->decode_weight_bytes());
+  const double weight_gbps = weight_bytes / (median * 1e-3) / 1e9;
+  const double total_gbps = percentile(v.step_total_gbps, 0.5);
+  return {
+      {"weights", v.weights},
+      {"kv_cache", v.kv_cache},
+      {"kv_budget", kv_budget},
+      {"kv_rank", kv_rank},
+      {"prefill_ms", v.prefill_ms},
+      {"tpot_ms_median", median},
+      {"tpot_ms_p90", percentile(v.step_ms, 0.9)},
+      {"tokens_per_s", 1000.0 / median},
+      {"decode_weight_bytes", weight_bytes},
+      {"weight_gbps", weight_gbps},
+      {"total_gbps", total_gbps},
+      {"total_bandwidth_fraction", bandwidth.read_gbps > 0 ? total_gbps / bandwidth.read_gbps : 0.0},
+      {"kv_cache_read_mb_last_step", v.kv_bytes_last / 1e6},
+      {"bandwidth_fraction", bandwidth.read_gbps > 0 ? weight_gbps / bandwidth.read_gbps : 0.0},
+      {"floor_ms", weight_bytes / (bandwidth.read_gbps * 1e9) * 1e3},
+  };
 }
 
 int run_bench(const BenchOptions& o) {
@@ -73,81 +145,92 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "bench: give either --model DIR or --shape small|v01|v05\n");
     return 2;
   }
+  const std::vector<std::string> weight_list = split_list(o.engine.weights), kv_list = split_list(o.engine.kv_cache);
+  if (weight_list.empty() || kv_list.empty()) {
+    std::fprintf(stderr, "bench: --weights and --kv-cache need at least one value\n");
+    return 2;
+  }
   // The floor first, in a child process, on fresh memory.
   const MemoryBandwidth bandwidth = measure_memory_bandwidth_isolated();
   cpu::set_thread_count(o.threads);
-  std::string description;
   const auto load_start = std::chrono::steady_clock::now();
-  auto model = load_model(o, &description);
-  if (!model.ok()) {
-    std::fprintf(stderr, "bench: %s\n", model.error().to_string().c_str());
+  auto fail = [](const Error& e) {
+    std::fprintf(stderr, "bench: %s\n", e.to_string().c_str());
     return 1;
+  };
+  auto loaded = load_file(o);
+  if (!loaded.ok()) return fail(loaded.error());
+  // One model per weight format, all over the one file.
+  std::map<std::string, DualStreamGpt> models;
+  for (const std::string& name : weight_list) {
+    if (models.count(name)) continue;
+    auto options = weight_options(name, o.engine.q4_group);
+    if (!options.ok()) return fail(options.error());
+    auto model = DualStreamGpt::from_shared_file(loaded->file, loaded->config, *options);
+    if (!model.ok()) return fail(model.error());
+    models.emplace(name, std::move(*model));
   }
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
-  const GptConfig& c = model->config();
+  const DualStreamGpt& first = models.at(weight_list.front());
+  const GptConfig& c = first.config();
   const int batch = o.guidance ? 2 : 1;
-  const int cond_length = model->condition_length(o.cond_tokens);
+  const int cond_length = first.condition_length(o.cond_tokens);
   const size_t d = size_t(c.width);
 
   // A condition of plausible scale: projected random text features.
   std::vector<float> text(size_t(o.cond_tokens) * size_t(c.text_width));
   Xoshiro256 rng(o.seed + 1);
   for (auto& v : text) v = float(rng.uniform() * 2.0 - 1.0);
-  auto cond = model->project_condition(text, nullptr);
-  if (!cond.ok()) {
-    std::fprintf(stderr, "bench: %s\n", cond.error().to_string().c_str());
-    return 1;
-  }
+  auto cond = first.project_condition(text, nullptr);
+  if (!cond.ok()) return fail(cond.error());
   std::vector<float> cond_rows;
   for (int b = 0; b < batch; ++b) cond_rows.insert(cond_rows.end(), cond->begin(), cond->end());
 
-  GptSession session(*model, batch, cond_length, o.steps + 1, AttentionMode::kCausal);
-  std::vector<float> logits(size_t(batch) * c.vocab_size());
-  std::vector<float> embedding(size_t(batch) * d);
-  auto bos = model->token_embedding(c.bos_id());
-  for (int b = 0; b < batch; ++b) std::copy(bos.begin(), bos.end(), embedding.begin() + ptrdiff_t(b * d));
-  auto start = std::chrono::steady_clock::now();
-  Status prefill = session.prefill(cond_rows, embedding, 1, logits);
-  const double prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!prefill.ok()) {
-    std::fprintf(stderr, "bench: %s\n", prefill.error().to_string().c_str());
-    return 1;
-  }
-  std::vector<double> step_ms;
-  // Bytes each step reads besides the weights: the float32 keys and values
-  // of every cached position it attends to (cond + shape in dual blocks,
-  // shape only in single blocks), for each CFG row.
-  std::vector<double> step_total_gbps;
-  auto kv_bytes_at = [&](int position) {
-    const double per_slot = 2.0 * double(c.width) * sizeof(float) * batch;
-    return per_slot * (double(c.dual_layers) * (cond_length + position + 1) + double(c.single_layers) * (position + 1));
-  };
-  for (int i = 0; i < o.steps; ++i) {
-    const int token = int(std::max_element(logits.begin(), logits.begin() + c.codes) - logits.begin());
-    auto row = model->token_embedding(token);
-    for (int b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), embedding.begin() + ptrdiff_t(b * d));
-    start = std::chrono::steady_clock::now();
-    Status step = session.decode(embedding, logits);
-    step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    step_total_gbps.push_back((double(model->decode_weight_bytes()) + kv_bytes_at(i + 1)) / (step_ms.back() * 1e-3) / 1e9);
-    if (!step.ok()) {
-      std::fprintf(stderr, "bench: %s\n", step.error().to_string().c_str());
-      return 1;
+  std::vector<Variant> variants;
+  for (const std::string& weights : weight_list)
+    for (const std::string& kv_name : kv_list) {
+      Variant v;
+      v.weights = weights;
+      v.kv_cache = kv_name;
+      v.model = &models.at(weights);
+      auto kv = kv_cache_options(kv_name, o.engine.kv_budget, o.engine.kv_rank, o.model_dir, c);
+      if (!kv.ok()) return fail(kv.error());
+      v.kv = *kv;
+      v.session.emplace(*v.model, batch, cond_length, o.steps + 1, AttentionMode::kCausal, v.kv);
+      v.logits.resize(size_t(batch) * c.vocab_size());
+      v.embedding.resize(size_t(batch) * d);
+      variants.push_back(std::move(v));
     }
+  // Alternating: every step runs each variant once, so drifts of the shared
+  // machine's speed reach them all alike.
+  for (Variant& v : variants) {
+    auto bos = v.model->token_embedding(c.bos_id());
+    for (int b = 0; b < batch; ++b) std::copy(bos.begin(), bos.end(), v.embedding.begin() + ptrdiff_t(b * d));
+    const auto start = std::chrono::steady_clock::now();
+    Status prefill = v.session->prefill(cond_rows, v.embedding, 1, v.logits);
+    v.prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (!prefill.ok()) return fail(prefill.error());
   }
+  for (int i = 0; i < o.steps; ++i)
+    for (Variant& v : variants) {
+      const int token = int(std::max_element(v.logits.begin(), v.logits.begin() + c.codes) - v.logits.begin());
+      auto row = v.model->token_embedding(token);
+      for (int b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), v.embedding.begin() + ptrdiff_t(b * d));
+      const auto start = std::chrono::steady_clock::now();
+      Status step = v.session->decode(v.embedding, v.logits);
+      v.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      if (!step.ok()) return fail(step.error());
+      // Besides the weights, each step reads the cache rows it attends to
+      // (the session counts them in their stored form).
+      v.kv_bytes_last = v.session->kv_cache_bytes();
+      v.step_total_gbps.push_back((double(v.model->decode_weight_bytes()) + v.kv_bytes_last) /
+                                  (v.step_ms.back() * 1e-3) / 1e9);
+    }
   const double peak_rss_mb = peak_rss_mib();
-  const double median = percentile(step_ms, 0.5);
-  const double p90 = percentile(step_ms, 0.9);
-  const double weight_bytes = double(model->decode_weight_bytes());
-  const double weight_gbps = weight_bytes / (median * 1e-3) / 1e9;
-  const double fraction = bandwidth.read_gbps > 0 ? weight_gbps / bandwidth.read_gbps : 0.0;
-  const double total_gbps = percentile(step_total_gbps, 0.5);
-  const double total_fraction = bandwidth.read_gbps > 0 ? total_gbps / bandwidth.read_gbps : 0.0;
-  const double kv_mb_last = kv_bytes_at(o.steps) / 1e6;
 
-  nlohmann::json report = {
-      {"model", description},
+  nlohmann::json common = {
+      {"model", loaded->description},
       {"threads", cpu::thread_count()},
       {"kernel_isa", cpu::kernel_isa()},
       {"blas_core", cpu::blas_core_name()},
@@ -155,38 +238,51 @@ int run_bench(const BenchOptions& o) {
       {"cond_tokens", cond_length},
       {"steps", o.steps},
       {"load_ms", load_ms},
-      {"prefill_ms", prefill_ms},
-      {"tpot_ms_median", median},
-      {"tpot_ms_p90", p90},
-      {"tokens_per_s", 1000.0 / median},
-      {"decode_weight_bytes", weight_bytes},
-      {"weight_gbps", weight_gbps},
-      {"total_gbps", total_gbps},
-      {"total_bandwidth_fraction", total_fraction},
-      {"kv_cache_read_mb_last_step", kv_mb_last},
       {"memory_read_gbps", bandwidth.read_gbps},
       {"memory_copy_gbps", bandwidth.copy_gbps},
-      {"bandwidth_fraction", fraction},
-      {"floor_ms", weight_bytes / (bandwidth.read_gbps * 1e9) * 1e3},
       {"peak_rss_mb", peak_rss_mb},
   };
+  std::vector<nlohmann::json> reports;
+  for (const Variant& v : variants) {
+    nlohmann::json r = variant_report(v, bandwidth, o.engine.kv_budget, o.engine.kv_rank);
+    // Against the first variant, step by step: the median of the paired ratios.
+    std::vector<double> ratios;
+    for (size_t i = 0; i < v.step_ms.size(); ++i) ratios.push_back(v.step_ms[i] / variants.front().step_ms[i]);
+    r["tpot_ratio_to_first"] = percentile(ratios, 0.5);
+    reports.push_back(r);
+  }
   if (o.json) {
+    nlohmann::json report = common;
+    if (reports.size() == 1)
+      report.update(reports.front());
+    else
+      report["variants"] = reports;
     std::cout << report.dump() << std::endl;
     return 0;
   }
-  std::printf("model              %s\n", description.c_str());
+  std::printf("model              %s\n", loaded->description.c_str());
   std::printf("threads / kernels  %d / %s (BLAS %s)\n", cpu::thread_count(), cpu::kernel_isa(), cpu::blas_core_name());
   std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", batch, cond_length, o.steps);
   std::printf("load               %.1f ms\n", load_ms);
-  std::printf("prefill            %.1f ms\n", prefill_ms);
-  std::printf("TPOT median / p90  %.2f / %.2f ms  (%.1f tokens/s)\n", median, p90, 1000.0 / median);
-  std::printf("weights per token  %.1f MB\n", weight_bytes / 1e6);
-  std::printf("weight bandwidth   %.2f GB/s of %.2f GB/s measured read (%.0f%% of the floor; copy %.2f GB/s)\n",
-              weight_gbps, bandwidth.read_gbps, 100.0 * fraction, bandwidth.copy_gbps);
-  std::printf("with the KV cache   %.2f GB/s median (%.0f%% of the floor); %.0f MB of cache read at the last step\n",
-              total_gbps, 100.0 * total_fraction, kv_mb_last);
-  std::printf("floor              %.2f ms/token\n", weight_bytes / (bandwidth.read_gbps * 1e9) * 1e3);
-  std::printf("peak RSS           %.0f MB\n", peak_rss_mb);
+  std::printf("memory read        %.2f GB/s measured (copy %.2f GB/s)\n", bandwidth.read_gbps, bandwidth.copy_gbps);
+  for (const nlohmann::json& r : reports) {
+    std::printf("\nweights %s, KV cache %s", r["weights"].get<std::string>().c_str(),
+                r["kv_cache"].get<std::string>().c_str());
+    if (o.engine.kv_budget) std::printf(", budget %d", o.engine.kv_budget);
+    if (o.engine.kv_rank) std::printf(", rank %d", o.engine.kv_rank);
+    std::printf("\n  prefill            %.1f ms\n", r["prefill_ms"].get<double>());
+    std::printf("  TPOT median / p90  %.2f / %.2f ms  (%.1f tokens/s; %.3f x the first)\n",
+                r["tpot_ms_median"].get<double>(), r["tpot_ms_p90"].get<double>(), r["tokens_per_s"].get<double>(),
+                r["tpot_ratio_to_first"].get<double>());
+    std::printf("  weights per token  %.1f MB (floor %.2f ms/token)\n", r["decode_weight_bytes"].get<double>() / 1e6,
+                r["floor_ms"].get<double>());
+    std::printf("  weight bandwidth   %.2f GB/s (%.0f%% of the floor)\n", r["weight_gbps"].get<double>(),
+                100.0 * r["bandwidth_fraction"].get<double>());
+    std::printf("  with the KV cache  %.2f GB/s median (%.0f%% of the floor); %.0f MB of cache read at the last step\n",
+                r["total_gbps"].get<double>(), 100.0 * r["total_bandwidth_fraction"].get<double>(),
+                r["kv_cache_read_mb_last_step"].get<double>());
+  }
+  std::printf("\npeak RSS           %.0f MB\n", peak_rss_mb);
   return 0;
 }
 
@@ -206,6 +302,7 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->add_option("--save-random", options->save_random,
                   "Also write the random GPT to DIR/shape_gpt.safetensors (to benchmark --model on it)");
+  add_engine_flags(cmd, options->engine, /*lists=*/true);
   return [cmd, options]() -> int { return cmd->parsed() ? run_bench(*options) : -1; };
 }
 

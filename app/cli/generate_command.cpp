@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "app/cli/commands.h"
+#include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
 #include "app/cli/progress.h"
 #include "inference/cpu/ops.h"
@@ -37,6 +38,7 @@ struct GenerateOptions {
   int threads = 0;
   bool json = false;
   bool quiet = false;
+  EngineFlags engine;
 };
 
 nlohmann::json timings_json(const StageTimings& t) {
@@ -54,8 +56,19 @@ int run_generate(GenerateOptions o) {
     return 2;
   }
   if (!output_folder_writable(o.out, "generate")) return 1;
-  auto model = load_model_or_report(o.model_dir, "generate");
+  auto weights = weight_options(o.engine.weights, o.engine.q4_group);
+  if (!weights.ok()) {
+    std::fprintf(stderr, "generate: %s\n", weights.error().to_string().c_str());
+    return 2;
+  }
+  auto model = load_model_or_report(o.model_dir, "generate", *weights);
   if (!model) return 1;
+  auto kv = kv_cache_options(o.engine.kv_cache, o.engine.kv_budget, o.engine.kv_rank, model->folder(),
+                             model->config().gpt);
+  if (!kv.ok()) {
+    std::fprintf(stderr, "generate: %s\n", kv.error().to_string().c_str());
+    return 2;
+  }
 
   if (model->tokenizer().encode(o.prompt).truncated && !o.json)
     std::fprintf(stderr, "generate: note: the prompt is longer than CLIP's 75 tokens; the rest is ignored\n");
@@ -71,6 +84,7 @@ int run_generate(GenerateOptions o) {
   request.resolution = o.resolution;
   request.attention = o.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = !o.no_kv_cache;
+  request.kv_cache = *kv;
   request.coarse_to_fine = !o.dense;
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
@@ -102,6 +116,8 @@ int run_generate(GenerateOptions o) {
         {"prompt", o.prompt},
         {"seed", o.seed},
         {"model", model->folder().string()},
+        {"weights", o.engine.weights},
+        {"kv_cache", {{"format", o.engine.kv_cache}, {"budget", o.engine.kv_budget}, {"rank", o.engine.kv_rank}}},
         {"tokens", result->tokens},
         {"timings", timings_json(result->timings)},
         {"time_to_first_token_ms", result->time_to_first_token_ms},
@@ -159,6 +175,7 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_flag("--json", o->json, "Print one JSON object with tokens, timings and mesh statistics");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
+  add_engine_flags(cmd, o->engine);
   return [cmd, o]() -> int { return cmd->parsed() ? run_generate(*o) : -1; };
 }
 

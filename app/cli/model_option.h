@@ -12,14 +12,15 @@
 
 namespace cubeforge::cli {
 
-inline std::optional<CubeModel> load_model_or_report(const std::string& given, const char* command) {
+inline std::optional<CubeModel> load_model_or_report(const std::string& given, const char* command,
+                                                     const WeightOptions& weights = {}) {
   std::filesystem::path folder = given.empty() ? default_model_folder() : std::filesystem::path(given);
   if (folder.empty()) {
     std::fprintf(stderr, "%s: no model folder given and no built-in model found; pass --model DIR. %s\n", command,
                  kModelFolderHelp);
     return std::nullopt;
   }
-  auto model = CubeModel::load(folder);
+  auto model = CubeModel::load(folder, {}, weights);
   if (!model.ok()) {
     std::fprintf(stderr, "%s: %s\n", command, model.error().to_string().c_str());
     return std::nullopt;
