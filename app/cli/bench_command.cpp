@@ -1,11 +1,14 @@
 // `cubeforge-cli bench`: prefill time, time per output token, tokens/s and
 // achieved weight bandwidth against this machine's measured memory bandwidth.
-// Given lists of weight formats and KV cache forms, it times every
-// combination side by side, alternating step by step.
+// Given lists of weight formats and KV cache options, it times every
+// combination side by side, alternating step by step. Every variant is fed
+// the first variant's greedy tokens (teacher forcing), so they do the same
+// work and their logits can be compared step by step with the first's.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -35,7 +38,7 @@ struct BenchOptions {
   bool json = false;
   uint64_t seed = 0;
   std::string save_random;  // write the random GPT here (benchmarks of file-backed loading)
-  EngineFlags engine;       // --weights and --kv-cache take comma-separated lists
+  EngineFlagLists engine;   // every combination runs
 };
 
 double percentile(std::vector<double> values, double q) {
@@ -44,20 +47,6 @@ double percentile(std::vector<double> values, double q) {
   const size_t lo = size_t(position);
   const size_t hi = std::min(values.size() - 1, lo + 1);
   return values[lo] + (values[hi] - values[lo]) * (position - double(lo));
-}
-
-std::vector<std::string> split_list(const std::string& list) {
-  std::vector<std::string> items;
-  std::string item;
-  for (char c : list + ",") {
-    if (c != ',') {
-      item += c;
-    } else if (!item.empty()) {
-      items.push_back(item);
-      item.clear();
-    }
-  }
-  return items;
 }
 
 // The GPT file, shared by every weight format the run compares.
@@ -106,7 +95,7 @@ Result<LoadedFile> load_file(const BenchOptions& o) {
 // One configuration the run times: a weight format and KV cache options,
 // with its own session, decoding its own greedy tokens.
 struct Variant {
-  std::string weights, kv_cache;
+  EngineFlags flags;
   const DualStreamGpt* model = nullptr;
   KvCacheOptions kv;
   std::optional<GptSession> session;
@@ -114,18 +103,19 @@ struct Variant {
   double prefill_ms = 0;
   std::vector<double> step_ms, step_total_gbps;
   double kv_bytes_last = 0;
+  double logit_error_sq = 0, first_logit_sq = 0;  // Σ‖logits − first's‖², Σ‖first's‖²
 };
 
-nlohmann::json variant_report(const Variant& v, const MemoryBandwidth& bandwidth, int kv_budget, int kv_rank) {
+nlohmann::json variant_report(const Variant& v, const MemoryBandwidth& bandwidth) {
   const double median = percentile(v.step_ms, 0.5);
   const double weight_bytes = double(v.model->decode_weight_bytes());
   const double weight_gbps = weight_bytes / (median * 1e-3) / 1e9;
   const double total_gbps = percentile(v.step_total_gbps, 0.5);
   return {
-      {"weights", v.weights},
-      {"kv_cache", v.kv_cache},
-      {"kv_budget", kv_budget},
-      {"kv_rank", kv_rank},
+      {"weights", v.flags.weights},
+      {"kv_cache", v.flags.kv_cache},
+      {"kv_budget", v.flags.kv_budget},
+      {"kv_rank", v.flags.kv_rank},
       {"prefill_ms", v.prefill_ms},
       {"tpot_ms_median", median},
       {"tpot_ms_p90", percentile(v.step_ms, 0.9)},
@@ -137,6 +127,7 @@ nlohmann::json variant_report(const Variant& v, const MemoryBandwidth& bandwidth
       {"kv_cache_read_mb_last_step", v.kv_bytes_last / 1e6},
       {"bandwidth_fraction", bandwidth.read_gbps > 0 ? weight_gbps / bandwidth.read_gbps : 0.0},
       {"floor_ms", weight_bytes / (bandwidth.read_gbps * 1e9) * 1e3},
+      {"logit_relative_error_to_first", v.first_logit_sq > 0 ? std::sqrt(v.logit_error_sq / v.first_logit_sq) : 0.0},
   };
 }
 
@@ -145,9 +136,9 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "bench: give either --model DIR or --shape small|v01|v05\n");
     return 2;
   }
-  const std::vector<std::string> weight_list = split_list(o.engine.weights), kv_list = split_list(o.engine.kv_cache);
-  if (weight_list.empty() || kv_list.empty()) {
-    std::fprintf(stderr, "bench: --weights and --kv-cache need at least one value\n");
+  const std::vector<EngineFlags> combinations = o.engine.combinations();
+  if (combinations.empty()) {
+    std::fprintf(stderr, "bench: --weights, --kv-cache, --kv-budget and --kv-rank need at least one value\n");
     return 2;
   }
   // The floor first, in a child process, on fresh memory.
@@ -162,7 +153,7 @@ int run_bench(const BenchOptions& o) {
   if (!loaded.ok()) return fail(loaded.error());
   // One model per weight format, all over the one file.
   std::map<std::string, DualStreamGpt> models;
-  for (const std::string& name : weight_list) {
+  for (const std::string& name : o.engine.weights) {
     if (models.count(name)) continue;
     auto options = weight_options(name, o.engine.q4_group);
     if (!options.ok()) return fail(options.error());
@@ -172,7 +163,7 @@ int run_bench(const BenchOptions& o) {
   }
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
-  const DualStreamGpt& first = models.at(weight_list.front());
+  const DualStreamGpt& first = models.at(combinations.front().weights);
   const GptConfig& c = first.config();
   const int batch = o.guidance ? 2 : 1;
   const int cond_length = first.condition_length(o.cond_tokens);
@@ -188,20 +179,18 @@ int run_bench(const BenchOptions& o) {
   for (int b = 0; b < batch; ++b) cond_rows.insert(cond_rows.end(), cond->begin(), cond->end());
 
   std::vector<Variant> variants;
-  for (const std::string& weights : weight_list)
-    for (const std::string& kv_name : kv_list) {
-      Variant v;
-      v.weights = weights;
-      v.kv_cache = kv_name;
-      v.model = &models.at(weights);
-      auto kv = kv_cache_options(kv_name, o.engine.kv_budget, o.engine.kv_rank, o.model_dir, c);
-      if (!kv.ok()) return fail(kv.error());
-      v.kv = *kv;
-      v.session.emplace(*v.model, batch, cond_length, o.steps + 1, AttentionMode::kCausal, v.kv);
-      v.logits.resize(size_t(batch) * c.vocab_size());
-      v.embedding.resize(size_t(batch) * d);
-      variants.push_back(std::move(v));
-    }
+  for (const EngineFlags& flags : combinations) {
+    Variant v;
+    v.flags = flags;
+    v.model = &models.at(flags.weights);
+    auto kv = kv_cache_options(flags.kv_cache, flags.kv_budget, flags.kv_rank, o.model_dir, c);
+    if (!kv.ok()) return fail(kv.error());
+    v.kv = *kv;
+    v.session.emplace(*v.model, batch, cond_length, o.steps + 1, AttentionMode::kCausal, v.kv);
+    v.logits.resize(size_t(batch) * c.vocab_size());
+    v.embedding.resize(size_t(batch) * d);
+    variants.push_back(std::move(v));
+  }
   // Alternating: every step runs each variant once, so drifts of the shared
   // machine's speed reach them all alike.
   for (Variant& v : variants) {
@@ -212,9 +201,10 @@ int run_bench(const BenchOptions& o) {
     v.prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!prefill.ok()) return fail(prefill.error());
   }
-  for (int i = 0; i < o.steps; ++i)
+  for (int i = 0; i < o.steps; ++i) {
+    const std::vector<float>& first_logits = variants.front().logits;
+    const int token = int(std::max_element(first_logits.begin(), first_logits.begin() + c.codes) - first_logits.begin());
     for (Variant& v : variants) {
-      const int token = int(std::max_element(v.logits.begin(), v.logits.begin() + c.codes) - v.logits.begin());
       auto row = v.model->token_embedding(token);
       for (int b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), v.embedding.begin() + ptrdiff_t(b * d));
       const auto start = std::chrono::steady_clock::now();
@@ -226,7 +216,16 @@ int run_bench(const BenchOptions& o) {
       v.kv_bytes_last = v.session->kv_cache_bytes();
       v.step_total_gbps.push_back((double(v.model->decode_weight_bytes()) + v.kv_bytes_last) /
                                   (v.step_ms.back() * 1e-3) / 1e9);
+      // Against the first variant's logits of this step (it ran first), every row's codes.
+      for (int b = 0; b < batch; ++b)
+        for (int t = 0; t < c.codes; ++t) {
+          const size_t at = size_t(b) * c.vocab_size() + size_t(t);
+          const double diff = double(v.logits[at]) - double(variants.front().logits[at]);
+          v.logit_error_sq += diff * diff;
+          v.first_logit_sq += double(variants.front().logits[at]) * variants.front().logits[at];
+        }
     }
+  }
   const double peak_rss_mb = peak_rss_mib();
 
   nlohmann::json common = {
@@ -244,7 +243,7 @@ int run_bench(const BenchOptions& o) {
   };
   std::vector<nlohmann::json> reports;
   for (const Variant& v : variants) {
-    nlohmann::json r = variant_report(v, bandwidth, o.engine.kv_budget, o.engine.kv_rank);
+    nlohmann::json r = variant_report(v, bandwidth);
     // Against the first variant, step by step: the median of the paired ratios.
     std::vector<double> ratios;
     for (size_t i = 0; i < v.step_ms.size(); ++i) ratios.push_back(v.step_ms[i] / variants.front().step_ms[i]);
@@ -268,8 +267,8 @@ int run_bench(const BenchOptions& o) {
   for (const nlohmann::json& r : reports) {
     std::printf("\nweights %s, KV cache %s", r["weights"].get<std::string>().c_str(),
                 r["kv_cache"].get<std::string>().c_str());
-    if (o.engine.kv_budget) std::printf(", budget %d", o.engine.kv_budget);
-    if (o.engine.kv_rank) std::printf(", rank %d", o.engine.kv_rank);
+    if (r["kv_budget"].get<int>()) std::printf(", budget %d", r["kv_budget"].get<int>());
+    if (r["kv_rank"].get<int>()) std::printf(", rank %d", r["kv_rank"].get<int>());
     std::printf("\n  prefill            %.1f ms\n", r["prefill_ms"].get<double>());
     std::printf("  TPOT median / p90  %.2f / %.2f ms  (%.1f tokens/s; %.3f x the first)\n",
                 r["tpot_ms_median"].get<double>(), r["tpot_ms_p90"].get<double>(), r["tokens_per_s"].get<double>(),
@@ -281,6 +280,8 @@ int run_bench(const BenchOptions& o) {
     std::printf("  with the KV cache  %.2f GB/s median (%.0f%% of the floor); %.0f MB of cache read at the last step\n",
                 r["total_gbps"].get<double>(), 100.0 * r["total_bandwidth_fraction"].get<double>(),
                 r["kv_cache_read_mb_last_step"].get<double>());
+    std::printf("  logits vs first    %.3g relative error (fed the first's tokens)\n",
+                r["logit_relative_error_to_first"].get<double>());
   }
   std::printf("\npeak RSS           %.0f MB\n", peak_rss_mb);
   return 0;
@@ -302,7 +303,7 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->add_option("--save-random", options->save_random,
                   "Also write the random GPT to DIR/shape_gpt.safetensors (to benchmark --model on it)");
-  add_engine_flags(cmd, options->engine, /*lists=*/true);
+  add_engine_flag_lists(cmd, options->engine);
   return [cmd, options]() -> int { return cmd->parsed() ? run_bench(*options) : -1; };
 }
 

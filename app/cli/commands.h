@@ -14,5 +14,8 @@ Action add_meshing_bench_command(CLI::App& app);
 Action add_occupancy_bench_command(CLI::App& app);
 Action add_generate_command(CLI::App& app);
 Action add_tokenize_command(CLI::App& app);
+Action add_quantize_command(CLI::App& app);
+Action add_calibrate_kv_command(CLI::App& app);
+Action add_compare_command(CLI::App& app);
 
 }  // namespace cubeforge::cli

@@ -1,13 +1,14 @@
 // The engine's weight and KV cache options on the command line, shared by
 // generate, bench and compare: --weights stored|bf16|q8|q4 (--q4-group),
 // --kv-cache f32|bf16|fp8|int8, --kv-budget N, --kv-rank R. Each defaults to
-// the exact setting.
+// the exact setting. bench and compare take lists and run every combination.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "inference/core/result.h"
 #include "inference/model/gpt.h"
@@ -20,25 +21,64 @@ struct EngineFlags {
   std::string kv_cache = "f32";
   int kv_budget = 0;
   int kv_rank = 0;
+
+  std::string label() const {
+    std::string s = weights + "/" + kv_cache;
+    if (kv_budget) s += "/budget " + std::to_string(kv_budget);
+    if (kv_rank) s += "/rank " + std::to_string(kv_rank);
+    return s;
+  }
 };
 
-// `lists`: the options take comma-separated lists (bench runs every combination).
-inline void add_engine_flags(CLI::App* cmd, EngineFlags& flags, bool lists = false) {
-  auto weights = cmd->add_option("--weights", flags.weights,
-                                 "Decode weights: stored (exact), bf16 (F32 matrices rounded), q8 or q4 (quantised at load)");
-  auto kv_cache = cmd->add_option("--kv-cache", flags.kv_cache, "KV cache storage: f32 (exact), bf16, fp8 or int8");
-  if (!lists) {
-    weights->check(CLI::IsMember({"stored", "bf16", "q8", "q4"}));
-    kv_cache->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
+// The same options as comma-separated lists, for commands that run every
+// combination side by side (bench, compare).
+struct EngineFlagLists {
+  std::vector<std::string> weights = {"stored"};
+  int64_t q4_group = 32;
+  std::vector<std::string> kv_cache = {"f32"};
+  std::vector<int> kv_budget = {0};
+  std::vector<int> kv_rank = {0};
+
+  // Weights slowest, rank fastest.
+  std::vector<EngineFlags> combinations() const {
+    std::vector<EngineFlags> all;
+    for (const auto& w : weights)
+      for (const auto& kv : kv_cache)
+        for (int budget : kv_budget)
+          for (int rank : kv_rank) all.push_back({w, q4_group, kv, budget, rank});
+    return all;
   }
+};
+
+inline constexpr const char* kWeightsHelp =
+    "Decode weights: stored (exact), bf16 (F32 matrices rounded), q8 or q4 (quantised at load)";
+inline constexpr const char* kKvCacheHelp = "KV cache storage: f32 (exact), bf16, fp8 or int8";
+inline constexpr const char* kKvBudgetHelp =
+    "Keep this many shape positions per layer (H2O eviction; condition tokens and BOS always stay; 0: all)";
+inline constexpr const char* kKvRankHelp =
+    "Low-rank keys and values of this rank, from MODEL/kv_bases.safetensors (calibrate-kv; 0: off)";
+
+inline void add_engine_flags(CLI::App* cmd, EngineFlags& flags) {
+  cmd->add_option("--weights", flags.weights, kWeightsHelp)->check(CLI::IsMember({"stored", "bf16", "q8", "q4"}));
+  cmd->add_option("--kv-cache", flags.kv_cache, kKvCacheHelp)->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
   cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64")
       ->check(CLI::IsMember({32, 64}));
-  cmd->add_option("--kv-budget", flags.kv_budget,
-                  "Keep this many shape positions per layer (H2O eviction; condition tokens and BOS always stay; 0: all)")
-      ->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--kv-rank", flags.kv_rank,
-                  "Low-rank keys and values of this rank, from MODEL/kv_bases.safetensors (calibrate-kv; 0: off)")
-      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp)->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp)->check(CLI::Range(0, 1 << 20));
+}
+
+inline void add_engine_flag_lists(CLI::App* cmd, EngineFlagLists& flags) {
+  const std::string list = " (a comma-separated list: every combination runs)";
+  cmd->add_option("--weights", flags.weights, kWeightsHelp + list)
+      ->delimiter(',')
+      ->check(CLI::IsMember({"stored", "bf16", "q8", "q4"}));
+  cmd->add_option("--kv-cache", flags.kv_cache, kKvCacheHelp + list)
+      ->delimiter(',')
+      ->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
+  cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64")
+      ->check(CLI::IsMember({32, 64}));
+  cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp + list)->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp + list)->delimiter(',')->check(CLI::Range(0, 1 << 20));
 }
 
 inline Result<WeightOptions> weight_options(const std::string& name, int64_t q4_group) {

@@ -75,7 +75,8 @@ Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path);
 Result<GptConfig> infer_gpt_config(const SafetensorsFile& gpt);
 Result<ShapeModelConfig> infer_shape_config(const SafetensorsFile& shape);
 
-// Checks a configuration against tensors: every size must agree.
+// Checks a configuration against tensors: every size must agree (for the
+// GPT, the sizes; loading it checks the whole tensor set).
 Status check_gpt_config(const GptConfig& config, const SafetensorsFile& gpt, const std::string& config_name);
 Status check_shape_config(const ShapeModelConfig& config, const SafetensorsFile& shape,
                           const std::string& config_name);

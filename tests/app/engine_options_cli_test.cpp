@@ -1,0 +1,137 @@
+// cubeforge-cli's weight and KV cache options as a user runs them: quantize
+// writes a folder that decodes exactly as converting at load does;
+// calibrate-kv writes bases that are exact at full rank; compare measures
+// each option against the exact run; bench times every combination it is
+// given; options that cannot run say why.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/oracle.h"
+#include "tests/support/run_command.h"
+
+namespace cubeforge {
+namespace {
+
+using testing::oracle_dir;
+
+testing::CommandOutput run(const std::string& arguments) {
+  return testing::run_command(CUBEFORGE_CLI_PATH, arguments);
+}
+
+std::filesystem::path scratch(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("cubeforge-engine-options-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir / name;
+}
+
+nlohmann::json json_of(const testing::CommandOutput& r) { return nlohmann::json::parse(r.out.substr(r.out.find('{'))); }
+
+// The built-in model: trained weights, whose meshes have a surface.
+const std::filesystem::path kBuiltin = CUBEFORGE_BUILTIN_MODEL_DIR;
+
+TEST(CliEngineOptions, QuantizedFolderDecodesAsConversionAtLoad) {
+  const auto folder = scratch("q4");
+  auto q = run("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() +
+               "' --weights q4 --q4-group 64 --json");
+  ASSERT_EQ(q.exit_code, 0) << q.out;
+  const auto report = json_of(q);
+  EXPECT_GT(report["matrices_converted"].get<int>(), 0);
+  EXPECT_LT(report["quantized_decode_weight_bytes"].get<double>(), 0.2 * report["decode_weight_bytes"].get<double>());
+  EXPECT_LT(report["quantized_gpt_file_bytes"].get<double>(), report["gpt_file_bytes"].get<double>());
+  EXPECT_TRUE(std::filesystem::exists(folder / "clip" / "vocab.json"));
+  const std::string common = " --prompt 'a tall chair' --resolution 5 --json --out ";
+  auto from_folder = run("generate --model '" + folder.string() + "'" + common + "'" + scratch("a.ply").string() + "'");
+  auto at_load = run("generate --model '" + kBuiltin.string() + "' --weights q4 --q4-group 64" + common + "'" +
+                     scratch("b.ply").string() + "'");
+  auto exact = run("generate --model '" + kBuiltin.string() + "'" + common + "'" + scratch("c.ply").string() + "'");
+  ASSERT_EQ(from_folder.exit_code, 0) << from_folder.out;
+  ASSERT_EQ(at_load.exit_code, 0) << at_load.out;
+  ASSERT_EQ(exact.exit_code, 0) << exact.out;
+  EXPECT_EQ(json_of(from_folder)["tokens"], json_of(at_load)["tokens"]);
+  EXPECT_EQ(json_of(from_folder)["mesh"]["faces"], json_of(at_load)["mesh"]["faces"]);
+  EXPECT_NE(json_of(from_folder)["tokens"], json_of(exact)["tokens"]);  // 4 bits do change the tokens
+  // Not onto the model itself, and not as it is.
+  EXPECT_EQ(run("quantize --model '" + folder.string() + "' --out '" + folder.string() + "' --weights q8").exit_code, 1);
+  EXPECT_NE(run("quantize --model '" + kBuiltin.string() + "' --out '" + scratch("x").string() + "' --weights stored")
+                .exit_code,
+            0);
+  std::filesystem::remove_all(folder.parent_path());
+}
+
+TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
+  // A copy of the built-in model, to write the bases beside.
+  const auto folder = scratch("calibrated");
+  std::filesystem::copy(kBuiltin, folder, std::filesystem::copy_options::recursive);
+  auto c = run("calibrate-kv --model '" + folder.string() + "' -p 'a tall chair' -p 'a round table' --json");
+  ASSERT_EQ(c.exit_code, 0) << c.out;
+  const auto calibration = json_of(c);
+  const int width = calibration["rank"].get<int>();
+  EXPECT_EQ(width, 128);
+  EXPECT_GT(calibration["rows_per_layer"].get<int>(), 2 * 64);
+  const auto& kept = calibration["energy_kept"];
+  EXPECT_NEAR(kept.back()["keys"].get<double>(), 1.0, 1e-9);
+  EXPECT_LT(kept.front()["keys"].get<double>(), 0.9);
+  EXPECT_TRUE(std::filesystem::exists(folder / "kv_bases.safetensors"));
+  // Against the exact run: the exact options themselves, full rank, rank 8, 8-bit weights.
+  auto r = run("compare --model '" + folder.string() + "' -p 'a short mug' --resolution 5 --iou-resolution 5 " +
+               "--weights stored,q8 --kv-rank 0," + std::to_string(width) + ",8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto variants = json_of(r)["variants"];
+  ASSERT_EQ(variants.size(), 6u);
+  EXPECT_EQ(variants[0]["logit_relative_error_mean"].get<double>(), 0.0);
+  EXPECT_EQ(variants[0]["token_agreement_mean"].get<double>(), 1.0);
+  EXPECT_EQ(variants[0]["first_divergence_min"].get<double>(), 64.0);
+  EXPECT_EQ(variants[0]["mesh_iou_min"].get<double>(), 1.0);
+  EXPECT_GT(variants[1]["logit_relative_error_mean"].get<double>(), 0.0);
+  EXPECT_LT(variants[1]["logit_relative_error_mean"].get<double>(), 1e-4);
+  EXPECT_GT(variants[2]["logit_relative_error_mean"].get<double>(), 1e-2);
+  EXPECT_EQ(variants[3]["weights"], "q8");
+  EXPECT_GT(variants[3]["logit_relative_error_mean"].get<double>(), 1e-4);
+  EXPECT_LT(variants[3]["logit_relative_error_mean"].get<double>(), 0.1);
+  EXPECT_LT(variants[3]["decode_weight_bytes"].get<double>(), 0.3 * variants[0]["decode_weight_bytes"].get<double>());
+  // generate reads the bases beside the model.
+  auto g = run("generate --model '" + folder.string() + "' --prompt 'a mug' --kv-rank 16 --resolution 4 --out '" +
+               scratch("d.ply").string() + "'");
+  EXPECT_EQ(g.exit_code, 0) << g.out;
+  std::filesystem::remove_all(folder.parent_path());
+}
+
+TEST(CliEngineOptions, BenchTimesEveryCombination) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  auto r = run("bench --model '" + oracle_dir().string() +
+               "' --steps 6 --weights stored,q8 --kv-cache f32,fp8 --kv-budget 0,4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto report = json_of(r);
+  ASSERT_EQ(report["variants"].size(), 8u);
+  const auto& v = report["variants"];
+  EXPECT_EQ(v[6]["weights"], "q8");
+  EXPECT_EQ(v[6]["kv_cache"], "fp8");
+  EXPECT_EQ(v[6]["kv_budget"], 0);
+  EXPECT_EQ(v[1]["kv_budget"], 4);
+  EXPECT_EQ(v[0]["tpot_ratio_to_first"].get<double>(), 1.0);
+  EXPECT_LT(v[4]["decode_weight_bytes"].get<double>(), 0.5 * v[0]["decode_weight_bytes"].get<double>());
+  // Fed the first variant's tokens, the others' logits differ from its own by their formats' errors.
+  EXPECT_EQ(v[0]["logit_relative_error_to_first"].get<double>(), 0.0);
+  EXPECT_GT(v[4]["logit_relative_error_to_first"].get<double>(), 0.0);
+  EXPECT_LT(v[4]["logit_relative_error_to_first"].get<double>(), 0.1);
+  EXPECT_GT(v[1]["logit_relative_error_to_first"].get<double>(), 0.0);  // 4 of 6 positions kept
+}
+
+TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  const std::string generate = "generate --model '" + oracle_dir().string() + "' --prompt 'a cup' --out '" +
+                               scratch("c.ply").string() + "' ";
+  auto int8_budget = run(generate + "--kv-cache int8 --kv-budget 8");
+  EXPECT_EQ(int8_budget.exit_code, 2);
+  EXPECT_NE(int8_budget.out.find("INT8"), std::string::npos) << int8_budget.out;
+  auto no_bases = run(generate + "--kv-rank 8");
+  EXPECT_EQ(no_bases.exit_code, 2);
+  EXPECT_NE(no_bases.out.find("calibrate-kv"), std::string::npos) << no_bases.out;
+  auto no_cache = run(generate + "--kv-cache fp8 --no-kv-cache");
+  EXPECT_EQ(no_cache.exit_code, 1);
+  EXPECT_NE(no_cache.out.find("need the cache"), std::string::npos) << no_cache.out;
+}
+
+}  // namespace
+}  // namespace cubeforge
