@@ -127,11 +127,24 @@ void App::restore_history(const HistoryEntry& entry) {
 
 void App::reset_camera() {
   engine::OrbitCamera& camera = state.view.camera;
+  const engine::ViewRegion region = camera.region;
   camera = engine::OrbitCamera{};
+  camera.region = region;
   camera.pitch_degrees = 20.f;
+  camera.yaw_degrees = 30.f;
+  frame_object();
+}
+
+void App::frame_object() {
   VkExtent2D extent = viewport.target->extent();
-  if (!viewport.renderer->mesh_bounds().empty && extent.height > 0)
-    camera.frame(viewport.renderer->mesh_bounds(), float(extent.width) / extent.height);
+  if (viewport.renderer->mesh_bounds().empty || extent.height == 0) return;
+  state.view.camera.frame(viewport.renderer->mesh_bounds(), float(extent.width) / extent.height);
+}
+
+void App::toggle_panels() {
+  state.layout.panels_hidden = !state.layout.panels_hidden;
+  state.layout.place_panels = true;
+  update_layout(*this);  // the panels drawn after this need their places now
 }
 
 void App::save_settings_now() {

@@ -6,7 +6,8 @@
 // own file:
 //   handle_worker_messages()  worker_messages.cpp  the worker's news -> state
 //   step_script()             script_runner.cpp    the next script command
-//   handle_viewport_input()   panels/viewport_input.cpp  mouse on the 3D view
+//   update_layout()           panels/viewport_input.cpp  panel places, free view
+//   handle_viewport_input()   panels/viewport_input.cpp  mouse and keys on the 3D view
 //   draw_panels()             panels/panels.cpp    one file per panel
 #pragma once
 
@@ -57,6 +58,11 @@ struct App {
   void show_mesh(const Mesh& mesh, bool frame_camera);
   void restore_history(const HistoryEntry& entry);
   void reset_camera();
+  // Fits the object into the free part of the view, keeping the angles (F, Home).
+  void frame_object();
+  // Every panel back to its place for the window's size.
+  void reset_layout() { state.layout.place_panels = true; }
+  void toggle_panels();
   void save_settings_now();
   void log(const std::string& text) { state.log.info(text); }
   void log_error(const std::string& text) { state.log.error(text); }
@@ -67,6 +73,7 @@ void handle_worker_messages(App& app);
 // Counts down `idle N`, else runs the next command once nothing runs
 // (`idle`: the worker was idle when this frame began).
 void step_script(App& app, float frame_ms, bool idle);
+void update_layout(App& app);
 void handle_viewport_input(App& app, float frame_seconds);
 void draw_panels(App& app);
 

@@ -6,6 +6,7 @@
 // and no Vulkan handles, so a new panel or message starts from here.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "app/desktop/core/generation_progress.h"
 #include "app/desktop/core/generation_worker.h"
 #include "app/desktop/core/history_store.h"
+#include "app/desktop/core/panel_layout.h"
 #include "app/desktop/core/script.h"
 #include "app/desktop/thumbnail_mosaic.h"
 #include "engine/renderer.h"
@@ -119,6 +121,21 @@ struct AppLog {
 struct ViewState {
   engine::OrbitCamera camera;
   engine::SceneSettings scene;
+  // The mouse button dragging the view (-1: none) and where the cursor was
+  // when it last moved the camera: a drag moves by what happened since it
+  // began in the view, never by where the cursor was before the press.
+  int drag_button = -1;
+  float drag_x = 0, drag_y = 0;
+};
+
+// The panels' places and the part of the window they leave free.
+struct LayoutState {
+  bool place_panels = true;     // put every panel at its layout place this frame
+  bool panels_hidden = false;   // Tab: the view alone
+  float width = 0, height = 0;  // the window size the layout was made for
+  PanelLayout layout;
+  // Named widgets' places in the last frame, for scripts (`click generate`).
+  std::map<std::string, Rect> targets;
 };
 
 // The script (--script) and where it has got to.
@@ -127,6 +144,9 @@ struct ScriptState {
   size_t next = 0;
   int idle_frames_left = 0;  // `idle N`: frames still to count
   std::vector<float> idle_frame_ms;
+  int settle_frames = 0;     // frames to let pass after input before the next command
+  std::array<int, 2> resize_to{0, 0};
+  int resize_frames_left = 0;  // `resize`: frames left to reach resize_to
 };
 
 struct AppState {
@@ -141,6 +161,7 @@ struct AppState {
   ExportState export_status;
   AppLog log;
   ViewState view;
+  LayoutState layout;
   bool script_mode = false;  // a script drives the app (and its errors fail the run)
   ScriptState script;
   bool quit = false;

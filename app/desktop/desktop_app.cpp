@@ -2,8 +2,8 @@
 // app knows is in app_state.h, what it can do in app.h, the panels in panels/.
 //
 // Main loop in Dear ImGui's order: poll -> drain the worker's messages ->
-// next script command when idle -> new frame -> viewport mouse controls ->
-// panels -> render -> draw_frame (rebuild the swapchain if flagged, skip while
+// next script command -> new frame (this frame's share of the queued input)
+// -> layout -> viewport mouse and keys -> panels -> render -> draw_frame (rebuild the swapchain if flagged, skip while
 // minimised, scene + ImGui overlay, present). Everything here runs on the UI
 // thread; only GenerationWorker's job runs elsewhere.
 #include "app/desktop/desktop_app.h"
@@ -115,8 +115,9 @@ bool start_window_and_engine(App& app) {
   app.log("viewport on " + viewport.context->device_name() +
           (viewport.context->validation_enabled() ? std::string(" (Vulkan validation layer on)") : std::string()));
 
-  auto imgui = ImGuiOverlay::create(*viewport.context, *viewport.target, viewport.window,
-                                    (app.state.data_folder / "imgui.ini").string());
+  // No imgui.ini: the panels' places are computed for the window's size
+  // (core/panel_layout.h), so no saved arrangement can bring back a broken one.
+  auto imgui = ImGuiOverlay::create(*viewport.context, *viewport.target, viewport.window);
   if (!imgui.ok()) {
     app.log_error("ImGui: " + imgui.error().to_string());
     return false;
@@ -155,8 +156,8 @@ void main_loop(App& app) {
   while (!glfwWindowShouldClose(viewport.window) && !state.quit) {
     // A person's idle app waits for input (at most a tenth of a second) instead
     // of drawing frames nobody needs; anything running keeps frames coming.
-    const bool nothing_moves =
-        !state.script_mode && !app.worker.busy() && !state.settings.turntable && !state.log.popup_pending;
+    const bool nothing_moves = !state.script_mode && !app.worker.busy() && !state.settings.turntable &&
+                               !state.log.popup_pending && viewport.imgui->input().empty();
     if (nothing_moves) glfwWaitEventsTimeout(0.1);
     else glfwPollEvents();
     const auto now = Clock::now();
@@ -169,6 +170,7 @@ void main_loop(App& app) {
     step_script(app, frame_ms, idle);
 
     viewport.imgui->new_frame();
+    update_layout(app);
     handle_viewport_input(app, frame_ms / 1000.f);
     draw_panels(app);
     engine::SceneSettings& scene = state.view.scene;

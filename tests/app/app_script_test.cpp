@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <array>
 #include <fstream>
 #include <sstream>
 
@@ -44,6 +45,42 @@ int run_app(const std::string& arguments) {
   std::string command = std::string("CUBEFORGE_SYNC_VALIDATION=1 '") + CUBEFORGE_APP_PATH + "' " + arguments;
   int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+nlohmann::json read_dump(const std::filesystem::path& path) {
+  auto text = read_file_text(path);
+  EXPECT_TRUE(text.ok()) << "no dump at " << path;
+  return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json::object();
+}
+
+// Every panel of a dump inside its window and none on another.
+void expect_panels_inside_and_apart(const nlohmann::json& dump, const std::string& when) {
+  const float width = dump["window"]["width"], height = dump["window"]["height"];
+  std::vector<std::pair<std::string, std::array<float, 4>>> rects;
+  for (const auto& [name, panel] : dump["panels"].items()) {
+    const float x = panel["x"], y = panel["y"], w = panel["width"], h = panel["height"];
+    EXPECT_GE(x, 0.f) << name << " " << when;
+    EXPECT_GE(y, 0.f) << name << " " << when;
+    EXPECT_LE(x + w, width) << name << " " << when;
+    EXPECT_LE(y + h, height) << name << " " << when;
+    rects.push_back({name, {x, y, x + w, y + h}});
+  }
+  EXPECT_EQ(rects.size(), 5u) << when;
+  for (size_t a = 0; a < rects.size(); ++a)
+    for (size_t b = a + 1; b < rects.size(); ++b) {
+      const auto& p = rects[a].second;
+      const auto& q = rects[b].second;
+      EXPECT_FALSE(p[0] < q[2] && q[0] < p[2] && p[1] < q[3] && q[1] < p[3])
+          << rects[a].first << " on " << rects[b].first << " " << when;
+    }
+}
+
+// The panels' places alone (their content sizes change as they fill).
+nlohmann::json places(const nlohmann::json& dump) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, panel] : dump["panels"].items())
+    out[name] = {panel["x"], panel["y"], panel["width"], panel["height"]};
+  return out;
 }
 
 class AppScript : public ::testing::Test {
@@ -153,6 +190,77 @@ TEST_F(AppScript, ErrorsAreLoggedAndTheAppCarriesOn) {
   auto obj = import_mesh(dir / "fine.obj");
   ASSERT_TRUE(obj.ok()) << obj.error().to_string() << "\n" << *log;
   EXPECT_GT(obj->face_count(), 0u);
+}
+
+// Real input through the window's input queue, each command's events in one
+// burst (a slow frame): the layout survives shrinking and growing the window,
+// a click after using a panel does not turn the view, a tapped chord is not
+// lost, Tab hides the panels, and a panel dragged away comes back.
+TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "input.txt") << "model " << model_.string() << "\n"
+                                   << "prompt a red dragon\n"
+                                   << "set resolution 4\n"
+                                   << "generate\n"
+                                   << "wait\n"
+                                   << dump("start") << "resize 960 600\n"
+                                   << dump("small") << "resize 1600 1000\n"
+                                   << dump("restored")
+                                   // A click on a panel's button, then one in the view.
+                                   << "click reset-camera\n"
+                                   << dump("reset") << "click viewport\n"
+                                   << dump("clicked") << "drag viewport 100 0\n"
+                                   << dump("dragged")
+                                   // Select the prompt's text with a tapped Ctrl+A and type over it.
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "type a cat\n"
+                                   << dump("typed") << "click viewport\n"
+                                   << "key tab\n"
+                                   << dump("hidden") << "key tab\n"
+                                   // The Generate panel's title bar dragged far off to the right.
+                                   << "drag 60 16 3000 0\n"
+                                   << dump("moved") << "reset-layout\n"
+                                   << dump("reset-layout") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "input.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1600x1000");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto start = read_dump(dir / "start.json"), small = read_dump(dir / "small.json"),
+             restored = read_dump(dir / "restored.json");
+  EXPECT_EQ(small["window"]["width"], 960);
+  expect_panels_inside_and_apart(start, "at 1600x1000");
+  expect_panels_inside_and_apart(small, "at 960x600");
+  expect_panels_inside_and_apart(restored, "after growing back");
+  EXPECT_EQ(places(restored), places(start)) << "growing back does not restore the layout";
+  EXPECT_FALSE(std::filesystem::exists(data / "imgui.ini")) << "a saved arrangement would come back on restart";
+
+  // Reset camera's angles; the click in the view right after it keeps them.
+  const auto reset = read_dump(dir / "reset.json"), clicked = read_dump(dir / "clicked.json");
+  EXPECT_FLOAT_EQ(reset["camera"]["yaw"], 30.f);
+  EXPECT_FLOAT_EQ(reset["camera"]["pitch"], 20.f);
+  EXPECT_EQ(clicked["camera"], reset["camera"]) << "a click without a drag turned the view";
+  // A drag of 100 pixels turns the view by 100 * 0.4 degrees, no more.
+  const auto dragged = read_dump(dir / "dragged.json");
+  EXPECT_FLOAT_EQ(dragged["camera"]["yaw"], 30.f - 40.f);
+  EXPECT_FLOAT_EQ(dragged["camera"]["pitch"], 20.f);
+
+  EXPECT_EQ(read_dump(dir / "typed.json")["prompt"], "a cat") << "the tapped Ctrl+A was lost";
+
+  const auto hidden = read_dump(dir / "hidden.json");
+  EXPECT_TRUE(hidden["panels_hidden"]);
+  EXPECT_TRUE(hidden["panels"].empty());
+  EXPECT_EQ(hidden["free_view"]["width"], 1600);
+
+  // Dragged away, the panel stays inside the window; Reset layout puts it back.
+  const auto moved = read_dump(dir / "moved.json");
+  EXPECT_GT(float(moved["panels"]["Generate"]["x"]), 400.f) << "the drag did not move the panel";
+  EXPECT_LE(float(moved["panels"]["Generate"]["x"]) + float(moved["panels"]["Generate"]["width"]), 1600.f);
+  EXPECT_EQ(places(read_dump(dir / "reset-layout.json")), places(start));
 }
 
 }  // namespace

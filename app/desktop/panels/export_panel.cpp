@@ -61,6 +61,7 @@ void draw_view_switches(App& app) {
   ImGui::Checkbox("Grid", &settings.grid);
   ImGui::SameLine();
   if (ImGui::Button("Reset camera")) app.reset_camera();
+  remember_item(app, "reset-camera");
   ImGui::SameLine();
   if (ImGui::Button("Screenshot")) {
     auto shot_name = expand_file_name_template("{prompt}-{seed}-{time}.png",
@@ -74,11 +75,7 @@ void draw_view_switches(App& app) {
 }  // namespace
 
 void draw_export_panel(App& app) {
-  const ImVec2 display = ImGui::GetIO().DisplaySize;
-  ImGui::SetNextWindowPos(ImVec2(kSideWidth + 16, display.y - kLogHeight - 16 - kViewPanelHeight),
-                          ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(display.x - 2 * kSideWidth - 32, kViewPanelHeight), ImGuiCond_FirstUseEver);
-  ImGui::Begin("Export and view");
+  begin_panel(app, Panel::kExport);
   draw_export_buttons(app);
   ImGui::Separator();
   draw_view_switches(app);

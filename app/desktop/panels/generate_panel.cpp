@@ -6,23 +6,23 @@ namespace cubeforge::app {
 
 void draw_generate_panel(App& app) {
   AppState& state = app.state;
-  const ImVec2 display = ImGui::GetIO().DisplaySize;
-  ImGui::SetNextWindowPos(ImVec2(8, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(kSideWidth, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
-  ImGui::Begin("Generate");
+  begin_panel(app, Panel::kGenerate);
   const bool busy = app.worker.busy();
   ImGui::TextUnformatted("Prompt (Ctrl+Enter generates)");
   if (ImGui::InputTextMultiline("##prompt", &state.settings.prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 4),
                                 ImGuiInputTextFlags_EnterReturnsTrue) &&
       !busy)
     app.start_generation();
+  remember_item(app, "prompt");
   ImGui::BeginDisabled(busy || !app.worker.has_model());
   if (ImGui::Button("Generate")) app.start_generation();
+  remember_item(app, "generate");
   ImGui::EndDisabled();
   if (!app.worker.has_model()) reason_tooltip("load a model first (Settings > Model folder)");
   ImGui::SameLine();
   ImGui::BeginDisabled(!busy);
   if (ImGui::Button("Cancel")) app.worker.cancel();
+  remember_item(app, "cancel");
   ImGui::EndDisabled();
   ImGui::SameLine();
   ImGui::BeginDisabled(busy || !app.worker.has_model());

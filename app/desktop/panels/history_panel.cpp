@@ -27,11 +27,7 @@ void draw_mosaic(const ThumbnailMosaic& mosaic, ImVec2 origin) {
 
 void draw_history_panel(App& app) {
   HistoryState& history = app.state.history;
-  const ImVec2 display = ImGui::GetIO().DisplaySize;
-  const float column = display.y - kLogHeight - 24, stats = column * kStatisticsShare;
-  ImGui::SetNextWindowPos(ImVec2(display.x - kSideWidth - 8, 16 + stats), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(kSideWidth, column - stats - 8), ImGuiCond_FirstUseEver);
-  ImGui::Begin("History");
+  begin_panel(app, Panel::kHistory);
   if (!history.store) {
     ImGui::TextDisabled("history unavailable (see Log)");
   } else if (history.store->entries().empty()) {

@@ -5,10 +5,7 @@
 namespace cubeforge::app {
 
 void draw_log_panel(App& app) {
-  ImGuiIO& io = ImGui::GetIO();
-  ImGui::SetNextWindowPos(ImVec2(8, io.DisplaySize.y - kLogHeight - 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - 16, kLogHeight), ImGuiCond_FirstUseEver);
-  ImGui::Begin("Log");
+  begin_panel(app, Panel::kLog);
   for (const LogLine& line : app.state.log.lines) {
     if (line.error) ImGui::TextColored(kErrorTextColour, "%s", line.text.c_str());
     else ImGui::TextUnformatted(line.text.c_str());

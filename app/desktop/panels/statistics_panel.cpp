@@ -113,11 +113,7 @@ void draw_latency_bars(const LatencyDemoState& latency) {
 void draw_statistics_panel(App& app) {
   const AppState& state = app.state;
   const GenerationProgress& progress = state.generation.progress;
-  const ImVec2 display = ImGui::GetIO().DisplaySize;
-  ImGui::SetNextWindowPos(ImVec2(display.x - kSideWidth - 8, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(kSideWidth, (display.y - kLogHeight - 24) * kStatisticsShare),
-                           ImGuiCond_FirstUseEver);
-  ImGui::Begin("Live statistics");
+  begin_panel(app, Panel::kStatistics);
   const int done = progress.tokens_done(), count = progress.token_count();
   char overlay[64];
   std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
