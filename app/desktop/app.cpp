@@ -45,6 +45,8 @@ void App::start_generation() {
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   state.generation.preview_uploads = 0;
+  state.generation.first_mesh_ms.reset();
+  state.generation.requested = Clock::now();
   log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
       std::to_string(request.resolution) + ")");
 }

@@ -64,7 +64,11 @@ struct CurrentShape {
 struct GenerationState {
   bool generating = false;  // a generation or the latency demo runs
   GenerationProgress progress;
+  Clock::time_point run_started;  // when the worker started the current run
   int preview_uploads = 0;  // previews shown during this run
+  std::string preview_shown;  // what the mesh on screen is while the run goes on
+  std::optional<double> first_mesh_ms;  // from Generate to the first mesh on screen
+  Clock::time_point requested;          // when Generate was pressed
   PreviewCost last_preview_cost;
   std::optional<double> last_decode_ms_without_preview;
   std::optional<double> last_decode_ms_with_preview;

@@ -53,6 +53,23 @@ nlohmann::json window_state(App& app) {
   out["mesh_faces"] = state.current.mesh.face_count();
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;
+  GenerationState& generation = state.generation;
+  GenerationProgress& progress = generation.progress;
+  const double elapsed_ms = ms_between(generation.run_started, Clock::now());
+  const char* outcomes[] = {"running", "done", "cancelled", "failed"};
+  nlohmann::json stages = nlohmann::json::object();
+  for (int s = 0; s < kAppStageCount; ++s) {
+    const AppStage stage = AppStage(s);
+    std::string shown = progress.stage_ms()[s] ? "done" : "-";
+    if (progress.current_stage() == stage) shown = "running";
+    else if (!progress.stage_ms()[s] && progress.stopped_stage() == stage) shown = outcomes[int(progress.outcome())];
+    stages[app_stage_name(stage)] = shown;
+  }
+  out["run"] = {{"status", progress.status(elapsed_ms)},
+                {"outcome", outcomes[int(progress.outcome())]},
+                {"fraction", progress.fraction(elapsed_ms)},
+                {"stages", stages},
+                {"first_mesh_ms", generation.first_mesh_ms ? *generation.first_mesh_ms : -1.0}};
   nlohmann::json errors = nlohmann::json::array();
   for (const LogLine& line : state.log.lines)
     if (line.error) errors.push_back(line.text);

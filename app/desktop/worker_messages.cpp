@@ -85,14 +85,38 @@ struct MessageHandler {
     }
   }
 
-  void operator()(worker_message::RunStarted&) { state.generation.progress.reset(); }
+  void operator()(worker_message::RunStarted&) {
+    state.generation.progress.reset();
+    state.generation.run_started = Clock::now();
+    state.generation.preview_shown.clear();
+  }
 
   void operator()(worker_message::Event& m) { state.generation.progress.apply(m.event, m.elapsed_ms); }
+
+  void operator()(worker_message::PassStarted& m) {
+    state.generation.progress.start_pass(m.name, m.resolution, m.final_pass, m.estimate_ms, m.elapsed_ms);
+  }
 
   void operator()(worker_message::Preview& m) {
     GenerationState& generation = state.generation;
     app.show_mesh(m.mesh, generation.preview_uploads == 0 && state.current.mesh.empty());
     ++generation.preview_uploads;
+    char what[96];
+    if (m.coarse) std::snprintf(what, sizeof what, "coarse preview at resolution %d", kCoarseResolution);
+    else std::snprintf(what, sizeof what, "preview from %d tokens", m.tokens_known);
+    generation.preview_shown = what;
+    note_first_mesh(what);
+  }
+
+  // Logs the time from Generate to the first mesh of this run on screen.
+  void note_first_mesh(const std::string& what) {
+    GenerationState& generation = state.generation;
+    if (generation.first_mesh_ms) return;
+    generation.first_mesh_ms = ms_between(generation.requested, Clock::now());
+    char line[160];
+    std::snprintf(line, sizeof line, "first mesh on screen %.0f ms after Generate (%s)", *generation.first_mesh_ms,
+                  what.c_str());
+    app.log(line);
   }
 
   void operator()(worker_message::RunFinished& finished) {
@@ -107,8 +131,12 @@ struct MessageHandler {
                     frames.mean_ms, frames.p95_ms, frames.max_ms, frames.frames);
       app.log(line);
     }
+    const double elapsed_ms = ms_between(generation.run_started, Clock::now());
+    generation.preview_shown.clear();
     if (!finished.result.ok()) {
-      if (finished.result.error().code == ErrorCode::kCancelled) app.log("generation cancelled");
+      const bool cancelled = finished.result.error().code == ErrorCode::kCancelled;
+      generation.progress.finish(cancelled ? RunOutcome::kCancelled : RunOutcome::kFailed, elapsed_ms);
+      if (cancelled) app.log("generation cancelled: " + generation.progress.status(elapsed_ms));
       else app.log_error("generation failed: " + finished.result.error().to_string());
       // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
       if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
@@ -116,6 +144,7 @@ struct MessageHandler {
     }
     GenerationResult& result = *finished.result;
     if (!result.stats.has_surface) {
+      generation.progress.finish(RunOutcome::kFailed, elapsed_ms);
       app.log_error("the decoded shape has no surface at resolution " + std::to_string(finished.request.resolution) +
                     "; try another seed or prompt");
       if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
@@ -126,6 +155,8 @@ struct MessageHandler {
     auto upload_started = Clock::now();
     app.show_mesh(state.current.mesh, first_mesh || generation.preview_uploads > 0);
     generation.progress.set_upload_ms(ms_between(upload_started, Clock::now()));
+    generation.progress.finish(RunOutcome::kDone, finished.wall_ms);
+    note_first_mesh("the final mesh");
 
     if (finished.preview.previews > 0 || finished.preview.skipped > 0) {
       generation.last_preview_cost = finished.preview;

@@ -263,5 +263,52 @@ TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
   EXPECT_EQ(places(read_dump(dir / "reset-layout.json")), places(start));
 }
 
+// The built-in model with the default settings: a mesh is on screen long
+// before the requested resolution is done (progressive previews during the
+// tokens, then the coarse pass), the run says how it went, and Cancel leaves
+// nothing "running" and the previous shape in place.
+TEST_F(AppScript, ShowsAMeshEarlyAndCancelSaysSo) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "progress.txt") << "model " << builtin.string() << "\n"
+                                      << "prompt a tall chair\n"
+                                      << "set resolution 6\n"
+                                      << "generate\n"
+                                      << "wait\n"
+                                      << "dump " << (dir / "done.json").string() << "\n"
+                                      << "set resolution 8\n"
+                                      << "generate\n"
+                                      << "click cancel\n"
+                                      << "wait\n"
+                                      << "dump " << (dir / "cancelled.json").string() << "\n"
+                                      << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "progress.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto done = read_dump(dir / "done.json");
+  EXPECT_GE(int(done["preview_uploads"]), 2) << "a progressive preview and the coarse pass\n" << *log;
+  const size_t first_mesh = log->find("first mesh on screen"), finished = log->find("generate done");
+  ASSERT_NE(first_mesh, std::string::npos) << *log;
+  EXPECT_LT(first_mesh, finished);
+  EXPECT_NE(log->find("(preview from 8 tokens)"), std::string::npos) << "the progressive preview showed nothing\n"
+                                                                      << *log;
+  EXPECT_EQ(done["run"]["outcome"], "done");
+  EXPECT_EQ(done["run"]["status"].get<std::string>().rfind("Done in", 0), 0u) << done["run"];
+  EXPECT_GT(double(done["run"]["first_mesh_ms"]), 0.0);
+
+  const auto cancelled = read_dump(dir / "cancelled.json");
+  EXPECT_EQ(cancelled["run"]["outcome"], "cancelled") << *log;
+  EXPECT_EQ(cancelled["run"]["status"].get<std::string>().rfind("Cancelled", 0), 0u) << cancelled["run"];
+  for (const auto& [stage, shown] : cancelled["run"]["stages"].items())
+    EXPECT_NE(shown, "running") << stage << " still says running after Cancel";
+  EXPECT_EQ(cancelled["mesh_faces"], done["mesh_faces"]) << "the previous shape did not stay";
+  EXPECT_FALSE(cancelled["busy"]);
+}
+
 }  // namespace
 }  // namespace cubeforge::app

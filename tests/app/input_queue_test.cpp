@@ -67,6 +67,27 @@ TEST(InputQueue, ATappedChordIsHeldForAFrameAndComesBeforeTheTextTypedAfterIt) {
   EXPECT_EQ(all, "ac");
 }
 
+// A tap as X11 delivers it: Ctrl down alone, then Enter down, Ctrl up and
+// Enter up together (Ctrl let go first). Enter must be seen with Ctrl held.
+TEST(InputQueue, AChordIsSeenWithItsModifierHeldWhenTheModifierIsLetGoFirst) {
+  constexpr int kEnter = 257;
+  InputQueue queue;
+  queue.push(key(kCtrl, true));
+  EXPECT_EQ(queue.take_frame().size(), 1u);
+  for (auto e : {key(kEnter, true), key(kCtrl, false), key(kEnter, false)}) queue.push(e);
+  std::vector<int> held = {kCtrl};
+  bool chord = false;
+  while (!queue.empty()) {
+    for (const auto& e : queue.take_frame()) {
+      if (e.down) held.push_back(e.code);
+      else held.erase(std::remove(held.begin(), held.end(), e.code), held.end());
+    }
+    chord |= std::count(held.begin(), held.end(), kCtrl) && std::count(held.begin(), held.end(), kEnter);
+  }
+  EXPECT_TRUE(chord) << "Ctrl+Enter was never seen held together";
+  EXPECT_TRUE(held.empty());
+}
+
 TEST(InputQueue, BackspaceStaysBetweenTheCharactersAroundIt) {
   InputQueue queue;
   for (auto e : {text('a'), text('b'), key(kBackspace, true), key(kBackspace, false), text('c')}) queue.push(e);

@@ -10,6 +10,10 @@ bool is_text_key(int key) {
          key == input_keys::kRightShift;
 }
 
+namespace {
+bool is_modifier(int key) { return key >= input_keys::kFirstModifier && key <= input_keys::kLastModifier; }
+}  // namespace
+
 std::vector<InputEvent> InputQueue::take_frame() {
   std::vector<InputEvent> frame;
   std::set<int> keys_changed;
@@ -22,7 +26,8 @@ std::vector<InputEvent> InputQueue::take_frame() {
     bool waits = false;
     switch (event.kind) {
       case InputEvent::Kind::kKey:
-        waits = keys_changed.count(event.code) || (text && !is_text_key(event.code)) || buttons_changed;
+        waits = keys_changed.count(event.code) || (text && !is_text_key(event.code)) || buttons_changed ||
+                (is_modifier(event.code) && !keys_changed.empty());
         if (!waits) {
           keys_changed.insert(event.code);
           other_key_changed |= !is_text_key(event.code);

@@ -10,6 +10,9 @@
 // frame (what later ImGui versions call trickling):
 //   - a key or mouse button that already changed in this frame waits, so
 //     every press is seen down for at least one frame;
+//   - a modifier (Ctrl, Shift, Alt, Super) waits if another key changed in
+//     this frame, so a chord is seen with its modifier still held even when
+//     the modifier is let go first;
 //   - text and keys that are not text (Backspace, arrows, Enter, chords with
 //     Ctrl) are not mixed in one frame, so their order survives;
 //   - a button change after a cursor move waits, and a cursor move after a
@@ -40,6 +43,7 @@ struct InputEvent {
 namespace input_keys {
 constexpr int kSpace = 32, kLastPrintable = 96;  // GLFW_KEY_SPACE .. GLFW_KEY_GRAVE_ACCENT
 constexpr int kLeftShift = 340, kRightShift = 344;
+constexpr int kFirstModifier = 340, kLastModifier = 347;  // shift, ctrl, alt, super; left then right
 }  // namespace input_keys
 
 class InputQueue {

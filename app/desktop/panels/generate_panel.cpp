@@ -4,6 +4,25 @@
 
 namespace cubeforge::app {
 
+namespace {
+
+// The run in words and one bar that only moves forward: which pass, about how
+// long is left, what the view shows meanwhile; how the last run ended.
+void draw_run_status(App& app) {
+  GenerationState& generation = app.state.generation;
+  GenerationProgress& progress = generation.progress;
+  if (!generation.generating && progress.outcome() == RunOutcome::kRunning) return;  // nothing run yet
+  const double elapsed_ms = ms_between(generation.run_started, Clock::now());
+  const std::string status = progress.status(elapsed_ms);
+  if (progress.outcome() == RunOutcome::kFailed) ImGui::TextColored(kErrorTextColour, "%s", status.c_str());
+  else ImGui::TextWrapped("%s", status.c_str());
+  ImGui::ProgressBar(progress.fraction(elapsed_ms), ImVec2(-1, 0));
+  remember_item(app, "run-progress");
+  if (!generation.preview_shown.empty()) ImGui::TextDisabled("Showing the %s", generation.preview_shown.c_str());
+}
+
+}  // namespace
+
 void draw_generate_panel(App& app) {
   AppState& state = app.state;
   begin_panel(app, Panel::kGenerate);
@@ -30,6 +49,8 @@ void draw_generate_panel(App& app) {
   ImGui::EndDisabled();
   reason_tooltip("Runs this prompt without the KV cache, with it, and with CUDA graphs when available, "
                  "and compares TPOT and total time");
+
+  draw_run_status(app);
 
   const ModelState& model = state.model;
   if (!model.loading_folder.empty()) {

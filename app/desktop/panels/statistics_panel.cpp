@@ -56,6 +56,8 @@ void draw_stage_table(const GenerationProgress& progress) {
     ImGui::TableNextColumn();
     if (const auto& ms = progress.stage_ms()[s]) ImGui::Text("%.1f ms", *ms);
     else if (progress.current_stage() == AppStage(s)) ImGui::TextUnformatted("running");
+    else if (progress.stopped_stage() == AppStage(s))
+      ImGui::TextUnformatted(progress.outcome() == RunOutcome::kCancelled ? "cancelled" : "failed");
     else ImGui::TextDisabled("-");
   }
   ImGui::EndTable();
@@ -66,8 +68,6 @@ void draw_preview_cost(const GenerationState& generation) {
   if (cost.previews == 0 && cost.skipped == 0) return;
   ImGui::Text("Preview: %d decodes (%d skipped), %.0f ms = %.1f%% of decode", cost.previews, cost.skipped,
               cost.preview_ms, 100.0 * cost.overhead());
-  if (cost.without_estimate)
-    ImGui::TextWrapped("Previews start once their cost is known (after one finished generation).");
   if (generation.last_decode_ms_without_preview && generation.last_decode_ms_with_preview)
     ImGui::Text("Decode: %.0f ms with preview, %.0f ms without", *generation.last_decode_ms_with_preview,
                 *generation.last_decode_ms_without_preview);
@@ -118,8 +118,9 @@ void draw_statistics_panel(App& app) {
   char overlay[64];
   std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
   ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
+  // Coarse-to-fine adds levels as it goes, so this is the current level's share.
   if (progress.current_stage() == AppStage::kOccupancy)
-    ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy");
+    ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy, this level");
   if (auto ttft = progress.time_to_first_token_ms()) ImGui::Text("Time to first token: %.1f ms", *ttft);
   else ImGui::TextDisabled("Time to first token: -");
   const auto& tpot = progress.tpot_ms();
