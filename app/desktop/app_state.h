@@ -19,10 +19,12 @@
 #include <vector>
 
 #include "app/desktop/core/app_settings.h"
+#include "app/desktop/core/export_target.h"
 #include "app/desktop/core/generation_progress.h"
 #include "app/desktop/core/generation_worker.h"
 #include "app/desktop/core/history_store.h"
 #include "app/desktop/core/panel_layout.h"
+#include "app/desktop/core/save_dialog.h"
 #include "app/desktop/core/script.h"
 #include "app/desktop/thumbnail_mosaic.h"
 #include "engine/renderer.h"
@@ -96,10 +98,15 @@ struct HistoryState {
   std::map<std::string, ThumbnailMosaic> thumbnails;
 };
 
-// The last export or screenshot from the Export panel.
+// The Export panel: the last export's or screenshot's outcome, an export
+// waiting for the person to confirm (create its folder, replace a file), and
+// the desktop's Save-as dialog.
 struct ExportState {
   std::string result;
   bool failed = false;
+  std::optional<ExportTarget> pending;
+  bool open_confirmation = false;  // open the confirmation popup this frame
+  SaveDialog dialog;
 };
 
 struct LogLine {

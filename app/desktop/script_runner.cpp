@@ -53,6 +53,12 @@ nlohmann::json window_state(App& app) {
   out["mesh_faces"] = state.current.mesh.face_count();
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;
+  const ExportState& exported = state.export_status;
+  out["export"] = {{"result", exported.result},
+                   {"failed", exported.failed},
+                   {"pending", !exported.pending                 ? ""
+                               : exported.pending->folder_missing ? "create-folder"
+                                                                  : "replace"}};
   GenerationState& generation = state.generation;
   GenerationProgress& progress = generation.progress;
   const double elapsed_ms = ms_between(generation.run_started, Clock::now());

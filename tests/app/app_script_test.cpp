@@ -310,5 +310,67 @@ TEST_F(AppScript, ShowsAMeshEarlyAndCancelSaysSo) {
   EXPECT_FALSE(cancelled["busy"]);
 }
 
+// The Export panel asks before creating a folder and before replacing a
+// file, says where it wrote by the absolute path, and at 960x600, 1280x720
+// and 1600x1000, with every settings section open and an export's outcome
+// shown, no panel's content is wider than the panel (nothing cut off).
+TEST_F(AppScript, ExportAsksBeforeReplacingAndNothingIsCutOff) {
+  const auto dir = folder_.path();
+  std::filesystem::create_directories(dir / "existing");
+  std::ofstream(dir / "existing" / "a-red-dragon-0.obj") << "marker\n";
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "export.txt") << "model " << model_.string() << "\n"
+                                    << "prompt a red dragon\n"
+                                    << "set resolution 4\n"
+                                    << "set export_template {prompt}-{seed}.glb\n"
+                                    << "set export_folder " << (dir / "existing").string() << "\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "click export-obj\n"
+                                    << dump("replace") << "click cancel-export\n"
+                                    << dump("kept") << "click export-obj\n"
+                                    << "click confirm-export\n"
+                                    << dump("replaced")
+                                    << "set export_folder " << (dir / "new" / "deeper").string() << "\n"
+                                    << "click export-stl\n"
+                                    << dump("create") << "click confirm-export\n"
+                                    << dump("created") << "click section-preview\n"
+                                    << "click section-speed\n"
+                                    << "click section-model\n"
+                                    << "resize 960 600\n"
+                                    << dump("960") << "resize 1280 720\n"
+                                    << dump("1280") << "resize 1600 1000\n"
+                                    << dump("1600") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "export.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto existing = dir / "existing" / "a-red-dragon-0.obj";
+  EXPECT_EQ(read_dump(dir / "replace.json")["export"]["pending"], "replace");
+  EXPECT_EQ(read_dump(dir / "kept.json")["export"]["pending"], "");
+  const auto replaced = read_dump(dir / "replaced.json");
+  EXPECT_EQ(replaced["export"]["result"], "wrote " + existing.string());
+  auto obj = import_mesh(existing);
+  ASSERT_TRUE(obj.ok()) << "the confirmed export did not replace the file: " << obj.error().to_string();
+  EXPECT_GT(obj->face_count(), 0u);
+  EXPECT_NE(log->find("left as it was"), std::string::npos) << *log;
+
+  EXPECT_EQ(read_dump(dir / "create.json")["export"]["pending"], "create-folder");
+  const auto created = dir / "new" / "deeper" / "a-red-dragon-0.stl";
+  EXPECT_EQ(read_dump(dir / "created.json")["export"]["result"], "wrote " + created.string());
+  EXPECT_TRUE(import_mesh(created).ok());
+
+  for (const char* size : {"960", "1280", "1600"}) {
+    const auto state = read_dump(dir / (std::string(size) + ".json"));
+    EXPECT_EQ(state["panels"].size(), 5u) << size;
+    for (const auto& [name, panel] : state["panels"].items())
+      EXPECT_LE(float(panel["content_width"]), float(panel["room_width"]) + 0.5f)
+          << name << " is cut off at width " << size;
+  }
+}
+
 }  // namespace
 }  // namespace cubeforge::app

@@ -38,12 +38,12 @@ void draw_generate_panel(App& app) {
   remember_item(app, "generate");
   ImGui::EndDisabled();
   if (!app.worker.has_model()) reason_tooltip("load a model first (Settings > Model folder)");
-  ImGui::SameLine();
+  flow_next(button_width("Cancel"));
   ImGui::BeginDisabled(!busy);
   if (ImGui::Button("Cancel")) app.worker.cancel();
   remember_item(app, "cancel");
   ImGui::EndDisabled();
-  ImGui::SameLine();
+  flow_next(button_width("Latency demo"));
   ImGui::BeginDisabled(busy || !app.worker.has_model());
   if (ImGui::Button("Latency demo")) app.start_latency_demo();
   ImGui::EndDisabled();
@@ -54,7 +54,7 @@ void draw_generate_panel(App& app) {
 
   const ModelState& model = state.model;
   if (!model.loading_folder.empty()) {
-    ImGui::Text("Loading %s", model.loading_folder.c_str());
+    ImGui::TextWrapped("Loading %s", model.loading_folder.c_str());
     ImGui::ProgressBar(static_cast<float>(model.load_fraction), ImVec2(-1, 0), model.load_step.c_str());
   } else if (!model.status.empty()) {
     ImGui::TextWrapped("%s", model.status.c_str());

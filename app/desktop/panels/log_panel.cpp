@@ -6,10 +6,12 @@ namespace cubeforge::app {
 
 void draw_log_panel(App& app) {
   begin_panel(app, Panel::kLog);
+  ImGui::PushTextWrapPos(0.f);  // long lines wrap at the panel's edge
   for (const LogLine& line : app.state.log.lines) {
     if (line.error) ImGui::TextColored(kErrorTextColour, "%s", line.text.c_str());
     else ImGui::TextUnformatted(line.text.c_str());
   }
+  ImGui::PopTextWrapPos();
   if (ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4) ImGui::SetScrollHereY(1.f);
   ImGui::End();
 }

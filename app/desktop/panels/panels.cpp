@@ -55,6 +55,19 @@ void remember_item(App& app, const std::string& name) {
   app.state.layout.targets[name] = Rect{min.x, min.y, max.x - min.x, max.y - min.y};
 }
 
+void flow_next(float width) {
+  const float right = ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width;
+  if (right <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+}
+
+float button_width(const char* label) {
+  return ImGui::CalcTextSize(label, nullptr, true).x + 2 * ImGui::GetStyle().FramePadding.x;
+}
+
+float checkbox_width(const char* label) {
+  return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x;
+}
+
 void reason_tooltip(const std::string& text) {
   if (!text.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", text.c_str());
 }

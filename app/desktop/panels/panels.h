@@ -34,6 +34,12 @@ bool begin_panel(App& app, Panel panel, ImGuiWindowFlags flags = 0);
 // Records the last item's rectangle under `name` (script `click NAME`).
 void remember_item(App& app, const std::string& name);
 
+// Puts the next item on the same line when `width` more still fits the
+// panel, else on the next: rows of buttons that wrap instead of being cut off.
+void flow_next(float width);
+float button_width(const char* label);
+float checkbox_width(const char* label);
+
 // Tooltip on the last item, shown even when it is disabled (the reason it is).
 void reason_tooltip(const std::string& text);
 

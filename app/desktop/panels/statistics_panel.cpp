@@ -18,8 +18,9 @@ namespace {
 void draw_token_grid(const GenerationProgress& progress) {
   const auto& slots = progress.token_slots();
   if (slots.empty()) return;
-  const int columns = std::min<int>(32, static_cast<int>(slots.size()));
   const float cell = 9.f;
+  const int fit = std::max(1, static_cast<int>(ImGui::GetContentRegionAvail().x / (cell + 1)));
+  const int columns = std::min<int>(std::min(32, fit), static_cast<int>(slots.size()));
   ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const int rows = (static_cast<int>(slots.size()) + columns - 1) / columns;
@@ -66,11 +67,11 @@ void draw_stage_table(const GenerationProgress& progress) {
 void draw_preview_cost(const GenerationState& generation) {
   const PreviewCost& cost = generation.last_preview_cost;
   if (cost.previews == 0 && cost.skipped == 0) return;
-  ImGui::Text("Preview: %d decodes (%d skipped), %.0f ms = %.1f%% of decode", cost.previews, cost.skipped,
-              cost.preview_ms, 100.0 * cost.overhead());
+  ImGui::TextWrapped("Preview: %d decodes (%d skipped), %.0f ms = %.1f%% of decode", cost.previews, cost.skipped,
+                     cost.preview_ms, 100.0 * cost.overhead());
   if (generation.last_decode_ms_without_preview && generation.last_decode_ms_with_preview)
-    ImGui::Text("Decode: %.0f ms with preview, %.0f ms without", *generation.last_decode_ms_with_preview,
-                *generation.last_decode_ms_without_preview);
+    ImGui::TextWrapped("Decode: %.0f ms with preview, %.0f ms without", *generation.last_decode_ms_with_preview,
+                       *generation.last_decode_ms_without_preview);
 }
 
 void draw_frame_times(const FrameTimes& frame_times) {
@@ -83,8 +84,8 @@ void draw_frame_times(const FrameTimes& frame_times) {
                    ImVec2(ImGui::GetContentRegionAvail().x, 40));
   const FrameTimeSummary& generating = frame_times.last_generation;
   if (generating.frames > 0)
-    ImGui::Text("While generating: mean %.1f ms, p95 %.1f ms, max %.1f ms", generating.mean_ms, generating.p95_ms,
-                generating.max_ms);
+    ImGui::TextWrapped("While generating: mean %.1f ms, p95 %.1f ms, max %.1f ms", generating.mean_ms,
+                       generating.p95_ms, generating.max_ms);
 }
 
 void draw_latency_bars(const LatencyDemoState& latency) {
@@ -102,7 +103,7 @@ void draw_latency_bars(const LatencyDemoState& latency) {
                        ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
   for (const auto& bar : latency.bars) {
     if (bar.available)
-      ImGui::Text("%-24s TPOT %7.2f ms  total %7.0f ms", bar.label.c_str(), bar.mean_tpot_ms, bar.total_ms);
+      ImGui::TextWrapped("%s: TPOT %.2f ms, total %.0f ms", bar.label.c_str(), bar.mean_tpot_ms, bar.total_ms);
     else
       ImGui::TextDisabled("%-24s n/a: %s", bar.label.c_str(), bar.unavailable_reason.c_str());
   }
