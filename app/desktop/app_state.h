@@ -23,6 +23,7 @@
 #include "app/desktop/core/generation_progress.h"
 #include "app/desktop/core/generation_worker.h"
 #include "app/desktop/core/history_store.h"
+#include "app/desktop/core/model_card.h"
 #include "app/desktop/core/panel_layout.h"
 #include "app/desktop/core/save_dialog.h"
 #include "app/desktop/core/script.h"
@@ -52,6 +53,7 @@ struct ModelState {
   std::string load_step;
   double load_fraction = 0;
   std::string status;          // the last load's outcome, shown under the buttons
+  std::optional<ModelCard> card;  // what the loaded model says it knows (card.json), if anything
 };
 
 // The current shape, which export writes and the viewport shows between runs:

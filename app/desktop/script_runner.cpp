@@ -50,6 +50,12 @@ nlohmann::json window_state(App& app) {
                    {"distance", camera.distance},
                    {"target", {camera.target.x, camera.target.y, camera.target.z}}};
   out["prompt"] = state.settings.prompt;
+  if (state.model.card) {
+    const PromptCheck check = check_prompt(*state.model.card, state.settings.prompt);
+    out["prompt_check"] = {{"message", check.message},
+                           {"unknown_words", check.unknown_words},
+                           {"completions", complete_word(*state.model.card, state.settings.prompt)}};
+  }
   out["mesh_faces"] = state.current.mesh.face_count();
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;

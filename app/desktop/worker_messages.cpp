@@ -71,6 +71,10 @@ struct MessageHandler {
                   m.summary.shape_tokens);
     state.model.status = line;
     app.log(state.model.status + " (" + m.summary.folder + ")");
+    auto card = load_model_card(m.summary.folder);
+    state.model.card.reset();
+    if (card.ok()) state.model.card = *card;
+    else app.log_error(card.error().to_string() + " (the prompt is not checked against it)");
   }
 
   void operator()(worker_message::LoadFailed& m) {

@@ -372,5 +372,41 @@ TEST_F(AppScript, ExportAsksBeforeReplacingAndNothingIsCutOff) {
   }
 }
 
+// The built-in model's card in the window: "a cat" is said plainly to be a
+// guess, and typing offers the card's words, which a click completes.
+TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "prompt.txt") << "model " << builtin.string() << "\n"
+                                    << "click prompt\n"
+                                    << "key ctrl+a\n"
+                                    << "type a cat\n"
+                                    << "dump " << (dir / "cat.json").string() << "\n"
+                                    << "key ctrl+a\n"
+                                    << "type a ta\n"
+                                    << "dump " << (dir / "partial.json").string() << "\n"
+                                    << "click complete-1\n"
+                                    << "dump " << (dir / "completed.json").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "prompt.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto cat = read_dump(dir / "cat.json");
+  EXPECT_EQ(cat["prompt"], "a cat");
+  const std::string message = cat["prompt_check"]["message"];
+  EXPECT_NE(message.find("\"cat\""), std::string::npos) << message;
+  EXPECT_NE(message.find("guess"), std::string::npos) << message;
+  EXPECT_TRUE(cat["targets"].contains("prompt-check")) << "the warning is not in the window";
+  const auto partial = read_dump(dir / "partial.json");
+  EXPECT_EQ(partial["prompt_check"]["completions"][1], "table") << partial["prompt_check"];
+  const auto completed = read_dump(dir / "completed.json");
+  EXPECT_EQ(completed["prompt"], "a table ");
+  EXPECT_EQ(completed["prompt_check"]["message"], "");
+}
+
 }  // namespace
 }  // namespace cubeforge::app

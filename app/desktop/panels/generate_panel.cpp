@@ -21,6 +21,45 @@ void draw_run_status(App& app) {
   if (!generation.preview_shown.empty()) ImGui::TextDisabled("Showing the %s", generation.preview_shown.c_str());
 }
 
+// What the loaded model knows, next to the prompt: a plain warning when the
+// prompt has words it was never taught, completions from its words, and its
+// example prompts.
+void draw_prompt_help(App& app) {
+  const std::optional<ModelCard>& card = app.state.model.card;
+  if (!card) return;
+  std::string& prompt = app.state.settings.prompt;
+  const PromptCheck check = check_prompt(*card, prompt);
+  if (!check.message.empty()) {
+    const ImVec4 colour = check.names_a_category ? ImVec4(0.95f, 0.8f, 0.4f, 1.f) : kErrorTextColour;
+    ImGui::PushStyleColor(ImGuiCol_Text, colour);
+    ImGui::TextWrapped("%s", check.message.c_str());
+    ImGui::PopStyleColor();
+    remember_item(app, "prompt-check");
+  }
+  const std::vector<std::string> completions = complete_word(*card, prompt);
+  for (size_t i = 0; i < completions.size(); ++i) {
+    if (i > 0) flow_next(ImGui::CalcTextSize(completions[i].c_str()).x + 2 * ImGui::GetStyle().FramePadding.x);
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::SmallButton(completions[i].c_str())) prompt = apply_completion(prompt, completions[i]);
+    ImGui::PopID();
+    remember_item(app, "complete-" + std::to_string(i));
+  }
+  if (!card->examples.empty()) {
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::BeginCombo("##examples", "Examples this model knows")) {
+      for (const std::string& example : card->examples)
+        if (ImGui::Selectable(example.c_str())) prompt = example;
+      ImGui::Separator();
+      ImGui::TextDisabled("Objects:");
+      for (const std::string& category : card->categories)
+        if (ImGui::Selectable(category.c_str())) prompt = "a " + category;
+      ImGui::EndCombo();
+    }
+    remember_item(app, "examples");
+    reason_tooltip(card->description);
+  }
+}
+
 }  // namespace
 
 void draw_generate_panel(App& app) {
@@ -50,6 +89,7 @@ void draw_generate_panel(App& app) {
   reason_tooltip("Runs this prompt without the KV cache, with it, and with CUDA graphs when available, "
                  "and compares TPOT and total time");
 
+  draw_prompt_help(app);
   draw_run_status(app);
 
   const ModelState& model = state.model;

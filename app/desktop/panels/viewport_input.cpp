@@ -75,6 +75,7 @@ void update_layout(App& app) {
     camera.region = region;
     app.frame_object();  // the free part changed shape: fit the object to it again
   }
+  layout.targets.clear();  // this frame's panels record what they show
   layout.targets["viewport"] = free;
 }
 
