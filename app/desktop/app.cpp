@@ -101,30 +101,45 @@ void App::show_mesh(const Mesh& mesh, bool frame_camera) {
   }
 }
 
-void App::restore_history(const HistoryEntry& entry) {
+namespace {
+
+// The entry's settings with what belongs to this machine and window kept.
+Result<AppSettings> settings_of_entry(const AppSettings& current, const HistoryEntry& entry) {
+  CUBEFORGE_ASSIGN_OR_RETURN(AppSettings merged, settings_from_json(entry.settings));
+  merged.model_folder = current.model_folder;
+  merged.recent_folders = current.recent_folders;
+  merged.export_folder = current.export_folder;
+  merged.export_template = current.export_template;
+  merged.window_width = current.window_width;
+  merged.window_height = current.window_height;
+  merged.prompt = entry.prompt;
+  merged.seed = entry.seed;
+  return merged;
+}
+
+}  // namespace
+
+bool App::restore_changes_settings(const HistoryEntry& entry) const {
+  auto merged = settings_of_entry(state.settings, entry);
+  if (!merged.ok()) return entry.prompt != state.settings.prompt;
+  return settings_to_json(*merged) != settings_to_json(state.settings);
+}
+
+void App::restore_history(const HistoryEntry& entry, bool take_settings) {
   auto mesh = state.history.store->load_mesh(entry);
   if (!mesh.ok()) {
     log_error("history entry " + entry.id + ": " + mesh.error().to_string());
     return;
   }
-  AppSettings& settings = state.settings;
-  auto restored = settings_from_json(entry.settings);
-  if (restored.ok()) {
-    // Keep what is about this machine and window, take what made the shape.
-    AppSettings merged = *restored;
-    merged.model_folder = settings.model_folder;
-    merged.recent_folders = settings.recent_folders;
-    merged.export_folder = settings.export_folder;
-    merged.export_template = settings.export_template;
-    merged.window_width = settings.window_width;
-    merged.window_height = settings.window_height;
-    settings = merged;
-  } else {
-    log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
+  if (take_settings) {
+    auto restored = settings_of_entry(state.settings, entry);
+    if (restored.ok()) state.settings = *restored;
+    else log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
   }
   state.current = {std::move(*mesh), entry.prompt, entry.seed};
   show_mesh(state.current.mesh, true);
-  log("restored " + entry.id + ": \"" + entry.prompt + "\"");
+  log("restored " + entry.id + ": \"" + entry.prompt + "\"" +
+      (take_settings ? std::string() : " (the shape only; your prompt and settings stay)"));
 }
 
 void App::reset_camera() {

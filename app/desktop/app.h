@@ -56,7 +56,10 @@ struct App {
   Status screenshot(const std::string& path);
   // Uploads the mesh to the viewport; frame_camera fits the camera to it.
   void show_mesh(const Mesh& mesh, bool frame_camera);
-  void restore_history(const HistoryEntry& entry);
+  // Shows the entry's mesh; take_settings also puts back its prompt and settings.
+  void restore_history(const HistoryEntry& entry, bool take_settings = true);
+  // Whether restoring the entry would change the typed prompt or the settings.
+  bool restore_changes_settings(const HistoryEntry& entry) const;
   void reset_camera();
   // Fits the object into the free part of the view, keeping the angles (F, Home).
   void frame_object();

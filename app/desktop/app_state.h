@@ -96,8 +96,15 @@ struct FrameTimes {
 
 struct HistoryState {
   std::optional<HistoryStore> store;  // empty when the history folder cannot be read
+  // Why the history could not be read or the last run could not be kept:
+  // shown in the History panel until a later write succeeds.
+  std::string problem;
   // Thumbnails read so far by entry id; empty when the PNG could not be read.
   std::map<std::string, ThumbnailMosaic> thumbnails;
+  // An entry picked while the prompt or settings differ from its: the panel
+  // asks before replacing them.
+  std::optional<HistoryEntry> pending_restore;
+  bool open_restore_question = false;
 };
 
 // The Export panel: the last export's or screenshot's outcome, an export

@@ -133,8 +133,14 @@ bool start_window_and_engine(App& app) {
 void open_history_and_model(App& app) {
   AppState& state = app.state;
   auto history = HistoryStore::open(state.data_folder / "history");
-  if (history.ok()) state.history.store = std::move(*history);
-  else app.log_error(history.error().to_string());
+  if (history.ok()) {
+    state.history.store = std::move(*history);
+    for (const std::string& problem : state.history.store->problems()) app.log_error(problem);
+  } else {
+    state.history.problem = "The history cannot be read, and new shapes will not be kept: " +
+                            history.error().to_string();
+    app.log_error(state.history.problem);
+  }
 
   state.view.scene.shading = state.settings.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
   state.view.camera.pitch_degrees = 20.f;

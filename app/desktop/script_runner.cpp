@@ -59,6 +59,11 @@ nlohmann::json window_state(App& app) {
   out["mesh_faces"] = state.current.mesh.face_count();
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;
+  const HistoryState& history = state.history;
+  out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},
+                    {"problem", history.problem},
+                    {"problems", history.store ? history.store->problems() : std::vector<std::string>{}},
+                    {"pending_restore", history.pending_restore.has_value()}};
   const ExportState& exported = state.export_status;
   out["export"] = {{"result", exported.result},
                    {"failed", exported.failed},

@@ -33,9 +33,11 @@ void add_to_history(App& app, const worker_message::RunFinished& finished, const
   entry.settings["run"] = finished.label;
   auto added = state.history.store->add(entry, state.current.mesh);
   if (!added.ok()) {
-    app.log_error("history: " + added.error().to_string());
+    state.history.problem = "This shape could not be kept in the history: " + added.error().to_string();
+    app.log_error(state.history.problem);
     return;
   }
+  state.history.problem.clear();
   // The thumbnail: a small offscreen render of the framed mesh.
   engine::Renderer& renderer = *app.viewport.renderer;
   auto thumbnail = engine::OffscreenTarget::create(renderer, engine::OffscreenOptions{128, 128});

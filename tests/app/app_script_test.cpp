@@ -408,5 +408,65 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   EXPECT_EQ(completed["prompt_check"]["message"], "");
 }
 
+// A malformed history entry does not hide the others and is named in the
+// History panel in words; picking an entry while another prompt is typed
+// asks first, and "the shape only" keeps the typed prompt.
+TEST_F(AppScript, ACorruptHistoryEntryHidesNothingAndRestoringAsksFirst) {
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::ofstream(dir / "make.txt") << "model " << model_.string() << "\n"
+                                  << "prompt a red dragon\n"
+                                  << "set resolution 4\n"
+                                  << "generate\nwait\n"
+                                  << "set seed 1\n"
+                                  << "generate\nwait\n"
+                                  << "set seed 2\n"
+                                  << "generate\nwait\nquit\n";
+  ASSERT_EQ(run_app("--script '" + (dir / "make.txt").string() + "' --data-dir '" + data.string() + "'"), 0);
+  // The middle entry's seed becomes text.
+  auto index_text = read_file_text(data / "history" / "index.json");
+  ASSERT_TRUE(index_text.ok());
+  auto index = nlohmann::json::parse(*index_text);
+  ASSERT_EQ(index["entries"].size(), 3u);
+  index["entries"][1]["seed"] = "seven";
+  std::ofstream(data / "history" / "index.json") << index.dump(1);
+
+  std::ofstream(dir / "restore.txt") << "model " << model_.string() << "\n"
+                                     << "dump " << (dir / "opened.json").string() << "\n"
+                                     << "prompt a blue chair\n"
+                                     << "click history-0\n"
+                                     << "dump " << (dir / "asked.json").string() << "\n"
+                                     << "click restore-shape\n"
+                                     << "dump " << (dir / "shape-only.json").string() << "\n"
+                                     << "click history-0\n"
+                                     << "click restore-all\n"
+                                     << "dump " << (dir / "restored.json").string() << "\n"
+                                     << "quit\n";
+  int code = run_app("--script '" + (dir / "restore.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1600x1000");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 1) << "the unreadable entry is an error in the log\n" << *log;
+  EXPECT_EQ(log->find("json.exception"), std::string::npos) << *log;
+
+  const auto opened = read_dump(dir / "opened.json");
+  EXPECT_EQ(opened["history"]["entries"], 2) << "one bad entry hid others";
+  ASSERT_EQ(opened["history"]["problems"].size(), 1u);
+  EXPECT_NE(opened["history"]["problems"][0].get<std::string>().find("'seed'"), std::string::npos);
+  EXPECT_TRUE(opened["targets"].contains("history-problem")) << "the problem is not said in the window";
+
+  EXPECT_TRUE(read_dump(dir / "asked.json")["history"]["pending_restore"]);
+  const auto shape_only = read_dump(dir / "shape-only.json");
+  EXPECT_EQ(shape_only["prompt"], "a blue chair");
+  EXPECT_GT(int(shape_only["mesh_faces"]), 0);
+  EXPECT_FALSE(shape_only["history"]["pending_restore"]);
+  const auto restored = read_dump(dir / "restored.json");
+  EXPECT_EQ(restored["prompt"], "a red dragon");
+  // The entry kept in the index as it was.
+  auto after = read_file_text(data / "history" / "index.json");
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->find("seven"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cubeforge::app
