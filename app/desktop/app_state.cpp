@@ -31,7 +31,8 @@ void AppLog::add(bool error, const std::string& text) {
   if (lines.size() > 2000) lines.erase(lines.begin(), lines.begin() + 500);
   if (error) {
     ++errors;
-    popup_message = text;
+    popup_messages.push_back(text);
+    if (popup_messages.size() > 50) popup_messages.erase(popup_messages.begin());
     popup_pending = true;
   }
   const char* tag = error ? "error: " : "";

@@ -123,13 +123,15 @@ struct LogLine {
   std::string text;
 };
 
-// The log: kept for the Log panel, written to the data folder's log file and
-// to stdout/stderr. An error also raises the message popup.
+// The log: kept for the Log panel, written to the data folder's log file
+// (the previous run's kept beside it as cubeforge.log.1) and to
+// stdout/stderr. Errors also go to the message popup, every one of them
+// until the person closes it.
 struct AppLog {
   std::ofstream file;
   std::vector<LogLine> lines;
   int errors = 0;
-  std::string popup_message;
+  std::vector<std::string> popup_messages;  // errors not yet seen in the popup
   bool popup_pending = false;
 
   void info(const std::string& text) { add(false, text); }

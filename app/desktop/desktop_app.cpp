@@ -34,7 +34,10 @@ bool load_state(App& app) {
   state.data_folder = resolve_data_folder(options.data_folder);
   std::error_code ec;
   std::filesystem::create_directories(state.data_folder, ec);
-  state.log.file.open(state.data_folder / "cubeforge.log", std::ios::trunc);
+  // The previous run's log stays beside the new one.
+  const auto log_path = state.data_folder / "cubeforge.log";
+  if (std::filesystem::exists(log_path, ec)) std::filesystem::rename(log_path, state.data_folder / "cubeforge.log.1", ec);
+  state.log.file.open(log_path, std::ios::trunc);
   if (!state.log.file) std::fprintf(stderr, "cubeforge: cannot write the log in '%s'\n", state.data_folder.c_str());
 
   auto settings = load_settings(state.data_folder / "settings.json");

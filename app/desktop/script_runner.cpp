@@ -91,6 +91,7 @@ nlohmann::json window_state(App& app) {
   for (const LogLine& line : state.log.lines)
     if (line.error) errors.push_back(line.text);
   out["errors"] = errors;
+  out["error_popup"] = state.log.popup_messages;
   return out;
 }
 

@@ -176,6 +176,7 @@ TEST_F(AppScript, ErrorsAreLoggedAndTheAppCarriesOn) {
                                     << "wait\n"
                                     << "export /nonexistent-dir/out.glb\n"
                                     << "export " << (dir / "fine.obj").string() << "\n"
+                                    << "dump " << (dir / "errors.json").string() << "\n"
                                     << "quit\n";
   const auto data = dir / "data";
   int code = run_app("--script '" + (dir / "errors.txt").string() + "' --data-dir '" + data.string() +
@@ -190,6 +191,19 @@ TEST_F(AppScript, ErrorsAreLoggedAndTheAppCarriesOn) {
   auto obj = import_mesh(dir / "fine.obj");
   ASSERT_TRUE(obj.ok()) << obj.error().to_string() << "\n" << *log;
   EXPECT_GT(obj->face_count(), 0u);
+  // The error popup holds all three errors, not only the last.
+  const auto state = read_dump(dir / "errors.json");
+  EXPECT_EQ(state["error_popup"].size(), 3u) << state["error_popup"];
+
+  // The next run keeps this run's log beside its own.
+  std::ofstream(dir / "quit.txt") << "quit\n";
+  EXPECT_EQ(run_app("--script '" + (dir / "quit.txt").string() + "' --data-dir '" + data.string() + "'"), 0);
+  auto previous = read_file_text(data / "cubeforge.log.1");
+  ASSERT_TRUE(previous.ok()) << "the previous run's log was not kept";
+  EXPECT_EQ(*previous, *log);
+  auto current = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(current.ok());
+  EXPECT_EQ(current->find("nothing to export yet"), std::string::npos);
 }
 
 // Real input through the window's input queue, each command's events in one

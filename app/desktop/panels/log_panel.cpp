@@ -1,5 +1,7 @@
 // The Log panel along the bottom (errors in red, following the newest line
 // unless scrolled up), and the popup that shows a person each error.
+#include <algorithm>
+
 #include "app/desktop/panels/panels.h"
 
 namespace cubeforge::app {
@@ -24,10 +26,22 @@ void draw_error_popup(App& app) {
     log.popup_pending = false;
   }
   if (ImGui::BeginPopupModal("Error", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-    ImGui::PushTextWrapPos(480.f);
-    ImGui::TextUnformatted(log.popup_message.c_str());
+    // Every error since the popup was last closed, newest last.
+    const float most = ImGui::GetIO().DisplaySize.y * 0.6f;
+    ImGui::BeginChild("errors", ImVec2(ImGui::GetFontSize() * 34, std::min(most, ImGui::GetTextLineHeightWithSpacing() *
+                                                                                  (2.f + 2.f * log.popup_messages.size()))));
+    ImGui::PushTextWrapPos(0.f);
+    for (const std::string& message : log.popup_messages) {
+      ImGui::TextUnformatted(message.c_str());
+      ImGui::Separator();
+    }
     ImGui::PopTextWrapPos();
-    if (ImGui::Button("OK")) ImGui::CloseCurrentPopup();
+    ImGui::SetScrollHereY(1.f);
+    ImGui::EndChild();
+    if (ImGui::Button("OK")) {
+      log.popup_messages.clear();
+      ImGui::CloseCurrentPopup();
+    }
     ImGui::EndPopup();
   }
 }
