@@ -67,6 +67,69 @@ void App::start_latency_demo() {
   log("latency demo: the same prompt without and with the KV cache");
 }
 
+void App::start_candidates(int count) {
+  if (!worker.has_model()) {
+    log_error("no model loaded: choose a model folder in Settings first");
+    return;
+  }
+  GenerationRequest request = make_request(state.settings);
+  if (!worker.generate_candidates(request, count)) {
+    log_error("a job is already running; wait for it or cancel it");
+    return;
+  }
+  CandidateState& candidates = state.candidates;
+  candidates = CandidateState{};
+  candidates.running = candidates.shown = true;
+  candidates.count = count;
+  candidates.prompt = request.prompt;
+  state.generation.generating = true;
+  state.frames.while_generating_ms.clear();
+  log("trying " + std::to_string(count) + " seeds of \"" + request.prompt + "\" from seed " +
+      std::to_string(request.seed) + " at resolution " + std::to_string(candidate_request(request, 0).resolution));
+}
+
+void App::pick_candidate(int index) {
+  CandidateState& candidates = state.candidates;
+  if (index < 0 || index >= static_cast<int>(candidates.items.size())) return;
+  candidates.picked = index;
+  const Candidate& picked = candidates.items[size_t(index)];
+  state.current = {picked.mesh, picked.request.prompt, picked.request.seed};
+  // The settings that make it again: refining is the same tokens at a higher resolution.
+  AppSettings& settings = state.settings;
+  settings.prompt = picked.request.prompt;
+  settings.seed = picked.request.seed;
+  settings.sampling = true;
+  settings.temperature = picked.request.sampling.temperature;
+  settings.top_k = picked.request.sampling.top_k;
+  settings.top_p = picked.request.sampling.top_p;
+  show_mesh(state.current.mesh, true);
+  log("picked seed " + std::to_string(picked.request.seed) + " (" + std::to_string(picked.mesh.face_count()) +
+      " faces)");
+}
+
+void App::refine_candidate() {
+  if (state.candidates.picked < 0) return;
+  state.candidates.shown = false;
+  start_generation();
+}
+
+Result<ThumbnailMosaic> App::render_thumbnail(int cells) {
+  engine::Renderer& renderer = *viewport.renderer;
+  if (!viewport.thumbnails) {
+    CUBEFORGE_ASSIGN_OR_RETURN(viewport.thumbnails,
+                               engine::OffscreenTarget::create(renderer, engine::OffscreenOptions{160, 160}));
+  }
+  engine::OrbitCamera view;
+  view.yaw_degrees = 30.f;
+  view.pitch_degrees = 20.f;
+  view.frame(renderer.mesh_bounds(), 1.f, 1.05f);
+  engine::SceneSettings scene = state.view.scene;
+  scene.grid = false;
+  scene.wireframe = false;
+  CUBEFORGE_ASSIGN_OR_RETURN(engine::RenderedImage image, viewport.thumbnails->render_and_read(view, scene));
+  return mosaic_from_pixels(image.rgba.data(), int(image.width), int(image.height), cells);
+}
+
 Status App::export_current(const std::string& path) {
   if (state.current.mesh.empty())
     return make_error(ErrorCode::kInvalidArgument, "nothing to export yet: generate a shape or pick one from History");

@@ -37,6 +37,7 @@ struct Viewport {
   std::unique_ptr<engine::Renderer> renderer;
   std::unique_ptr<engine::WindowTarget> target;
   std::unique_ptr<engine::OffscreenTarget> capture;  // screenshots
+  std::unique_ptr<engine::OffscreenTarget> thumbnails;  // candidates' thumbnails
   std::unique_ptr<ImGuiOverlay> imgui;
 };
 
@@ -52,6 +53,12 @@ struct App {
   void load_model(const std::string& folder);
   void start_generation();
   void start_latency_demo();
+  // Candidates: several seeds of the prompt in a grid; pick one; refine it.
+  void start_candidates(int count);
+  void pick_candidate(int index);
+  void refine_candidate();
+  // The engine's render of the mesh on screen from the standard view, as a mosaic.
+  Result<ThumbnailMosaic> render_thumbnail(int cells);
   Status export_current(const std::string& path);
   Status screenshot(const std::string& path);
   // Uploads the mesh to the viewport; frame_camera fits the camera to it.

@@ -78,6 +78,23 @@ struct GenerationState {
   std::optional<double> last_decode_ms_with_preview;
 };
 
+// Several seeds of one prompt side by side (a 2x2 grid), to pick one.
+constexpr int kCandidateCells = 56;  // thumbnail mosaic cells per side
+struct Candidate {
+  GenerationRequest request;  // what made it
+  Mesh mesh;
+  ThumbnailMosaic thumbnail;  // the engine's render of it
+  double wall_ms = 0;
+};
+struct CandidateState {
+  bool running = false;
+  bool shown = false;  // the grid is open
+  int count = 0;       // asked for
+  int picked = -1;
+  std::string prompt;
+  std::vector<Candidate> items;
+};
+
 // The latency demo's bar groups, as they arrive.
 struct LatencyDemoState {
   bool running = false;
@@ -178,6 +195,7 @@ struct AppState {
   CurrentShape current;
   GenerationState generation;
   LatencyDemoState latency;
+  CandidateState candidates;
   FrameTimes frames;
   HistoryState history;
   ExportState export_status;

@@ -238,6 +238,7 @@ void shutdown(App& app) {
   if (viewport.context) viewport.context->wait_idle();
   viewport.imgui.reset();
   viewport.capture.reset();
+  viewport.thumbnails.reset();
   viewport.target.reset();
   viewport.renderer.reset();
   viewport.context.reset();

@@ -59,6 +59,15 @@ nlohmann::json window_state(App& app) {
   out["mesh_faces"] = state.current.mesh.face_count();
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const Candidate& c : state.candidates.items)
+    candidates.push_back({{"seed", c.request.seed}, {"faces", c.mesh.face_count()},
+                          {"thumbnail_cells", c.thumbnail.cells}});
+  out["candidates"] = {{"shown", state.candidates.shown},
+                       {"picked", state.candidates.picked},
+                       {"items", candidates}};
+  out["seed"] = state.settings.seed;
+  out["current_seed"] = state.current.seed;
   const HistoryState& history = state.history;
   out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},
                     {"problem", history.problem},

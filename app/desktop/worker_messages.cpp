@@ -196,6 +196,32 @@ struct MessageHandler {
     state.generation.generating = false;
   }
 
+  void operator()(worker_message::CandidateReady& m) {
+    CandidateState& candidates = state.candidates;
+    Candidate candidate{m.request, std::move(m.mesh), {}, m.wall_ms};
+    // The viewport shows each as it arrives; its thumbnail is rendered from there.
+    app.show_mesh(candidate.mesh, state.current.mesh.empty() && candidates.items.empty());
+    auto thumbnail = app.render_thumbnail(kCandidateCells);
+    if (thumbnail.ok()) candidate.thumbnail = std::move(*thumbnail);
+    else app.log_error("candidate thumbnail: " + thumbnail.error().to_string());
+    candidates.items.push_back(std::move(candidate));
+    char line[160];
+    std::snprintf(line, sizeof line, "candidate %d, seed %llu: %zu faces in %.0f ms", m.index + 1,
+                  static_cast<unsigned long long>(m.request.seed), candidates.items.back().mesh.face_count(),
+                  m.wall_ms);
+    app.log(line);
+  }
+
+  void operator()(worker_message::CandidatesFinished& m) {
+    CandidateState& candidates = state.candidates;
+    candidates.running = false;
+    state.generation.generating = false;
+    if (m.cancelled) app.log("candidates cancelled after " + std::to_string(m.made));
+    else if (!m.error.empty()) app.log_error("candidates: " + m.error);
+    // Until one is picked, the view goes back to the current shape.
+    if (!state.current.mesh.empty()) app.show_mesh(state.current.mesh, false);
+  }
+
   void operator()(worker_message::Log& m) { state.log.add(m.error, m.text); }
 };
 

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <array>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <stb_image.h>
@@ -480,6 +481,52 @@ TEST_F(AppScript, ACorruptHistoryEntryHidesNothingAndRestoringAsksFirst) {
   auto after = read_file_text(data / "history" / "index.json");
   ASSERT_TRUE(after.ok());
   EXPECT_NE(after->find("seven"), std::string::npos);
+}
+
+// Candidates: "Try 4 seeds" makes four sampled seeds side by side with the
+// engine's thumbnails; a click picks one, which becomes the shape exported.
+TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "candidates.txt") << "model " << builtin.string() << "\n"
+                                        << "prompt a tall chair\n"
+                                        << "set resolution 5\n"
+                                        << "set seed 10\n"
+                                        << "click candidates\n"
+                                        << "wait\n"
+                                        << "dump " << (dir / "made.json").string() << "\n"
+                                        << "click candidate-2\n"
+                                        << "dump " << (dir / "picked.json").string() << "\n"
+                                        << "export " << (dir / "picked.glb").string() << "\n"
+                                        << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "candidates.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto made = read_dump(dir / "made.json");
+  ASSERT_EQ(made["candidates"]["items"].size(), 4u) << *log;
+  std::set<size_t> face_counts;
+  for (int i = 0; i < 4; ++i) {
+    const auto& item = made["candidates"]["items"][i];
+    EXPECT_EQ(item["seed"], 10 + i);
+    EXPECT_GT(int(item["faces"]), 0);
+    EXPECT_GT(int(item["thumbnail_cells"]), 0) << "candidate " << i << " has no thumbnail";
+    face_counts.insert(item["faces"].get<size_t>());
+  }
+  EXPECT_GT(face_counts.size(), 1u) << "four seeds gave the same shape: candidates must sample";
+  EXPECT_TRUE(made["targets"].contains("candidate-3"));
+
+  const auto picked = read_dump(dir / "picked.json");
+  EXPECT_EQ(picked["candidates"]["picked"], 2);
+  EXPECT_EQ(picked["current_seed"], 12);
+  EXPECT_EQ(picked["seed"], 12) << "the seed to refine with";
+  EXPECT_EQ(picked["mesh_faces"], made["candidates"]["items"][2]["faces"]);
+  auto exported = import_mesh(dir / "picked.glb");
+  ASSERT_TRUE(exported.ok()) << exported.error().to_string();
+  EXPECT_EQ(exported->face_count(), made["candidates"]["items"][2]["faces"].get<size_t>());
 }
 
 }  // namespace

@@ -206,6 +206,41 @@ bool GenerationWorker::generate(const GenerationRequest& request, const PreviewO
   });
 }
 
+GenerationRequest candidate_request(GenerationRequest request, int index) {
+  request.seed += static_cast<uint64_t>(index);
+  if (request.sampling.greedy) {
+    // Greedy decoding ignores the seed; candidates sample as the reference's
+    // sampling path does (top-p 0.9).
+    request.sampling.greedy = false;
+    request.sampling.temperature = 1.f;
+    request.sampling.top_k = 0;
+    request.sampling.top_p = 0.9f;
+  }
+  request.resolution = std::min(request.resolution, kCandidateResolution);
+  return request;
+}
+
+bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count) {
+  auto loaded = model();
+  if (!loaded || count < 1) return false;
+  return start([this, loaded, request, count] {
+    worker_message::CandidatesFinished done;
+    for (int i = 0; i < count; ++i) {
+      const GenerationRequest one = candidate_request(request, i);
+      const auto started = Clock::now();
+      auto result = generate_shape(*loaded, one, {}, &cancel_);
+      if (!result.ok()) {
+        done.cancelled = result.error().code == ErrorCode::kCancelled;
+        if (!done.cancelled) done.error = result.error().to_string();
+        break;
+      }
+      messages_.push(worker_message::CandidateReady{i, one, std::move(result->mesh), ms_since(started)});
+      ++done.made;
+    }
+    messages_.push(done);
+  });
+}
+
 bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
   auto loaded = model();
   if (!loaded) return false;

@@ -41,6 +41,11 @@ struct ModelSummary {
   double load_ms = 0;
 };
 
+// Candidates are meshed this coarsely at most: enough to choose among them.
+constexpr int kCandidateResolution = 6;
+// The request a candidate is made with: sampled, at most kCandidateResolution.
+GenerationRequest candidate_request(GenerationRequest request, int index);
+
 // The coarse pass's resolution: (2^5 + 1)^3 grid points.
 constexpr int kCoarseResolution = 5;
 
@@ -106,6 +111,14 @@ struct LatencyResult {
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
 };
 struct LatencyDemoFinished { bool cancelled = false; };
+// One of several seeds of one prompt, meshed at the candidates' resolution.
+struct CandidateReady {
+  int index = 0;
+  GenerationRequest request;  // what made it: refining it is this request at a higher resolution
+  Mesh mesh;
+  double wall_ms = 0;
+};
+struct CandidatesFinished { int made = 0; bool cancelled = false; std::string error; };
 struct Log { bool error = false; std::string text; };
 }  // namespace worker_message
 
@@ -114,7 +127,7 @@ using WorkerMessage =
                  worker_message::RunStarted, worker_message::Event, worker_message::Preview,
                  worker_message::PassStarted,
                  worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
-                 worker_message::Log>;
+                 worker_message::CandidateReady, worker_message::CandidatesFinished, worker_message::Log>;
 
 // Why CUDA generation cannot be chosen, or empty when it can.
 std::string cuda_generation_unavailable_reason();
@@ -133,6 +146,10 @@ class GenerationWorker {
   bool load_model(const std::filesystem::path& folder);
   bool generate(const GenerationRequest& request, const PreviewOptions& preview);
   bool run_latency_demo(const GenerationRequest& request);
+  // `count` seeds from request.seed on, each sampled (a greedy decode gives
+  // every seed the same shape) and meshed at candidate_resolution(), to
+  // compare side by side and pick one to refine.
+  bool generate_candidates(const GenerationRequest& request, int count);
   void cancel() { cancel_.store(true); }
 
   bool busy() const { return busy_.load(); }

@@ -82,6 +82,12 @@ void draw_generate_panel(App& app) {
   if (ImGui::Button("Cancel")) app.worker.cancel();
   remember_item(app, "cancel");
   ImGui::EndDisabled();
+  flow_next(button_width("Try 4 seeds"));
+  ImGui::BeginDisabled(busy || !app.worker.has_model());
+  if (ImGui::Button("Try 4 seeds")) app.start_candidates(4);
+  ImGui::EndDisabled();
+  remember_item(app, "candidates");
+  reason_tooltip("Four seeds of this prompt side by side (sampled, at low detail): pick one, then refine or export it");
   flow_next(button_width("Latency demo"));
   ImGui::BeginDisabled(busy || !app.worker.has_model());
   if (ImGui::Button("Latency demo")) app.start_latency_demo();

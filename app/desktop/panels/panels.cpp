@@ -28,6 +28,7 @@ void draw_panels(App& app) {
     draw_history_panel(app);
     draw_export_panel(app);
     draw_log_panel(app);
+    draw_candidates_panel(app);
   }
   draw_error_popup(app);
   layout.place_panels = false;
