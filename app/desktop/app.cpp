@@ -60,11 +60,13 @@ void App::start_latency_demo() {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
-  state.latency.bars.clear();
-  state.latency.running = true;
+  state.latency = LatencyDemoState{};
+  state.latency.runs = latency_demo_runs();
+  state.latency.results.resize(state.latency.runs.size());
+  state.latency.running = state.latency.shown = true;
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
-  log("latency demo: the same prompt without and with the KV cache");
+  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has");
 }
 
 void App::start_candidates(int count) {

@@ -95,10 +95,14 @@ struct CandidateState {
   std::vector<Candidate> items;
 };
 
-// The latency demo's bar groups, as they arrive.
+// The latency demo, a view of its own: its runs, which one is going, and
+// each one's result as it arrives.
 struct LatencyDemoState {
   bool running = false;
-  std::vector<worker_message::LatencyResult> bars;
+  bool shown = false;
+  int current = -1;  // the run in progress
+  std::vector<LatencyRun> runs;
+  std::vector<std::optional<worker_message::LatencyResult>> results;  // by run
 };
 
 // Frame times: recent frames for the plot, and the frames of the current run.

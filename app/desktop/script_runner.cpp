@@ -67,6 +67,17 @@ nlohmann::json window_state(App& app) {
                        {"picked", state.candidates.picked},
                        {"items", candidates}};
   out["seed"] = state.settings.seed;
+  nlohmann::json latency = nlohmann::json::array();
+  for (size_t i = 0; i < state.latency.runs.size(); ++i) {
+    const auto& result = state.latency.results[i];
+    latency.push_back({{"name", state.latency.runs[i].name},
+                       {"available", state.latency.runs[i].unavailable_reason.empty()},
+                       {"done", result.has_value() && result->available},
+                       {"tpot_ms", result ? result->mean_tpot_ms : 0.0},
+                       {"total_ms", result ? result->total_ms : 0.0},
+                       {"stages_ms", result ? result->stages.total_ms() : 0.0}});
+  }
+  out["latency"] = {{"shown", state.latency.shown}, {"running", state.latency.running}, {"runs", latency}};
   out["current_seed"] = state.current.seed;
   const HistoryState& history = state.history;
   out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},

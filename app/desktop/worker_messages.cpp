@@ -179,8 +179,12 @@ struct MessageHandler {
     if (state.history.store) add_to_history(app, finished, result);
   }
 
+  void operator()(worker_message::LatencyRunStarted& m) { state.latency.current = m.index; }
+
   void operator()(worker_message::LatencyResult& m) {
-    state.latency.bars.push_back(m);
+    LatencyDemoState& latency = state.latency;
+    if (m.index >= 0 && m.index < static_cast<int>(latency.results.size())) latency.results[size_t(m.index)] = m;
+    if (latency.current == m.index) latency.current = -1;
     if (m.available) {
       char line[200];
       std::snprintf(line, sizeof line, "latency demo, %s: TPOT %.2f ms, first token %.1f ms, total %.0f ms",
@@ -193,6 +197,7 @@ struct MessageHandler {
 
   void operator()(worker_message::LatencyDemoFinished&) {
     state.latency.running = false;
+    state.latency.current = -1;
     state.generation.generating = false;
   }
 

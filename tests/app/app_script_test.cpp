@@ -529,5 +529,35 @@ TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
   EXPECT_EQ(exported->face_count(), made["candidates"]["items"][2]["faces"].get<size_t>());
 }
 
+// The latency demo in its own view: the runs named in order, the ones this
+// build cannot do said to be unavailable, and both cache runs measured.
+TEST_F(AppScript, TheLatencyDemoHasItsOwnViewWithNamedRuns) {
+  const auto dir = folder_.path();
+  std::ofstream(dir / "latency.txt") << "model " << model_.string() << "\n"
+                                     << "prompt a red dragon\n"
+                                     << "set resolution 4\n"
+                                     << "latency\n"
+                                     << "wait\n"
+                                     << "dump " << (dir / "latency.json").string() << "\n"
+                                     << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "latency.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto state = read_dump(dir / "latency.json");
+  EXPECT_TRUE(state["latency"]["shown"]);
+  EXPECT_TRUE(state["targets"].contains("latency-view")) << "the view is not in the window";
+  const auto& runs = state["latency"]["runs"];
+  ASSERT_GE(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["name"], "No cache");
+  EXPECT_EQ(runs[1]["name"], "KV cache");
+  EXPECT_TRUE(runs[0]["done"]);
+  EXPECT_TRUE(runs[1]["done"]);
+  EXPECT_GT(double(runs[0]["tpot_ms"]), double(runs[1]["tpot_ms"])) << "the cache did not make tokens cheaper";
+  for (size_t i = 2; i < runs.size(); ++i) EXPECT_EQ(runs[i]["available"], runs[i]["done"]) << runs[i];
+}
+
 }  // namespace
 }  // namespace cubeforge::app

@@ -241,30 +241,48 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
   });
 }
 
+std::vector<LatencyRun> latency_demo_runs() {
+  return {
+      {"No cache", "every token recomputes the whole sequence so far", false, ""},
+      {"KV cache", "every token reuses the keys and values of the tokens before it", true, ""},
+      {"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true,
+       cuda_generation_unavailable_reason()},
+      {"Parallel decoding", "several tokens per step, checked to give the same shape", true,
+       "not in this build yet"},
+  };
+}
+
 bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
   auto loaded = model();
   if (!loaded) return false;
   return start([this, loaded, request] {
-    struct Variant {
-      const char* label;
-      bool kv_cache;
-    };
-    for (Variant variant : {Variant{"no KV cache", false}, Variant{"KV cache", true}}) {
+    const std::vector<LatencyRun> runs = latency_demo_runs();
+    for (size_t index = 0; index < runs.size(); ++index) {
+      const LatencyRun& run = runs[index];
+      worker_message::LatencyResult bar;
+      bar.index = static_cast<int>(index);
+      bar.label = run.name;
+      if (!run.unavailable_reason.empty()) {
+        bar.available = false;
+        bar.unavailable_reason = run.unavailable_reason;
+        messages_.push(bar);
+        continue;
+      }
+      messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index)});
       GenerationRequest varied = request;
-      varied.use_kv_cache = variant.kv_cache;
+      varied.use_kv_cache = run.kv_cache;
       varied.backend = Backend::kCpu;
       PreviewOptions no_previews;  // the demo times the pipeline alone
       no_previews.coarse_pass = false;
-      auto finished = run_generation(*loaded, varied, no_previews, variant.label);
+      auto finished = run_generation(*loaded, varied, no_previews, run.name);
       const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
-      worker_message::LatencyResult bar;
-      bar.label = variant.label;
       if (finished.result.ok()) {
         const auto& r = *finished.result;
         const double decode_tokens = std::max<size_t>(1, r.tokens.size()) - 1.0;
         bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
         bar.time_to_first_token_ms = r.time_to_first_token_ms;
         bar.total_ms = finished.wall_ms;
+        bar.stages = r.timings;
       } else {
         bar.available = false;
         bar.unavailable_reason = finished.result.error().to_string();
@@ -276,11 +294,6 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
         return;
       }
     }
-    worker_message::LatencyResult graphs;
-    graphs.label = "KV cache + CUDA graphs";
-    graphs.available = false;
-    graphs.unavailable_reason = cuda_generation_unavailable_reason();
-    messages_.push(graphs);
     messages_.push(worker_message::LatencyDemoFinished{false});
   });
 }

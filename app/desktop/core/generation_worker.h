@@ -103,12 +103,16 @@ struct RunFinished {
   PreviewCost preview;
   double wall_ms = 0;
 };
+// One run of the latency demo begins (index into latency_demo_runs()).
+struct LatencyRunStarted { int index = 0; };
 // One bar group of the latency demo.
 struct LatencyResult {
+  int index = 0;
   std::string label;
   bool available = true;
   std::string unavailable_reason;
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
+  StageTimings stages;  // where the object's time went
 };
 struct LatencyDemoFinished { bool cancelled = false; };
 // One of several seeds of one prompt, meshed at the candidates' resolution.
@@ -127,7 +131,19 @@ using WorkerMessage =
                  worker_message::RunStarted, worker_message::Event, worker_message::Preview,
                  worker_message::PassStarted,
                  worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
-                 worker_message::CandidateReady, worker_message::CandidatesFinished, worker_message::Log>;
+                 worker_message::CandidateReady, worker_message::CandidatesFinished,
+                 worker_message::LatencyRunStarted, worker_message::Log>;
+
+// The latency demo's runs, in order: each one faster than the last where it
+// exists. A run that this build or machine cannot do has a reason and is
+// shown as such, so the GPU path and parallel decoding slot in when they come.
+struct LatencyRun {
+  std::string name;      // for the audience
+  std::string what;      // one line on what changes
+  bool kv_cache = true;
+  std::string unavailable_reason;  // empty: it runs
+};
+std::vector<LatencyRun> latency_demo_runs();
 
 // Why CUDA generation cannot be chosen, or empty when it can.
 std::string cuda_generation_unavailable_reason();

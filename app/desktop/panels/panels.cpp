@@ -30,6 +30,7 @@ void draw_panels(App& app) {
     draw_log_panel(app);
     draw_candidates_panel(app);
   }
+  draw_latency_panel(app);
   draw_error_popup(app);
   layout.place_panels = false;
 }

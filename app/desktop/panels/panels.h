@@ -27,7 +27,8 @@ void draw_history_panel(App& app);     // history_panel.cpp
 void draw_export_panel(App& app);      // export_panel.cpp: export, screenshot and view switches
 void draw_log_panel(App& app);         // log_panel.cpp: the log, and the error popup
 void draw_error_popup(App& app);
-void draw_candidates_panel(App& app);  // candidates_panel.cpp: several seeds side by side
+void draw_candidates_panel(App& app);
+void draw_latency_panel(App& app);     // latency_panel.cpp: the latency demo's own view  // candidates_panel.cpp: several seeds side by side
 
 // ImGui::Begin for a panel at its layout place (when the layout says so) and
 // inside the window; End() as usual.

@@ -1,6 +1,6 @@
 // The Live statistics panel: token progress and the token grid, time to first
 // token, TPOT and tokens/s plots, per-stage times, memory, the cost of
-// progressive previews, frame times, and the latency demo's bars.
+// progressive previews and frame times (the latency demo has its own view).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -88,27 +88,6 @@ void draw_frame_times(const FrameTimes& frame_times) {
                        generating.p95_ms, generating.max_ms);
 }
 
-void draw_latency_bars(const LatencyDemoState& latency) {
-  if (latency.bars.empty()) return;
-  ImGui::Separator();
-  ImGui::TextUnformatted("Latency demo");
-  std::vector<float> tpot_bars, total_bars;
-  for (const auto& bar : latency.bars) {
-    tpot_bars.push_back(bar.available ? static_cast<float>(bar.mean_tpot_ms) : 0.f);
-    total_bars.push_back(bar.available ? static_cast<float>(bar.total_ms) : 0.f);
-  }
-  ImGui::PlotHistogram("TPOT ms", tpot_bars.data(), static_cast<int>(tpot_bars.size()), 0, nullptr, 0.f, FLT_MAX,
-                       ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
-  ImGui::PlotHistogram("total ms", total_bars.data(), static_cast<int>(total_bars.size()), 0, nullptr, 0.f, FLT_MAX,
-                       ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
-  for (const auto& bar : latency.bars) {
-    if (bar.available)
-      ImGui::TextWrapped("%s: TPOT %.2f ms, total %.0f ms", bar.label.c_str(), bar.mean_tpot_ms, bar.total_ms);
-    else
-      ImGui::TextDisabled("%-24s n/a: %s", bar.label.c_str(), bar.unavailable_reason.c_str());
-  }
-}
-
 }  // namespace
 
 void draw_statistics_panel(App& app) {
@@ -138,7 +117,6 @@ void draw_statistics_panel(App& app) {
   ImGui::Text("Memory (RSS): %.0f MiB", resident_memory_mib());
   draw_preview_cost(state.generation);
   draw_frame_times(state.frames);
-  draw_latency_bars(state.latency);
   ImGui::End();
 }
 
