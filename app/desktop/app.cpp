@@ -159,6 +159,7 @@ void App::show_mesh(const Mesh& mesh, bool frame_camera) {
     log_error("viewport upload: " + uploaded.error().to_string());
     return;
   }
+  state.view.shown_faces = mesh.face_count();
   if (frame_camera && !mesh.empty()) {
     VkExtent2D extent = viewport.target->extent();
     float aspect = extent.height > 0 ? float(extent.width) / float(extent.height) : 1.f;

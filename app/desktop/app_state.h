@@ -169,7 +169,13 @@ struct ViewState {
   // began in the view, never by where the cursor was before the press.
   int drag_button = -1;
   float drag_x = 0, drag_y = 0;
+  size_t shown_faces = 0;  // faces of the mesh on screen
 };
+
+// The wireframe's opacity for a mesh of `faces` faces whose bounding sphere
+// covers `radius_pixels` on screen: dense where edges are far apart, faint
+// where thousands of edges would fill every pixel (20,000 faces seen whole).
+float wireframe_opacity(size_t faces, float radius_pixels);
 
 // The panels' places and the part of the window they leave free.
 struct LayoutState {

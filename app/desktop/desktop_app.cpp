@@ -10,6 +10,7 @@
 
 #include <imgui.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -105,9 +106,9 @@ bool start_window_and_engine(App& app) {
   }
   engine::WindowOptions window_options;
   window_options.vsync = !script_mode;  // scripts run as fast as the machine allows
-  // On a software rasteriser (lavapipe) 4x MSAA of the whole window costs more
-  // frame time than the UI can spare while generation shares the cores.
-  if (viewport.context->properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+  // Anti-aliased edges (4x MSAA where offered). CUBEFORGE_MSAA=1 turns it off,
+  // for a software rasteriser on a machine whose cores generation needs.
+  if (const char* msaa = std::getenv("CUBEFORGE_MSAA"); msaa && std::string(msaa) == "1")
     window_options.samples = VK_SAMPLE_COUNT_1_BIT;
   auto target = engine::WindowTarget::create(*viewport.renderer, viewport.window, window_options);
   if (!target.ok()) {
@@ -186,6 +187,16 @@ void main_loop(App& app) {
     scene.wireframe = state.settings.wireframe && viewport.renderer->supports_wireframe();
     scene.shading = state.settings.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
     scene.grid = state.settings.grid;
+    if (scene.wireframe) {
+      const Bounds3 bounds = viewport.renderer->mesh_bounds();
+      const engine::OrbitCamera& camera = state.view.camera;
+      float radius = 0.f;
+      for (int a = 0; a < 3; ++a) radius += (bounds.max[a] - bounds.min[a]) * (bounds.max[a] - bounds.min[a]);
+      radius = 0.5f * std::sqrt(radius);
+      const float half_view = camera.distance * std::tan(camera.fov_y_degrees * 3.14159265f / 360.f);
+      const float pixels = radius / std::max(half_view, 1e-6f) * 0.5f * state.layout.height * camera.region.height();
+      scene.wire_color[3] = wireframe_opacity(state.view.shown_faces, pixels);
+    }
     const engine::OverlayRecorder overlay = viewport.imgui->render();
     auto status = viewport.target->draw_frame(state.view.camera, scene, overlay);
     if (!status.ok()) {
