@@ -111,6 +111,8 @@ struct FrameTimes {
   std::deque<float> recent_ms;             // the last kWindow frames
   std::vector<float> while_generating_ms;  // frames while the current run generates
   FrameTimeSummary last_generation;
+  // From a key press reaching the app to the end of the frame that shows it.
+  std::vector<float> key_to_frame_ms, key_to_frame_generating_ms;
 
   void add(float frame_ms, bool generating);
 };

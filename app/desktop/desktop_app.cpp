@@ -203,6 +203,11 @@ void main_loop(App& app) {
       app.log_error("drawing the window: " + status.error().to_string());
       break;
     }
+    for (double pressed : viewport.imgui->take_key_press_times()) {
+      const float latency = static_cast<float>(glfwGetTime() * 1000.0 - pressed);
+      state.frames.key_to_frame_ms.push_back(latency);
+      if (app.worker.busy()) state.frames.key_to_frame_generating_ms.push_back(latency);
+    }
     if (*status == engine::FrameStatus::kMinimised) glfwWaitEventsTimeout(0.05);
     // Without vsync (scripts) frames are paced to 60 per second as a display
     // would, so the UI does not take cores from generation for frames nobody sees.
@@ -226,6 +231,12 @@ int finish(App& app) {
   std::snprintf(line, sizeof line, "frame times of the last %d frames: mean %.1f ms, p95 %.1f ms, max %.1f ms",
                 recent.frames, recent.mean_ms, recent.p95_ms, recent.max_ms);
   app.log(line);
+  if (!state.frames.key_to_frame_ms.empty()) {
+    FrameTimeSummary keys = summarise(state.frames.key_to_frame_ms);
+    std::snprintf(line, sizeof line, "key press to frame: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d presses)",
+                  keys.mean_ms, keys.p95_ms, keys.max_ms, keys.frames);
+    app.log(line);
+  }
   int width = 0, height = 0;
   glfwGetWindowSize(viewport.window, &width, &height);
   if (!state.script_mode && width > 0 && height > 0) {

@@ -23,12 +23,15 @@ constexpr uint32_t kDescriptorSets = 16;
 // ImGui's context is global, so there is one overlay; the GLFW callbacks find it here.
 ImGuiOverlay* g_overlay = nullptr;
 
+double now_ms() { return glfwGetTime() * 1000.0; }
+
 void queue_key(GLFWwindow*, int key, int, int action, int) {
-  if (g_overlay && action != GLFW_REPEAT) g_overlay->input().push({InputEvent::Kind::kKey, key, action == GLFW_PRESS});
+  if (!g_overlay) return;
+  if (action != GLFW_REPEAT) g_overlay->input().push({InputEvent::Kind::kKey, key, action == GLFW_PRESS, 0, 0, now_ms()});
   // A held key repeats: as a press while it is down (what ImGui 1.86 counts as repeats).
-  if (g_overlay && action == GLFW_REPEAT) {
-    g_overlay->input().push({InputEvent::Kind::kKey, key, false});
-    g_overlay->input().push({InputEvent::Kind::kKey, key, true});
+  if (action == GLFW_REPEAT) {
+    g_overlay->input().push({InputEvent::Kind::kKey, key, false, 0, 0, now_ms()});
+    g_overlay->input().push({InputEvent::Kind::kKey, key, true, 0, 0, now_ms()});
   }
 }
 void queue_char(GLFWwindow*, unsigned int c) {
@@ -136,6 +139,7 @@ void ImGuiOverlay::apply(const std::vector<InputEvent>& events) {
     switch (event.kind) {
       case InputEvent::Kind::kKey:
         ImGui_ImplGlfw_KeyCallback(window_, event.code, 0, event.down ? GLFW_PRESS : GLFW_RELEASE, 0);
+        if (event.down && event.time_ms > 0) key_press_times_.push_back(event.time_ms);
         break;
       case InputEvent::Kind::kChar:
         io.AddInputCharacter(static_cast<unsigned int>(event.code));

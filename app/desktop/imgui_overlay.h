@@ -18,6 +18,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "app/desktop/core/input_queue.h"
 #include "engine/context.h"
@@ -43,6 +45,9 @@ class ImGuiOverlay {
 
   // Events not yet handed to ImGui; a script pushes its input here too.
   InputQueue& input() { return input_; }
+  // When the key presses handed to ImGui since the last call were delivered
+  // (glfwGetTime, ms), to measure how long a press takes to reach the screen.
+  std::vector<double> take_key_press_times() { return std::exchange(key_press_times_, {}); }
 
 
  private:
@@ -62,6 +67,7 @@ class ImGuiOverlay {
   bool cursor_known_ = false, cursor_inside_ = true;
   double cursor_x_ = 0, cursor_y_ = 0;
   bool mouse_down_[5] = {};
+  std::vector<double> key_press_times_;
 };
 
 }  // namespace cubeforge::app

@@ -137,6 +137,15 @@ struct MessageHandler {
                     frames.mean_ms, frames.p95_ms, frames.max_ms, frames.frames);
       app.log(line);
     }
+    if (!state.frames.key_to_frame_generating_ms.empty()) {
+      const FrameTimeSummary keys = summarise(state.frames.key_to_frame_generating_ms);
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "key press to frame while generating: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d presses)",
+                    keys.mean_ms, keys.p95_ms, keys.max_ms, keys.frames);
+      app.log(line);
+      state.frames.key_to_frame_generating_ms.clear();
+    }
     const double elapsed_ms = ms_between(generation.run_started, Clock::now());
     generation.preview_shown.clear();
     if (!finished.result.ok()) {

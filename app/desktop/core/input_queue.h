@@ -37,6 +37,7 @@ struct InputEvent {
   int code = 0;         // kKey: key; kChar: code point; kMouseButton: button
   bool down = false;    // kKey, kMouseButton; kCursorInside: entered (else left)
   double x = 0, y = 0;  // kCursor: position in window pixels; kScroll: offsets
+  double time_ms = 0;   // when the window system delivered it (0: pushed by a script)
 };
 
 // GLFW's codes for the keys the queue needs to tell apart.
