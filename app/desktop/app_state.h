@@ -201,7 +201,7 @@ struct ScriptState {
 };
 
 struct AppState {
-  std::filesystem::path data_folder;  // settings, window layout, log, history
+  std::filesystem::path data_folder;  // settings, log, history
   AppSettings settings;
   ModelState model;
   CurrentShape current;
