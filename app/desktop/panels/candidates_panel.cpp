@@ -9,26 +9,6 @@
 
 namespace cubeforge::app {
 
-namespace {
-
-void draw_thumbnail(const ThumbnailMosaic& mosaic, ImVec2 origin, float size) {
-  if (mosaic.cells == 0) return;
-  const float cell = size / mosaic.cells;
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  for (int y = 0; y < mosaic.cells; ++y) {
-    const uint32_t* row = &mosaic.colors[size_t(y) * mosaic.cells];
-    for (int x = 0; x < mosaic.cells;) {
-      int end = x + 1;
-      while (end < mosaic.cells && row[end] == row[x]) ++end;
-      draw->AddRectFilled(ImVec2(origin.x + x * cell, origin.y + y * cell),
-                          ImVec2(origin.x + end * cell, origin.y + (y + 1) * cell), row[x]);
-      x = end;
-    }
-  }
-}
-
-}  // namespace
-
 void draw_candidates_panel(App& app) {
   CandidateState& candidates = app.state.candidates;
   if (!candidates.shown) return;
@@ -40,7 +20,6 @@ void draw_candidates_panel(App& app) {
   ImGui::Begin("Candidates", &open, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings);
   ImGui::Text("\"%s\": %d of %d", candidates.prompt.c_str(), static_cast<int>(candidates.items.size()),
               candidates.count);
-  const ImGuiStyle& style = ImGui::GetStyle();
   for (int i = 0; i < candidates.count; ++i) {
     if (i % 2 == 1) ImGui::SameLine();
     ImGui::BeginGroup();
@@ -51,7 +30,7 @@ void draw_candidates_panel(App& app) {
     remember_item(app, "candidate-" + std::to_string(i));
     ImDrawList* draw = ImGui::GetWindowDrawList();
     if (ready) {
-      draw_thumbnail(candidates.items[size_t(i)].thumbnail, origin, size);
+      draw_mosaic(candidates.items[size_t(i)].thumbnail, origin, size);
       if (candidates.picked == i || ImGui::IsItemHovered())
         draw->AddRect(origin, ImVec2(origin.x + size, origin.y + size),
                       candidates.picked == i ? IM_COL32(255, 200, 60, 255) : IM_COL32(200, 200, 200, 160), 0.f, 0,
@@ -64,7 +43,6 @@ void draw_candidates_panel(App& app) {
     }
     ImGui::PopID();
     ImGui::EndGroup();
-    (void)style;
   }
   ImGui::BeginDisabled(candidates.picked < 0 || app.worker.busy());
   char refine[64];

@@ -17,23 +17,6 @@ constexpr int kThumbnailCells = 48;    // mosaic cells per side, from the 128-pi
 constexpr float kThumbnailSize = 72.f;  // on screen: large enough to tell a chair from a mug
 constexpr const char* kRestorePopup = "Restore from history";
 
-// One rectangle per run of equal cells in a row: the background is one
-// colour per row, so most rows are a few rectangles, not 48.
-void draw_mosaic(const ThumbnailMosaic& mosaic, ImVec2 origin) {
-  const float cell = kThumbnailSize / mosaic.cells;
-  ImDrawList* draw = ImGui::GetWindowDrawList();
-  for (int y = 0; y < mosaic.cells; ++y) {
-    const uint32_t* row = &mosaic.colors[size_t(y) * mosaic.cells];
-    for (int x = 0; x < mosaic.cells;) {
-      int end = x + 1;
-      while (end < mosaic.cells && row[end] == row[x]) ++end;
-      draw->AddRectFilled(ImVec2(origin.x + x * cell, origin.y + y * cell),
-                          ImVec2(origin.x + end * cell, origin.y + (y + 1) * cell), row[x]);
-      x = end;
-    }
-  }
-}
-
 void draw_restore_question(App& app) {
   HistoryState& history = app.state.history;
   if (history.open_restore_question) {
@@ -105,7 +88,7 @@ void draw_history_panel(App& app) {
         found = history.thumbnails.emplace(it->id, loaded.ok() ? std::move(*loaded) : ThumbnailMosaic{}).first;
       }
       if (found != history.thumbnails.end() && found->second.cells > 0)
-        draw_mosaic(found->second, ImGui::GetCursorScreenPos());
+        draw_mosaic(found->second, ImGui::GetCursorScreenPos(), kThumbnailSize);
       ImGui::Dummy(ImVec2(kThumbnailSize, kThumbnailSize));
       ImGui::SameLine();
       char line[200];

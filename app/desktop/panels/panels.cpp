@@ -70,6 +70,22 @@ float checkbox_width(const char* label) {
   return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x;
 }
 
+void draw_mosaic(const ThumbnailMosaic& mosaic, ImVec2 origin, float size) {
+  if (mosaic.cells == 0) return;
+  const float cell = size / mosaic.cells;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  for (int y = 0; y < mosaic.cells; ++y) {
+    const uint32_t* row = &mosaic.colors[size_t(y) * mosaic.cells];
+    for (int x = 0; x < mosaic.cells;) {
+      int end = x + 1;
+      while (end < mosaic.cells && row[end] == row[x]) ++end;
+      draw->AddRectFilled(ImVec2(origin.x + x * cell, origin.y + y * cell),
+                          ImVec2(origin.x + end * cell, origin.y + (y + 1) * cell), row[x]);
+      x = end;
+    }
+  }
+}
+
 void reason_tooltip(const std::string& text) {
   if (!text.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", text.c_str());
 }

@@ -42,6 +42,10 @@ void flow_next(float width);
 float button_width(const char* label);
 float checkbox_width(const char* label);
 
+// A thumbnail mosaic as `size` pixels square at `origin`: one rectangle per
+// run of equal cells in a row (the background is one colour per row).
+void draw_mosaic(const ThumbnailMosaic& mosaic, ImVec2 origin, float size);
+
 // Tooltip on the last item, shown even when it is disabled (the reason it is).
 void reason_tooltip(const std::string& text);
 
