@@ -31,9 +31,10 @@
 //   shape.<decoder>        the shape tokenizer on the generated tokens
 //   shape.<occupancy>      the occupancy decoder on a few probe points
 //
-// The GPT (DualStreamGpt / GptSession), per prefill or decode step:
-//   shape_embeddings         [B, L, d]  the token embeddings fed in
+// The GPT (DualStreamGpt / GptSession), per prefill or decode step (without
+// the KV cache every step is a prefill of the whole sequence):
 //   condition                [B, S, d]  (prefill only)
+//   shape_embeddings         [B, L, d]  the token embeddings fed in
 //   dual.<i>.x.<point>       the shape stream of dual block i
 //   dual.<i>.c.<point>       the condition stream of dual block i (prefill only)
 //   single.<i>.<point>       single-stream block i
@@ -66,9 +67,9 @@
 //                            mlp_hidden [T, 4W] (after GELU), out
 //   decoder.latents          [T, W]
 //   occupancy.points         [P, 3]
+//   occupancy.k, occupancy.v [T, W]  the cross-attention's keys and values (from the latents)
 //   occupancy.fourier        [P, 3(2F+1)]  the Fourier embedding
 //   occupancy.query          [P, W]  after the query MLP
-//   occupancy.k, occupancy.v [T, W]  the cross-attention's keys and values (from the latents)
 //   occupancy.<point>        ln_1, q, attn, attn_residual, ln_2, mlp_hidden [P, 4W], out
 //   occupancy.ln_f           [P, W]
 //   occupancy.logits         [P, out_dim]
