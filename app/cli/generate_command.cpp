@@ -11,6 +11,7 @@
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
+#include "inference/tensor/trace_file.h"
 
 namespace cubeforge::cli {
 
@@ -37,6 +38,8 @@ struct GenerateOptions {
   int threads = 0;
   bool json = false;
   bool quiet = false;
+  std::string trace;    // write the named intermediates here
+  int trace_steps = 2;  // decode steps in the trace
 };
 
 nlohmann::json timings_json(const StageTimings& t) {
@@ -54,6 +57,7 @@ int run_generate(GenerateOptions o) {
     return 2;
   }
   if (!output_folder_writable(o.out, "generate")) return 1;
+  if (!o.trace.empty() && !output_folder_writable(o.trace, "generate")) return 1;
   auto model = load_model_or_report(o.model_dir, "generate");
   if (!model) return 1;
 
@@ -75,12 +79,26 @@ int run_generate(GenerateOptions o) {
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
   request.target_faces = o.target_faces;
+  TraceRecorder trace;
+  if (!o.trace.empty()) {
+    request.trace = &trace;
+    request.trace_decode_steps = o.trace_steps;
+  }
 
   std::signal(SIGINT, [](int) { g_interrupted.store(true); });
   ProgressLine progress(!o.quiet && !o.json && isatty(STDERR_FILENO));
   auto result = generate_shape(*model, request, [&](const GenerationEvent& e) { progress.on_event(e); },
                                &g_interrupted);
   progress.finish();
+  // Written whatever the outcome: a trace is most wanted when a run goes wrong.
+  if (!o.trace.empty()) {
+    Status written = trace.write(o.trace, {{"prompt", o.prompt}, {"model", model->folder().string()}});
+    if (!written.ok()) {
+      std::fprintf(stderr, "generate: %s\n", written.error().to_string().c_str());
+      return 1;
+    }
+    if (!o.json) std::fprintf(stderr, "generate: wrote the trace %s (%zu tensors)\n", o.trace.c_str(), trace.tensors().size());
+  }
   if (!result.ok()) {
     std::fprintf(stderr, "generate: %s\n", result.error().to_string().c_str());
     return result.error().code == ErrorCode::kCancelled ? 130 : 1;
@@ -159,6 +177,10 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_flag("--json", o->json, "Print one JSON object with tokens, timings and mesh statistics");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
+  cmd->add_option("--trace", o->trace,
+                  "Write the named intermediates (text encoder, prefill, first decode steps, shape decoder) to this "
+                  "safetensors file, for trace-diff");
+  cmd->add_option("--trace-steps", o->trace_steps, "Decode steps in the trace")->check(CLI::Range(0, 100000));
   return [cmd, o]() -> int { return cmd->parsed() ? run_generate(*o) : -1; };
 }
 

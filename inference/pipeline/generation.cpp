@@ -10,6 +10,7 @@
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 
@@ -82,10 +83,21 @@ Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
 }
 
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
-                                         const std::optional<std::array<float, 3>>& normalized_bbox) {
+                                         const std::optional<std::array<float, 3>>& normalized_bbox,
+                                         TraceSink* trace) {
   const TokenizedText tokens = model.tokenizer().encode(prompt);
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> hidden, model.text_encoder().encode(tokens));
-  return model.gpt().project_condition(hidden, normalized_bbox ? normalized_bbox->data() : nullptr);
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> hidden, model.text_encoder().encode(tokens, trace));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond,
+                             model.gpt().project_condition(hidden, normalized_bbox ? normalized_bbox->data() : nullptr));
+  const int width = model.gpt().config().width;
+  trace_tensor(trace, "condition", cond.data(), {int64_t(cond.size()) / width, width});
+  return cond;
+}
+
+std::vector<float> occupancy_probe_points() {
+  GridSpec spec;
+  spec.resolution = 2;
+  return grid_points(spec);
 }
 
 namespace {
@@ -138,8 +150,13 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
 
   StageClock decode_clock(events, Stage::kShapeDecode);
   std::vector<int64_t> ids(tokens.begin(), tokens.end());
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids, nullptr, options.trace));
   CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
+  if (options.trace) {
+    const std::vector<float> probe = occupancy_probe_points();
+    std::vector<float> probe_logits(probe.size() / 3 * size_t(shape.config().out_dim));
+    CUBEFORGE_TRY(shape.occupancy(prepared, probe, probe_logits, probe.size() / 3, nullptr, options.trace));
+  }
   result.timings.shape_decode_ms = decode_clock.finish();
   if (cancelled(cancel)) return cancelled_error("before meshing");
 
@@ -223,13 +240,21 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
     CUBEFORGE_ASSIGN_OR_RETURN(bbox, normalize_bbox(*request.bbox));
   }
 
+  // Each part of a trace gets its scope (inference/tensor/trace.h).
+  std::optional<ScopedTraceSink> prompt_trace, empty_prompt_trace;
+  if (request.trace) {
+    prompt_trace.emplace(*request.trace, "prompt");
+    empty_prompt_trace.emplace(*request.trace, "empty_prompt");
+  }
+  auto sink = [](std::optional<ScopedTraceSink>& scoped) -> TraceSink* { return scoped ? &*scoped : nullptr; };
+
   StageTimings timings;
   StageClock text_clock(events, Stage::kText);
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, request.prompt, bbox));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, request.prompt, bbox, sink(prompt_trace)));
   std::vector<float> uncond;
   if (request.guidance_scale > 0.f) {
     // The unconditional branch never sees the bounding box.
-    CUBEFORGE_ASSIGN_OR_RETURN(uncond, encode_prompt(model, "", std::nullopt));
+    CUBEFORGE_ASSIGN_OR_RETURN(uncond, encode_prompt(model, "", std::nullopt, sink(empty_prompt_trace)));
   }
   timings.text_ms = text_clock.finish();
   if (cancelled(cancel)) return cancelled_error("before the first token");
@@ -240,6 +265,8 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   options.sampling.seed = request.seed;
   options.attention = request.attention;
   options.use_kv_cache = request.use_kv_cache;
+  options.trace = request.trace;
+  options.trace_decode_steps = request.trace_decode_steps;
   const int count = model.shape_tokens();
   std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
   std::optional<StageClock> decode_clock;
@@ -282,6 +309,10 @@ Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const Generat
   meshing.vertex_mapping = request.vertex_mapping;
   meshing.remove_floaters = request.remove_floaters;
   meshing.target_faces = request.target_faces;
+  // The shape decoder's part of a generation's trace (inference/tensor/trace.h).
+  std::optional<ScopedTraceSink> shape_trace;
+  if (request.trace) shape_trace.emplace(*request.trace, "shape");
+  meshing.trace = shape_trace ? &*shape_trace : nullptr;
   CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, tokens_to_mesh(model, tokens.tokens, meshing, events, cancel));
   StageTimings timings = tokens.timings;
   timings.shape_decode_ms = result.timings.shape_decode_ms;

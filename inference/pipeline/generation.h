@@ -22,6 +22,8 @@
 
 namespace cubeforge {
 
+class TraceSink;
+
 enum class Backend { kCpu, kCuda };
 
 struct GenerationRequest {
@@ -38,6 +40,12 @@ struct GenerationRequest {
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;                        // 0: max(10000, 10% of faces); < 0: no simplification
+  // Named intermediates (inference/tensor/trace.h) of the text encoder and
+  // condition of each branch, the prefill, the first `trace_decode_steps`
+  // decode steps, the shape decoder and the occupancy decoder at a few probe
+  // points; null: off.
+  TraceSink* trace = nullptr;
+  int trace_decode_steps = 2;
 };
 
 enum class Stage { kText, kPrefill, kDecode, kShapeDecode, kOccupancy, kMeshing, kCleanup };
@@ -113,7 +121,14 @@ struct MeshingOptions {
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;
+  // The shape decoder's named intermediates, and the occupancy decoder's at
+  // the probe points below ("decoder.…", "occupancy.…"); null: off.
+  TraceSink* trace = nullptr;
 };
+
+// The points a traced occupancy decoder answers: the (2^2 + 1)^3 grid points
+// of resolution 2, the coarsest level every grid evaluation starts from.
+std::vector<float> occupancy_probe_points();
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
                                         const MeshingOptions& options, const GenerationEventSink& events = {},
                                         const std::atomic<bool>* cancel = nullptr);
@@ -130,7 +145,9 @@ Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLa
                                    std::span<float> logits);
 
 // The condition rows for a prompt: text_proj(CLIP(prompt)) (+ bbox token).
+// `trace` receives CLIP's intermediates ("clip.…") and the rows ("condition").
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
-                                         const std::optional<std::array<float, 3>>& normalized_bbox);
+                                         const std::optional<std::array<float, 3>>& normalized_bbox,
+                                         TraceSink* trace = nullptr);
 
 }  // namespace cubeforge

@@ -10,6 +10,7 @@
 #include "inference/core/file_io.h"
 #include "inference/cpu/ops.h"
 #include "inference/tensor/safetensors.h"
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 namespace {
@@ -193,11 +194,12 @@ Result<ClipTextEncoder> ClipTextEncoder::from_safetensors(std::shared_ptr<const 
   return encoder;
 }
 
-Result<std::vector<float>> ClipTextEncoder::encode(const TokenizedText& tokens) const {
-  return encode_batch(std::span<const TokenizedText>(&tokens, 1));
+Result<std::vector<float>> ClipTextEncoder::encode(const TokenizedText& tokens, TraceSink* trace) const {
+  return encode_batch(std::span<const TokenizedText>(&tokens, 1), trace);
 }
 
-Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const TokenizedText> batch) const {
+Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const TokenizedText> batch,
+                                                         TraceSink* trace) const {
   const ClipTextConfig& cfg = config_;
   const Weights& weights = *weights_;
   if (batch.empty()) return std::vector<float>{};
@@ -264,13 +266,20 @@ Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const Tokeniz
       for (size_t c = 0; c < width; ++c) row[c] += position[c];
     }
   }
+  trace_tensor(trace, "clip.embeddings", x.data(), {prompts, tokens, hidden});
 
-  for (const Weights::Layer& layer : weights.layers) {
+  for (size_t l = 0; l < weights.layers.size(); ++l) {
+    const Weights::Layer& layer = weights.layers[l];
+    const TracePrefix at{"clip", int(l), {}};
     cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, layer.layer_norm1_weight.data(),
                     layer.layer_norm1_bias.data(), normed.data());
+    trace_tensor(trace, at, "ln_1", normed.data(), {prompts, tokens, hidden});
     cpu::linear(normed.data(), rows, layer.q_proj, layer.q_bias.data(), q.data());
     cpu::linear(normed.data(), rows, layer.k_proj, layer.k_bias.data(), k.data());
     cpu::linear(normed.data(), rows, layer.v_proj, layer.v_bias.data(), v.data());
+    trace_tensor(trace, at, "q", q.data(), {prompts, tokens, hidden});
+    trace_tensor(trace, at, "k", k.data(), {prompts, tokens, hidden});
+    trace_tensor(trace, at, "v", v.data(), {prompts, tokens, hidden});
     for (int64_t b = 0; b < prompts; ++b) {
       const std::vector<int32_t>& mask = batch[size_t(b)].attention_mask;
       const int64_t real_tokens = std::count(mask.begin(), mask.end(), 1);
@@ -278,18 +287,24 @@ Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const Tokeniz
       cpu::attention(q.data() + offset, tokens, hidden, k.data() + offset, v.data() + offset, real_tokens, hidden,
                      heads, head_dim, /*causal_base=*/0, attended.data() + offset, hidden);
     }
+    trace_tensor(trace, at, "attn", attended.data(), {prompts, tokens, hidden});
     cpu::linear_accumulate(attended.data(), rows, layer.out_proj, layer.out_bias.data(), x.data());
+    trace_tensor(trace, at, "attn_residual", x.data(), {prompts, tokens, hidden});
 
     cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, layer.layer_norm2_weight.data(),
                     layer.layer_norm2_bias.data(), normed.data());
+    trace_tensor(trace, at, "ln_2", normed.data(), {prompts, tokens, hidden});
     cpu::linear(normed.data(), rows, layer.fc1, layer.fc1_bias.data(), mlp.data());
     activate(mlp.data(), int64_t(mlp.size()), cfg.hidden_act);
+    trace_tensor(trace, at, "mlp_hidden", mlp.data(), {prompts, tokens, intermediate});
     cpu::linear_accumulate(mlp.data(), rows, layer.fc2, layer.fc2_bias.data(), x.data());
+    trace_tensor(trace, at, "out", x.data(), {prompts, tokens, hidden});
   }
 
   std::vector<float> output(x.size());
   cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, weights.final_layer_norm_weight.data(),
                   weights.final_layer_norm_bias.data(), output.data());
+  trace_tensor(trace, "clip.last_hidden_state", output.data(), {prompts, tokens, hidden});
   return output;
 }
 
