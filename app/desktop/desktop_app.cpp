@@ -34,6 +34,7 @@
 #include "app/desktop/core/history_store.h"
 #include "app/desktop/core/script.h"
 #include "app/desktop/thumbnail_mosaic.h"
+#include "inference/core/untrusted_text.h"
 #include "engine/context.h"
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
@@ -204,7 +205,8 @@ class DesktopApp {
   bool script_mode_ = false;
 };
 
-void DesktopApp::add_log(bool error, const std::string& text) {
+void DesktopApp::add_log(bool error, const std::string& raw_text) {
+  const std::string text = escape_untrusted(raw_text);  // messages quote names and contents of files
   log_lines_.push_back({error, text});
   if (log_lines_.size() > 2000) log_lines_.erase(log_lines_.begin(), log_lines_.begin() + 500);
   if (error) {
@@ -292,7 +294,12 @@ bool DesktopApp::start_imgui() {
   IMGUI_CHECKVERSION();
   ImGui::CreateContext();
   imgui_ini_path_ = (data_folder_ / "imgui.ini").string();
-  ImGui::GetIO().IniFilename = imgui_ini_path_.c_str();
+  if (Status layout = check_data_file(imgui_ini_path_); layout.ok()) {
+    ImGui::GetIO().IniFilename = imgui_ini_path_.c_str();
+  } else {
+    ImGui::GetIO().IniFilename = nullptr;  // the default layout, not saved
+    log_error("window layout: " + layout.error().to_string());
+  }
   ImGui::StyleColorsDark();
   ImGui::GetStyle().Alpha = 0.96f;
   ImGui_ImplGlfw_InitForVulkan(window_, true);
@@ -754,7 +761,7 @@ void DesktopApp::draw_settings() {
       // (random weights): enough to try every part of the app.
       const auto fixture =
           (std::filesystem::path(CUBEFORGE_SOURCE_DIR) / ".." / "shared" / "oracle" / "cube3d-v05").lexically_normal();
-      if (std::filesystem::exists(fixture / "shape_gpt.safetensors")) {
+      if (std::error_code ec; std::filesystem::exists(fixture / "shape_gpt.safetensors", ec)) {
         ImGui::BeginDisabled(busy);
         if (ImGui::Button("Use the test fixture model")) load_model(fixture.string());
         ImGui::EndDisabled();
@@ -1103,8 +1110,11 @@ int DesktopApp::run() {
   data_folder_ = resolve_data_folder(options_.data_folder);
   std::error_code ec;
   std::filesystem::create_directories(data_folder_, ec);
-  log_file_.open(data_folder_ / "cubeforge.log", std::ios::trunc);
-  if (!log_file_) std::fprintf(stderr, "cubeforge: cannot write the log in '%s'\n", data_folder_.c_str());
+  Status log_usable = check_data_file(data_folder_ / "cubeforge.log");
+  if (log_usable.ok()) log_file_.open(data_folder_ / "cubeforge.log", std::ios::trunc);
+  if (!log_file_)
+    std::fprintf(stderr, "cubeforge: cannot write the log in '%s'%s\n", escape_untrusted(data_folder_.string()).c_str(),
+                 log_usable.ok() ? "" : (": " + log_usable.error().to_string()).c_str());
 
   auto settings = load_settings(data_folder_ / "settings.json");
   if (settings.ok()) settings_ = *settings;

@@ -1,6 +1,7 @@
 // The on-disk history: entries survive a reopen, meshes read back as they
 // were written, removal drops files and entries, a corrupt index is an error.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -87,6 +88,21 @@ TEST(HistoryStore, CorruptIndexIsAnErrorNamingTheFile) {
   // An entry naming a file outside the folder is refused too.
   nlohmann::json escaping = {{"id", "x"}, {"prompt", "p"}, {"seed", 1}, {"mesh_file", "../../etc/passwd"}};
   EXPECT_FALSE(history_entry_from_json(escaping).ok());
+}
+
+// std::filesystem's throwing calls aborted the app on a history folder that is
+// a loop of symbolic links; the store now says what is wrong.
+TEST(HistoryStore, AFolderThatCannotBeExaminedIsAnErrorNotAnAbort) {
+  testing::TemporaryFolder folder;
+  std::filesystem::create_symlink("history", folder.path() / "history");
+  auto store = HistoryStore::open(folder.path() / "history");
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message.find("loop of symbolic links"), std::string::npos) << store.error().message;
+  std::filesystem::create_directories(folder.path() / "fifo");
+  ASSERT_EQ(::mkfifo((folder.path() / "fifo" / "index.json").c_str(), 0644), 0);
+  auto fifo = HistoryStore::open(folder.path() / "fifo");  // reading it would wait for a writer forever
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.error().message.find("FIFO"), std::string::npos) << fifo.error().message;
 }
 
 }  // namespace

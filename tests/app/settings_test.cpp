@@ -1,6 +1,7 @@
 // App settings: JSON round trip through the file, lenient about missing keys,
 // strict about wrong types and ranges, and the script's `set` vocabulary.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -126,6 +127,18 @@ TEST(AppSettings, RequestCarriesTheSettings) {
   EXPECT_EQ(request.resolution, 5);
   settings.use_bbox = false;
   EXPECT_FALSE(make_request(settings).bbox.has_value());
+}
+
+TEST(AppSettings, ASettingsFileThatIsNotAFileIsAnErrorNotAWaitOrDefaults) {
+  testing::TemporaryFolder folder;
+  ASSERT_EQ(::mkfifo((folder.path() / "fifo.json").c_str(), 0644), 0);
+  auto fifo = load_settings(folder.path() / "fifo.json");
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.error().message.find("FIFO"), std::string::npos) << fifo.error().message;
+  std::filesystem::create_symlink("loop.json", folder.path() / "loop.json");
+  auto loop = load_settings(folder.path() / "loop.json");  // was silently the defaults
+  ASSERT_FALSE(loop.ok());
+  EXPECT_NE(loop.error().message.find("loop of symbolic links"), std::string::npos) << loop.error().message;
 }
 
 }  // namespace

@@ -100,9 +100,9 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
 }
 
 Result<AppSettings> load_settings(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return AppSettings{};
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
+  if (kind == FileKind::kMissing) return AppSettings{};
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path, uint64_t(16) << 20));
   nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded())
     return make_error(ErrorCode::kCorruptFile,

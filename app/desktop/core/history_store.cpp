@@ -12,6 +12,7 @@ namespace cubeforge::app {
 namespace {
 constexpr const char* kIndexName = "index.json";
 constexpr int kIndexVersion = 1;
+constexpr uint64_t kMaxIndexBytes = uint64_t(256) << 20;
 }  // namespace
 
 nlohmann::json history_entry_to_json(const HistoryEntry& e) {
@@ -52,34 +53,44 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
     json.at("mesh_file").get_to(e.mesh_file);
     e.thumbnail_file = json.value("thumbnail_file", "");
     // Entries name files inside the folder only.
-    if (e.mesh_file.find('/') != std::string::npos || e.mesh_file.find("..") != std::string::npos)
-      return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' names a mesh outside its folder");
+    for (const std::string* file : {&e.mesh_file, &e.thumbnail_file})
+      if (file->find('/') != std::string::npos || file->find("..") != std::string::npos)
+        return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' names a file outside its folder");
     return e;
   } catch (const nlohmann::json::exception& ex) {
     return make_error(ErrorCode::kCorruptFile, std::string("history entry is malformed: ") + ex.what());
   }
 }
 
-Result<HistoryStore> HistoryStore::open(const std::filesystem::path& folder) {
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (!std::filesystem::is_directory(folder))
-    return make_error(ErrorCode::kIo, "cannot create the history folder '" + folder.string() + "'" +
-                                          (ec ? ": " + ec.message() : std::string()));
-  HistoryStore store(folder);
-  const auto index = folder / kIndexName;
-  if (!std::filesystem::exists(index)) return store;
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(index));
-  auto json = nlohmann::json::parse(text, nullptr, false);
+Result<std::vector<HistoryEntry>> parse_history_index(std::string_view text, const std::string& index_name) {
+  const auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("entries") || !json["entries"].is_array())
-    return make_error(ErrorCode::kCorruptFile, "history index '" + index.string() +
+    return make_error(ErrorCode::kCorruptFile, "history index '" + index_name +
                                                    "' is not a valid index; move it away to start a new history");
+  std::vector<HistoryEntry> entries;
   for (const auto& item : json["entries"]) {
     auto entry = history_entry_from_json(item);
     if (!entry.ok())
-      return make_error(ErrorCode::kCorruptFile, "history index '" + index.string() + "': " + entry.error().message);
-    store.entries_.push_back(std::move(*entry));
+      return make_error(ErrorCode::kCorruptFile, "history index '" + index_name + "': " + entry.error().message);
+    entries.push_back(std::move(*entry));
   }
+  return entries;
+}
+
+Result<HistoryStore> HistoryStore::open(const std::filesystem::path& folder) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);  // the check below says what went wrong
+  auto kind = file_kind(folder);
+  if (!kind.ok()) return make_error(ErrorCode::kIo, "cannot open the history folder: " + kind.error().message);
+  if (*kind != FileKind::kDirectory)
+    return make_error(ErrorCode::kIo, "cannot create the history folder '" + folder.string() + "'" +
+                                          (ec ? ": " + ec.message() : ": " + describe_file_type(folder) + " is there"));
+  HistoryStore store(folder);
+  const auto index = folder / kIndexName;
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind index_kind, file_kind(index));
+  if (index_kind == FileKind::kMissing) return store;
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(index, kMaxIndexBytes));
+  CUBEFORGE_ASSIGN_OR_RETURN(store.entries_, parse_history_index(text, index.string()));
   return store;
 }
 
@@ -92,7 +103,9 @@ std::string HistoryStore::next_id() const {
   for (int n = 1;; ++n) {
     std::string id = std::string(stamp) + "-" + std::to_string(n);
     bool taken = std::any_of(entries_.begin(), entries_.end(), [&](const HistoryEntry& e) { return e.id == id; });
-    if (!taken && !std::filesystem::exists(folder_ / (id + ".glb"))) return id;
+    auto kind = file_kind(folder_ / (id + ".glb"));
+    if (!taken && kind.ok() && *kind == FileKind::kMissing) return id;
+    if (n > 100000) return id;  // a folder that cannot be examined: the write will say why
   }
 }
 

@@ -65,5 +65,7 @@ class HistoryStore {
 
 nlohmann::json history_entry_to_json(const HistoryEntry& entry);
 Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json);
+// The entries of an index file's text; `index_name` names it in errors.
+Result<std::vector<HistoryEntry>> parse_history_index(std::string_view text, const std::string& index_name);
 
 }  // namespace cubeforge::app
