@@ -250,6 +250,44 @@ Status check_ply_header(const std::filesystem::path& path) {
   return make_error(ErrorCode::kCorruptFile, where + "the PLY header has no end_header in its first 64 KiB");
 }
 
+// Assimp's GLB reader allocates whatever chunk length a header claims (an
+// 80-byte file can ask for gigabytes), so the binary container is checked
+// against the file first: magic, version, total length and chunk lengths.
+Status check_glb_container(const std::filesystem::path& path) {
+  const std::string where = "cannot import '" + path.string() + "': ";
+  uint64_t size = 0;
+  CUBEFORGE_ASSIGN_OR_RETURN(const int fd, open_regular_file(path, &size));
+  uint32_t header[5] = {};
+  const ssize_t got = ::pread(fd, header, sizeof header, 0);
+  auto chunk_at = [&](uint64_t offset, uint32_t* length) {
+    return ::pread(fd, length, sizeof *length, off_t(offset)) == ssize_t(sizeof *length);
+  };
+  Status status = ok_status();
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::kCorruptFile, where + "the GLB " + why + "; is it a complete GLB file?");
+  };
+  if (got < 12 || header[0] != 0x46546C67u) {
+    status = bad("does not start with the glTF magic");
+  } else if (header[1] != 1 && header[1] != 2) {
+    status = bad("has version " + std::to_string(header[1]) + "; 1 and 2 are read");
+  } else if (header[2] > size) {
+    status = bad("says it is " + std::to_string(header[2]) + " bytes long but the file has " + std::to_string(size));
+  } else if (header[1] == 2) {
+    // Chunks: length, type, data (padded to 4 bytes), each inside the stated length.
+    uint64_t offset = 12;
+    while (status.ok() && offset < header[2]) {
+      uint32_t length = 0;
+      if (offset + 8 > header[2] || !chunk_at(offset, &length) || offset + 8 + uint64_t(length) > header[2])
+        status = bad("has a chunk at byte " + std::to_string(offset) + " that runs past its end");
+      offset += 8 + uint64_t(length);
+    }
+  } else if (got < 20 || uint64_t(header[3]) + 20 > header[2]) {
+    status = bad("has a scene of " + std::to_string(header[3]) + " bytes that runs past its end");
+  }
+  ::close(fd);
+  return status;
+}
+
 // The file system as Assimp sees it while importing one mesh: the mesh
 // itself and, when the format may refer to other files, files inside the
 // mesh's folder. Assimp joins a glTF's buffer names to the folder of the path
@@ -356,6 +394,7 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
     return make_error(ErrorCode::kUnsupported, where + "cubeforge reads OBJ, glTF (.gltf, .glb), STL and PLY meshes; "
                                                        "convert it to one of those");
   if (extension == ".ply") CUBEFORGE_TRY(check_ply_header(path));
+  if (extension == ".glb") CUBEFORGE_TRY(check_glb_container(path));
   std::error_code ec;
   const std::filesystem::path absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
   if (ec) return make_error(ErrorCode::kIo, where + ec.message());

@@ -307,6 +307,13 @@ TEST_F(MeshFiles, AMalformedPlyHeaderIsAnErrorNotAHang) {
   auto empty_face = import_mesh(directory_ / "empty_face.ply");
   ASSERT_FALSE(empty_face.ok());
   EXPECT_EQ(empty_face.error().code, ErrorCode::kCorruptFile);
+  // And an 80-byte GLB whose chunk header claims 1.9 GB made Assimp allocate it.
+  std::string glb("glTF\x02\x00\x00\x00\x50\x00\x00\x00\x08stpJSON{\"asset\":{\"version\":\"2.0\"}}", 44);
+  glb.resize(80, ' ');
+  std::ofstream(directory_ / "claims.glb", std::ios::binary) << glb;
+  auto claims = import_mesh(directory_ / "claims.glb");
+  ASSERT_FALSE(claims.ok());
+  EXPECT_NE(claims.error().message.find("runs past its end"), std::string::npos) << claims.error().message;
   // Our own PLY files (ASCII headers of the standard form) still read.
   ASSERT_TRUE(export_mesh(mesh_, directory_ / "ours.ply").ok());
   EXPECT_TRUE(import_mesh(directory_ / "ours.ply").ok());
