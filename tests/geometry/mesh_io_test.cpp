@@ -167,7 +167,7 @@ TEST_F(MeshFiles, MissingAndCorruptInputsAreClearErrors) {
   EXPECT_NE(missing.error().message.find("nowhere.glb"), std::string::npos);
 
   const fs::path garbage = directory_ / "garbage.glb";
-  std::ofstream(garbage, std::ios::binary) << std::string("glTF\x02\0\0\0\xff\xff\xff\x7f garbage", 24);
+  std::ofstream(garbage, std::ios::binary) << std::string("glTF\x02\0\0\0\xff\xff\xff\x7f garbage", 20);
   auto corrupt = import_mesh(garbage);
   ASSERT_FALSE(corrupt.ok());
   EXPECT_EQ(corrupt.error().code, ErrorCode::kCorruptFile);
