@@ -1,6 +1,7 @@
 // Mesh file writers (GLB, OBJ, binary STL, binary PLY) and the Assimp importer.
 #include "inference/geometry/mesh_io.h"
 
+#include <assimp/BaseImporter.h>
 #include <assimp/DefaultIOSystem.h>
 #include <assimp/Importer.hpp>
 #include <assimp/postprocess.h>
@@ -288,6 +289,20 @@ Status check_glb_container(const std::filesystem::path& path) {
   return status;
 }
 
+// When the reader for a file's extension fails, Assimp tries every reader it
+// has by content: a ".gltf" holding a PLY went to the PLY reader, bypassing
+// the check of its header. Only the readers of the file's own extension stay.
+void keep_only_readers_of(Assimp::Importer& importer, const std::string& extension) {
+  std::vector<Assimp::BaseImporter*> others;
+  for (size_t i = 0; i < importer.GetImporterCount(); ++i) {
+    Assimp::BaseImporter* reader = importer.GetImporter(i);
+    std::set<std::string> extensions;
+    reader->GetExtensionList(extensions);
+    if (!extensions.count(extension)) others.push_back(reader);
+  }
+  for (Assimp::BaseImporter* reader : others) importer.UnregisterLoader(reader);
+}
+
 // The file system as Assimp sees it while importing one mesh: the mesh
 // itself and, when the format may refer to other files, files inside the
 // mesh's folder. Assimp joins a glTF's buffer names to the folder of the path
@@ -400,6 +415,7 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
   if (ec) return make_error(ErrorCode::kIo, where + ec.message());
 
   Assimp::Importer importer;
+  keep_only_readers_of(importer, extension.substr(1));
   auto* io = new ConfinedIOSystem(absolute, refers_to_files);  // the importer owns and deletes it
   importer.SetIOHandler(io);
   // Read and validate first, then post-process: some readers (PLY) leave a

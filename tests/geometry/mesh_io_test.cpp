@@ -262,6 +262,16 @@ TEST_F(MeshFiles, ReferencesLeavingTheMeshFolderAreNeverOpened) {
 }
 
 TEST_F(MeshFiles, OnlyTheFormatsNamedAreRead) {
+  // Found by fuzzing: a .gltf holding a PLY with a broken header reached
+  // Assimp's PLY reader (which never returns on it) by content detection.
+  std::ofstream(directory_ / "ply_inside.gltf") << "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\n"
+                                                   "property float y\nproperty float z\nelement face 1\n"
+                                                   "property l1 1\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+  auto disguised = import_mesh(directory_ / "ply_inside.gltf");
+  EXPECT_FALSE(disguised.ok());
+  // An OBJ named .stl is read as an STL (and fails), not as the OBJ it holds.
+  std::ofstream(directory_ / "obj_inside.stl") << "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+  EXPECT_FALSE(import_mesh(directory_ / "obj_inside.stl").ok());
   // OFF is a format Assimp knows and tokenize does not name.
   std::ofstream(directory_ / "cube.off") << "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
   auto off = import_mesh(directory_ / "cube.off");
