@@ -169,7 +169,7 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
       j["total"]["dense_ms"] = dense_ms;
       j["total"]["sign_disagreements"] = disagreements;
     }
-    std::cout << j.dump(1) << "\n";
+    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::printf("resolution %d, coarse level %d, dilation %d, near-surface margin %.2f (last level %.2f), %d threads\n",

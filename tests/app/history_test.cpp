@@ -105,5 +105,21 @@ TEST(HistoryStore, AFolderThatCannotBeExaminedIsAnErrorNotAnAbort) {
   EXPECT_NE(fifo.error().message.find("FIFO"), std::string::npos) << fifo.error().message;
 }
 
+TEST(HistoryStore, APromptThatIsNotUtf8IsKeptNotAborted) {
+  testing::TemporaryFolder folder;
+  auto store = HistoryStore::open(folder.path());
+  ASSERT_TRUE(store.ok());
+  Mesh mesh;
+  mesh.positions = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  mesh.indices = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
+  HistoryEntry entry;
+  entry.prompt = "chair \xff";
+  auto added = store->add(entry, mesh);
+  ASSERT_TRUE(added.ok()) << added.error().to_string();
+  auto reopened = HistoryStore::open(folder.path());
+  ASSERT_TRUE(reopened.ok()) << reopened.error().to_string();
+  EXPECT_EQ(reopened->entries().size(), 1u);
+}
+
 }  // namespace
 }  // namespace cubeforge::app

@@ -141,5 +141,17 @@ TEST(AppSettings, ASettingsFileThatIsNotAFileIsAnErrorNotAWaitOrDefaults) {
   EXPECT_NE(loop.error().message.find("loop of symbolic links"), std::string::npos) << loop.error().message;
 }
 
+// A prompt given on the command line can hold any bytes; saving it made
+// nlohmann-json throw (an abort when the app closed).
+TEST(AppSettings, APromptThatIsNotUtf8IsSavedNotAborted) {
+  testing::TemporaryFolder folder;
+  AppSettings settings;
+  settings.prompt = "a tall chair \xff\xfe";
+  ASSERT_TRUE(save_settings(settings, folder.path() / "settings.json").ok());
+  auto loaded = load_settings(folder.path() / "settings.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  EXPECT_EQ(loaded->prompt.substr(0, 13), "a tall chair ");
+}
+
 }  // namespace
 }  // namespace cubeforge::app

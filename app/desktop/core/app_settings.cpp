@@ -116,7 +116,7 @@ Result<AppSettings> load_settings(const std::filesystem::path& path) {
 Status save_settings(const AppSettings& settings, const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  return write_file_atomically(path, settings_to_json(settings).dump(2) + "\n");
+  return write_file_atomically(path, settings_to_json(settings).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Status set_setting(AppSettings& settings, const std::string& key, const std::string& value) {

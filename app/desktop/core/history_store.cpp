@@ -112,7 +112,7 @@ std::string HistoryStore::next_id() const {
 Status HistoryStore::save_index() const {
   nlohmann::json json = {{"version", kIndexVersion}, {"entries", nlohmann::json::array()}};
   for (const auto& entry : entries_) json["entries"].push_back(history_entry_to_json(entry));
-  return write_file_atomically(folder_ / kIndexName, json.dump(1) + "\n");
+  return write_file_atomically(folder_ / kIndexName, json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Result<HistoryEntry> HistoryStore::add(HistoryEntry entry, const Mesh& mesh) {
