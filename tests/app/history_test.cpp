@@ -121,5 +121,18 @@ TEST(HistoryStore, APromptThatIsNotUtf8IsKeptNotAborted) {
   EXPECT_EQ(reopened->entries().size(), 1u);
 }
 
+TEST(HistoryStore, CountsAndSeedsMustBeWholeNumbers) {
+  for (const char* text : {R"({"entries": [{"id": "a", "prompt": "p", "seed": 1.5, "mesh_file": "a.glb"}]})",
+                           R"({"entries": [{"id": "a", "prompt": "p", "seed": 1, "faces": 1e300, "mesh_file": "a.glb"}]})",
+                           R"({"entries": [{"id": "a", "prompt": "p", "seed": -1, "mesh_file": "a.glb"}]})"}) {
+    auto parsed = parse_history_index(text, "index.json");
+    EXPECT_FALSE(parsed.ok()) << text;
+  }
+  auto fine = parse_history_index(R"({"entries": [{"id": "a", "prompt": "p", "seed": 3, "faces": 12, "mesh_file": "a.glb"}]})",
+                                  "index.json");
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  EXPECT_EQ(fine->front().faces, 12);
+}
+
 }  // namespace
 }  // namespace cubeforge::app

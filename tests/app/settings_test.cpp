@@ -153,5 +153,19 @@ TEST(AppSettings, APromptThatIsNotUtf8IsSavedNotAborted) {
   EXPECT_EQ(loaded->prompt.substr(0, 13), "a tall chair ");
 }
 
+// Found by fuzzing: a number of the wrong kind was cast into the field
+// (3e19 into an int, 1e300 into a float: undefined behaviour, caught by UBSan).
+TEST(AppSettings, NumbersMustFitTheirSettings) {
+  for (const char* text : {R"({"resolution": 3.3e19})", R"({"seed": 1.5})", R"({"temperature": 1e300})",
+                           R"({"bbox": [1, 2, 1e300]})", R"({"top_k": -1e10})", R"({"window_width": 4294967296})"}) {
+    auto parsed = settings_from_json(nlohmann::json::parse(text));
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kCorruptFile) << text;
+  }
+  auto fine = settings_from_json(nlohmann::json::parse(R"({"seed": 18446744073709551615, "temperature": 0.7})"));
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  EXPECT_EQ(fine->seed, UINT64_MAX);
+}
+
 }  // namespace
 }  // namespace cubeforge::app

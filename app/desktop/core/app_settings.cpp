@@ -7,6 +7,7 @@
 #include <charconv>
 #include <sstream>
 
+#include "app/desktop/core/json_number.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -86,11 +87,22 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
   visit_fields(settings, [&](const char* key, auto& field) {
     auto found = json.find(key);
     if (found == json.end() || !failure.empty()) return;
+    using Field = std::decay_t<decltype(field)>;
+    bool fits = true;
     try {
-      found->get_to(field);
+      if constexpr (std::is_arithmetic_v<Field> && !std::is_same_v<Field, bool>) {
+        fits = json_number(*found, field);
+      } else if constexpr (std::is_same_v<Field, std::array<float, 3>>) {
+        fits = found->is_array() && found->size() == 3;
+        for (size_t i = 0; fits && i < 3; ++i) fits = json_number((*found)[i], field[i]);
+      } else {
+        found->get_to(field);
+      }
     } catch (const nlohmann::json::exception& e) {
       failure = std::string("setting '") + key + "' has the wrong type (" + e.what() + ")";
     }
+    if (!fits) failure = std::string("setting '") + key + "' is " + found->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         ", not a number it can hold";
   });
   if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);
   if (settings.recent_folders.size() > AppSettings::kMaxRecentFolders)

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "app/desktop/core/json_number.h"
 #include "inference/core/file_io.h"
 #include "inference/geometry/mesh_io.h"
 
@@ -39,7 +40,8 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
     json.at("id").get_to(e.id);
     e.created = json.value("created", "");
     json.at("prompt").get_to(e.prompt);
-    json.at("seed").get_to(e.seed);
+    if (!json_number(json.at("seed"), e.seed))
+      return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' has a seed that is not a whole number");
     e.settings = json.value("settings", nlohmann::json::object());
     if (auto t = json.find("timings"); t != json.end()) {
       e.timings.total_ms = t->value("total_ms", 0.0);
@@ -48,8 +50,10 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
       e.timings.tokens_per_second = t->value("tokens_per_second", 0.0);
       e.timings.stages_ms = t->value("stages_ms", nlohmann::json::object());
     }
-    e.vertices = json.value("vertices", int64_t{0});
-    e.faces = json.value("faces", int64_t{0});
+    for (auto [key, count] : {std::pair{"vertices", &e.vertices}, std::pair{"faces", &e.faces}})
+      if (json.contains(key) && !json_number(json.at(key), *count))
+        return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' has a " + key +
+                                                       " count that is not a whole number");
     json.at("mesh_file").get_to(e.mesh_file);
     e.thumbnail_file = json.value("thumbnail_file", "");
     // Entries name files inside the folder only.
