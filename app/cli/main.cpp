@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/cpu/blas_kernels.h"
 
 int main(int argc, char** argv) {
@@ -27,6 +28,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "cubeforge-cli: out of memory; close other programs, lower --resolution, or use a smaller model\n");
     return 1;
+  } catch (const std::exception& e) {
+    // Errors travel as values; an exception here is a bug, reported rather than aborted on.
+    std::fprintf(stderr, "cubeforge-cli: internal error: %s; please report it\n",
+                 cubeforge::escape_untrusted(e.what()).c_str());
+    return 70;
   }
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "inference/core/system_info.h"
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_cleanup.h"
@@ -82,6 +83,67 @@ Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
                               kBoundingBoxMaxSide * size[2] / largest};
 }
 
+namespace {
+
+constexpr uint64_t kMiB = uint64_t(1) << 20;
+// OpenBLAS's work buffer and a thread's stack.
+constexpr uint64_t kThreadBytes = 128 * kMiB + 8 * kMiB;
+// Meshing, cleanup and the rest of a run beyond the grid, for the realistic estimate.
+constexpr uint64_t kRunMarginBytes = 32 * kMiB;
+
+uint64_t grid_points(int resolution) {
+  const uint64_t per_axis = (uint64_t(1) << resolution) + 1;
+  return per_axis * per_axis * per_axis;
+}
+
+uint64_t grid_lower_bound_bytes(int resolution, bool coarse_to_fine) {
+  return grid_points(resolution) * (coarse_to_fine ? 5 : 4);
+}
+
+uint64_t grid_realistic_bytes(int resolution, bool coarse_to_fine) {
+  return grid_points(resolution) * (coarse_to_fine ? 10 : 5);
+}
+
+uint64_t file_bytes(const std::filesystem::path& path) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + kMiB - 1) / kMiB) + " MiB"; }
+
+}  // namespace
+
+Result<int> threads_within_address_space(int requested, const std::filesystem::path& model_folder, int resolution,
+                                         bool coarse_to_fine) {
+  const std::optional<uint64_t> left = address_space_left();
+  if (!left) return requested;
+  const uint64_t model = file_bytes(model_folder / "shape_gpt.safetensors") +
+                         file_bytes(model_folder / "shape_tokenizer.safetensors") +
+                         file_bytes(model_folder / "clip" / "model.safetensors");
+  const uint64_t lower = model + grid_lower_bound_bytes(resolution, coarse_to_fine) + kThreadBytes;
+  if (lower > *left)
+    return make_error(ErrorCode::kOutOfMemory,
+                      "resolution " + std::to_string(resolution) + " with this model needs at least " + mib(lower) +
+                          " of address space (model " + mib(model) + ", grid " +
+                          mib(grid_lower_bound_bytes(resolution, coarse_to_fine)) + ", work buffers " +
+                          mib(kThreadBytes) + ") but the limit (ulimit -v) leaves " + mib(*left) +
+                          "; raise the limit or lower --resolution");
+  int threads = std::max(1, requested);
+  const uint64_t fixed = model + grid_realistic_bytes(resolution, coarse_to_fine) + kRunMarginBytes;
+  while (threads > 1 && fixed + uint64_t(threads) * kThreadBytes > *left) --threads;
+  return threads;
+}
+
+Status check_address_space_for_grid(int resolution, bool coarse_to_fine) {
+  const std::optional<uint64_t> left = address_space_left();
+  const uint64_t grid = grid_lower_bound_bytes(resolution, coarse_to_fine);
+  if (!left || grid <= *left) return ok_status();
+  return make_error(ErrorCode::kOutOfMemory, "a grid of resolution " + std::to_string(resolution) + " needs at least " +
+                                                 mib(grid) + " more address space but the limit (ulimit -v) leaves " +
+                                                 mib(*left) + "; raise the limit or lower the resolution");
+}
+
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
                                          const std::optional<std::array<float, 3>>& normalized_bbox,
                                          TraceSink* trace) {
@@ -144,6 +206,7 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   if (int(tokens.size()) != expected)
     return make_error(ErrorCode::kInvalidArgument, "the shape tokenizer needs " + std::to_string(expected) +
                                                        " tokens, got " + std::to_string(tokens.size()));
+  CUBEFORGE_TRY(check_address_space_for_grid(options.resolution, options.coarse_to_fine));
   GenerationResult result;
   result.tokens.assign(tokens.begin(), tokens.end());
   const ShapeTokenizer& shape = model.shape();
@@ -199,6 +262,7 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   mc.mapping = options.vertex_mapping;
   CUBEFORGE_ASSIGN_OR_RETURN(result.mesh, marching_cubes(grid, mc));
   result.timings.meshing_ms = meshing_clock.finish();
+  if (cancelled(cancel)) return cancelled_error("after meshing");
   result.stats.faces_before_cleanup = int64_t(result.mesh.face_count());
   result.stats.has_surface = !result.mesh.empty();
 
@@ -211,8 +275,13 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
     CUBEFORGE_ASSIGN_OR_RETURN(PostprocessReport report, postprocess_mesh(result.mesh, post));
     result.stats.floaters_removed = report.components.removed_components;
     result.stats.simplification = report.simplification;
+    if (result.mesh.empty())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "simplifying the mesh to " + std::to_string(options.target_faces) +
+                            " faces left none; ask for more faces (or 0 for the automatic budget, -1 for none)");
   }
   result.timings.cleanup_ms = cleanup_clock.finish();
+  if (cancelled(cancel)) return cancelled_error("after cleanup");
   result.stats.vertices = int64_t(result.mesh.vertex_count());
   result.stats.faces = int64_t(result.mesh.face_count());
   return result;
@@ -235,6 +304,10 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
     return make_error(ErrorCode::kInvalidArgument, "temperature must be > 0");
   if (!(request.sampling.top_p > 0.f && request.sampling.top_p <= 1.f))
     return make_error(ErrorCode::kInvalidArgument, "top-p must be in (0, 1]");
+  if (request.resolution < 2 || request.resolution > 10)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "resolution " + std::to_string(request.resolution) + " is outside 2..10 (8 is the reference's)");
+  CUBEFORGE_TRY(check_address_space_for_grid(request.resolution, request.coarse_to_fine));
   std::optional<std::array<float, 3>> bbox;
   if (request.bbox) {
     CUBEFORGE_ASSIGN_OR_RETURN(bbox, normalize_bbox(*request.bbox));

@@ -2,8 +2,9 @@
 // shape tokens → latents → occupancy grid → marching cubes → cleaned mesh.
 //
 // Events stream as they happen (every token, every stage's start and end
-// with its time); a cancel flag is checked between tokens and between
-// occupancy batches, and a cancelled run ends with ErrorCode::kCancelled.
+// with its time); a cancel flag is checked between tokens, between occupancy
+// batches and after every later stage, and a cancelled run ends with
+// ErrorCode::kCancelled.
 #pragma once
 
 #include <array>
@@ -143,6 +144,22 @@ Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& p
 Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
                                    const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
                                    std::span<float> logits);
+
+// Planning under a limit on address space (`ulimit -v`), where everything
+// mapped counts: the model files, each thread's BLAS work buffer and stack,
+// and the grid. The grid needs at least 5 bytes a point coarse-to-fine (values
+// and an evaluated flag; about 10 in all with the cell maps) and 4 dense.
+//
+// The threads, at most `requested`, whose buffers leave room for the model in
+// `model_folder` and a grid of `resolution`: fewer when the realistic need of
+// more does not fit, at least 1 while the lower bound of one fits, and an
+// out-of-memory error naming the figures when not even that does. `requested`
+// unchanged without a limit. Call before the model is loaded.
+Result<int> threads_within_address_space(int requested, const std::filesystem::path& model_folder, int resolution,
+                                         bool coarse_to_fine);
+// With the model loaded: an out-of-memory error when the grid's lower bound
+// no longer fits, so a starved run stops before decoding, not after.
+Status check_address_space_for_grid(int resolution, bool coarse_to_fine);
 
 // The condition rows for a prompt: text_proj(CLIP(prompt)) (+ bbox token).
 // `trace` receives CLIP's intermediates ("clip.…") and the rows ("condition").
