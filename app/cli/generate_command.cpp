@@ -8,6 +8,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/model_option.h"
 #include "app/cli/progress.h"
+#include "inference/backend/select_backend.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
@@ -30,6 +31,9 @@ struct GenerateOptions {
   int resolution = 8;
   std::string attention = "causal";
   bool no_kv_cache = false;
+  std::string backend = "auto";
+  bool no_cuda_graphs = false;
+  std::string kv_cache_type = "f32";
   bool dense = false;
   bool reference_mapping = false;
   bool keep_floaters = false;
@@ -56,6 +60,12 @@ int run_generate(GenerateOptions o) {
   if (!output_folder_writable(o.out, "generate")) return 1;
   auto model = load_model_or_report(o.model_dir, "generate");
   if (!model) return 1;
+  auto selection = select_token_backend(*parse_backend_choice(o.backend), model->gpt());
+  if (!selection.ok()) {
+    std::fprintf(stderr, "generate: %s\n", selection.error().to_string().c_str());
+    return 1;
+  }
+  if (!o.json && !o.quiet) std::fprintf(stderr, "backend: %s\n", selection->reason.c_str());
 
   if (model->tokenizer().encode(o.prompt).truncated && !o.json)
     std::fprintf(stderr, "generate: note: the prompt is longer than CLIP's 75 tokens; the rest is ignored\n");
@@ -71,6 +81,9 @@ int run_generate(GenerateOptions o) {
   request.resolution = o.resolution;
   request.attention = o.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = !o.no_kv_cache;
+  request.token_backend = selection->backend;
+  request.cuda_graphs = !o.no_cuda_graphs;
+  request.kv_cache_type = o.kv_cache_type == "bf16" ? DType::kBF16 : DType::kF32;
   request.coarse_to_fine = !o.dense;
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
@@ -102,6 +115,10 @@ int run_generate(GenerateOptions o) {
         {"prompt", o.prompt},
         {"seed", o.seed},
         {"model", model->folder().string()},
+        {"backend",
+         {{"kind", backend_kind_name(selection->backend->kind())},
+          {"description", selection->backend->description()},
+          {"reason", selection->reason}}},
         {"tokens", result->tokens},
         {"timings", timings_json(result->timings)},
         {"time_to_first_token_ms", result->time_to_first_token_ms},
@@ -152,6 +169,11 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)")
       ->check(CLI::IsMember({"causal", "reference"}));
   cmd->add_flag("--no-kv-cache", o->no_kv_cache, "Recompute the whole sequence every step");
+  cmd->add_option("--backend", o->backend, "Where the GPT runs: auto (CUDA when a usable GPU is present), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs, "CUDA: launch each decode step's kernels instead of replaying a graph");
+  cmd->add_option("--kv-cache-type", o->kv_cache_type, "CUDA: KV cache precision, f32 (exact) or bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
   cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");

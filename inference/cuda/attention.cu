@@ -84,36 +84,29 @@ __device__ __forceinline__ void merge_softmax(float& max_value, float& sum, floa
   max_value = merged;
 }
 
+// One query against keys [begin, end) of one (batch row, head), by the whole
+// block (begin < end, the same for every thread). On return, thread d < D
+// holds the unnormalised output element d, and every thread < D the block's
+// running max and sum of exponentials.
 template <int D, class Cache>
-__global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const AttentionParams p) {
+__device__ __forceinline__ void attend_keys(const float* query, float scale, const Cache* key_rows,
+                                            const Cache* value_rows, int begin, int end, float& out_value,
+                                            float& out_max, float& out_total) {
   constexpr int kLanesPerKey = D / 4;
   constexpr int kKeysPerWarp = kWarpSize / kLanesPerKey;
   constexpr int kGroups = kSplitWarps * kKeysPerWarp;
-  const int split = blockIdx.x;
-  const int row_head = blockIdx.z * p.heads + blockIdx.y;
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int sub = lane % kLanesPerKey;
   const int group = warp * kKeysPerWarp + lane / kLanesPerKey;
 
-  const int length = current_length(p);
-  const int begin = split * p.keys_per_split;
-  const int end = min(begin + p.keys_per_split, length);
-  float* partial_output = p.partial_output + (size_t(row_head) * p.splits + split) * D;
-  float* partial_stats = p.partial_stats + (size_t(row_head) * p.splits + split) * 2;
-  if (begin >= end) {
-    if (threadIdx.x < D) partial_output[threadIdx.x] = 0.0f;
-    if (threadIdx.x == 0) partial_stats[0] = -INFINITY, partial_stats[1] = 0.0f;
-    return;
-  }
-
   float q[4];
   {
-    const float4 v = *reinterpret_cast<const float4*>(p.query + size_t(row_head) * D + sub * 4);
-    q[0] = v.x * p.scale, q[1] = v.y * p.scale, q[2] = v.z * p.scale, q[3] = v.w * p.scale;
+    const float4 v = *reinterpret_cast<const float4*>(query + sub * 4);
+    q[0] = v.x * scale, q[1] = v.y * scale, q[2] = v.z * scale, q[3] = v.w * scale;
   }
-  const Cache* keys = static_cast<const Cache*>(p.key_cache) + size_t(row_head) * p.capacity * D + sub * 4;
-  const Cache* values = static_cast<const Cache*>(p.value_cache) + size_t(row_head) * p.capacity * D + sub * 4;
+  const Cache* keys = key_rows + sub * 4;
+  const Cache* values = value_rows + sub * 4;
 
   float max_value = -INFINITY, sum = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
   for (int base = begin; base < end; base += kGroups * kKeyUnroll) {
@@ -189,9 +182,66 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
       output = fmaf(warp_output[w][threadIdx.x], weight, output);
       total = fmaf(warp_sum_of_weights[w], weight, total);
     }
-    partial_output[threadIdx.x] = output;
+    out_value = output;
+    out_max = block_max;
+    out_total = total;
+  }
+}
+
+template <int D, class Cache>
+__global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const AttentionParams p) {
+  const int split = blockIdx.x;
+  const int row_head = blockIdx.z * p.heads + blockIdx.y;
+  const int length = current_length(p);
+  const int begin = split * p.keys_per_split;
+  const int end = min(begin + p.keys_per_split, length);
+  float* partial_output = p.partial_output + (size_t(row_head) * p.splits + split) * D;
+  float* partial_stats = p.partial_stats + (size_t(row_head) * p.splits + split) * 2;
+  if (begin >= end) {
+    if (threadIdx.x < D) partial_output[threadIdx.x] = 0.0f;
+    if (threadIdx.x == 0) partial_stats[0] = -INFINITY, partial_stats[1] = 0.0f;
+    return;
+  }
+  const size_t head_base = size_t(row_head) * p.capacity * D;
+  float value = 0.0f, block_max = 0.0f, total = 0.0f;
+  attend_keys<D, Cache>(p.query + size_t(row_head) * D, p.scale, static_cast<const Cache*>(p.key_cache) + head_base,
+                        static_cast<const Cache*>(p.value_cache) + head_base, begin, end, value, block_max, total);
+  if (threadIdx.x < D) {
+    partial_output[threadIdx.x] = value;
     if (threadIdx.x == 0) partial_stats[0] = block_max, partial_stats[1] = total;
   }
+}
+
+struct PrefillParams {
+  const float* query;  // [batch, query_rows, heads·D]
+  int query_rows;
+  int causal_base;
+  int kv_length;
+  const void* key_cache;
+  const void* value_cache;
+  int heads;
+  int capacity;
+  float* output;  // [batch, query_rows, heads·D]
+  float scale;
+};
+
+// Grid (query_rows, heads, batch): one query row of one head per block.
+template <int D, class Cache>
+__global__ void __launch_bounds__(kSplitThreads) attention_prefill_kernel(const PrefillParams p) {
+  const int row = blockIdx.x;
+  const int head = blockIdx.y;
+  const int batch_row = blockIdx.z;
+  const int end = min(p.kv_length, p.causal_base + row + 1);
+  const size_t query_at = (size_t(batch_row) * p.query_rows + row) * p.heads * D + size_t(head) * D;
+  if (end <= 0) {
+    if (threadIdx.x < D) p.output[query_at + threadIdx.x] = 0.0f;
+    return;
+  }
+  const size_t head_base = (size_t(batch_row) * p.heads + head) * p.capacity * D;
+  float value = 0.0f, block_max = 0.0f, total = 0.0f;
+  attend_keys<D, Cache>(p.query + query_at, p.scale, static_cast<const Cache*>(p.key_cache) + head_base,
+                        static_cast<const Cache*>(p.value_cache) + head_base, 0, end, value, block_max, total);
+  if (threadIdx.x < D) p.output[query_at + threadIdx.x] = total > 0.0f ? value / total : 0.0f;
 }
 
 template <int D>
@@ -230,6 +280,19 @@ Status dispatch_head_dim(int head_dim, const AttentionParams& params, int batch,
     case 128: return launch_attention<128, Cache>(params, batch, stream);
     default: return invalid("attention_decode: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
   }
+}
+
+template <class Cache>
+Status dispatch_prefill(int head_dim, const PrefillParams& params, int batch, Stream stream) {
+  const dim3 grid(params.query_rows, params.heads, batch);
+  switch (head_dim) {
+    case 16: attention_prefill_kernel<16, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    case 32: attention_prefill_kernel<32, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    case 64: attention_prefill_kernel<64, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    case 128: attention_prefill_kernel<128, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    default: return invalid("attention_prefill: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
+  }
+  return launch_status("attention_prefill kernel launch");
 }
 
 int splits_for(int cache_capacity, int keys_per_split) {
@@ -294,6 +357,36 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
   return args.cache_type == DType::kBF16 ? dispatch_head_dim<__nv_bfloat16>(args.head_dim, params, args.batch, stream)
                                          : dispatch_head_dim<float>(args.head_dim, params, args.batch, stream);
+}
+
+Status attention_prefill(const AttentionPrefillArgs& args, Stream stream) {
+  const std::string where = "attention_prefill: ";
+  if (args.batch <= 0 || args.heads <= 0 || args.cache_capacity <= 0 || args.query_rows <= 0)
+    return invalid(where + "batch, heads, query_rows and cache_capacity must be positive");
+  if (args.query_rows > 65535 || args.heads > 65535 || args.batch > 65535)
+    return invalid(where + "at most 65535 query rows, heads and batch rows");
+  if (args.kv_length < 0 || args.kv_length > args.cache_capacity)
+    return invalid(where + "kv_length " + std::to_string(args.kv_length) + " outside the cache of " +
+                   std::to_string(args.cache_capacity));
+  if (!args.query || !args.key_cache || !args.value_cache || !args.output)
+    return invalid(where + "query, caches and output are required");
+  if (args.cache_type != DType::kBF16 && args.cache_type != DType::kF32)
+    return invalid(where + "cache type must be BF16 or F32, got " + std::string(dtype_name(args.cache_type)));
+  if (!aligned(args.query, 16) || !aligned(args.key_cache, 16) || !aligned(args.value_cache, 16))
+    return invalid(where + "query and caches must be 16-byte aligned");
+  PrefillParams params{};
+  params.query = args.query;
+  params.query_rows = args.query_rows;
+  params.causal_base = args.causal_base;
+  params.kv_length = args.kv_length;
+  params.key_cache = args.key_cache;
+  params.value_cache = args.value_cache;
+  params.heads = args.heads;
+  params.capacity = args.cache_capacity;
+  params.output = args.output;
+  params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
+  return args.cache_type == DType::kBF16 ? dispatch_prefill<__nv_bfloat16>(args.head_dim, params, args.batch, stream)
+                                         : dispatch_prefill<float>(args.head_dim, params, args.batch, stream);
 }
 
 }  // namespace cubeforge::cuda

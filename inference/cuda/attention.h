@@ -56,4 +56,29 @@ std::size_t attention_decode_workspace_bytes(int batch, int heads, int head_dim,
 
 Status attention_decode(const AttentionDecodeArgs& args, Stream stream);
 
+// Prefill: many query rows per (batch row, head) against the cache, causally:
+// query row i sees keys [0, min(kv_length, causal_base + i + 1)), the CPU's
+// cpu::attention mask. The cond rows of a dual block pass causal_base 0 (the
+// cond tokens attend causally among themselves), its shape rows causal_base =
+// the cond length; single blocks 0. Queries and output are [batch,
+// query_rows, heads·head_dim] f32; caches as for decode. One block per query
+// row and head, every key streamed once per query: prefill is a few dozen
+// rows, or the whole sequence in the no-cache mode of the ablation.
+struct AttentionPrefillArgs {
+  int batch = 1;
+  int heads = 0;
+  int head_dim = 0;
+  const float* query = nullptr;
+  int query_rows = 0;
+  int causal_base = 0;
+  int kv_length = 0;
+  DType cache_type = DType::kF32;
+  const void* key_cache = nullptr;
+  const void* value_cache = nullptr;
+  int cache_capacity = 0;
+  float* output = nullptr;
+};
+
+Status attention_prefill(const AttentionPrefillArgs& args, Stream stream);
+
 }  // namespace cubeforge::cuda

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "inference/model/generate.h"
+#include "inference/backend/generate.h"
 #include "inference/model/gpt.h"
 #include "support/oracle.h"
 

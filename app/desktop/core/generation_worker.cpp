@@ -29,10 +29,25 @@ void lower_this_thread_priority() {
 
 }  // namespace
 
-std::string cuda_generation_unavailable_reason() {
-  // The pipeline refuses Backend::kCuda for whole generations in this build
-  // (generate_shape says so); the CUDA kernels serve benchmarks and interop.
-  return "this build runs generation on the CPU";
+const CudaAvailability& cuda_backend_availability() {
+  static const CudaAvailability availability = cuda_availability();
+  return availability;
+}
+
+Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
+  if (request.token_backend || request.backend == BackendChoice::kCpu) return request;
+  if (backends_model_ != &model) {
+    backends_.clear();
+    backends_model_ = &model;
+  }
+  auto found = backends_.find(request.backend);
+  if (found == backends_.end()) {
+    CUBEFORGE_ASSIGN_OR_RETURN(BackendSelection selection, select_token_backend(request.backend, model.gpt()));
+    messages_.push(worker_message::Log{false, "backend: " + selection.reason});
+    found = backends_.emplace(request.backend, std::move(selection)).first;
+  }
+  request.token_backend = found->second.backend;
+  return request;
 }
 
 GenerationWorker::GenerationWorker(int generation_threads) {
@@ -95,6 +110,8 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder) {
       return;
     }
     ModelSummary summary{folder.string(), loaded->shape_tokens(), ms_since(started)};
+    backends_.clear();  // opened for the previous model
+    backends_model_ = nullptr;
     {
       std::lock_guard lock(model_mutex_);
       model_ = std::make_shared<const CubeModel>(std::move(*loaded));
@@ -156,6 +173,7 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
   finished.run = run;
   finished.label = label;
   finished.request = request;
+  finished.request.token_backend = nullptr;  // the history must not keep a GPU's weights alive
   finished.result = generate_shape(model, request, sink, &cancel_);
   if (finished.result.ok())
     last_shape_stages_ms_ = finished.result->timings.shape_decode_ms + finished.result->timings.occupancy_ms;
@@ -168,7 +186,16 @@ bool GenerationWorker::generate(const GenerationRequest& request, const PreviewO
   auto loaded = model();
   if (!loaded) return false;
   return start([this, loaded, request, preview] {
-    messages_.push(run_generation(*loaded, request, preview, "generate"));
+    auto opened = with_backend(*loaded, request);
+    if (!opened.ok()) {
+      worker_message::RunFinished failed;
+      failed.label = "generate";
+      failed.request = request;
+      failed.result = opened.take_error();
+      messages_.push(std::move(failed));
+      return;
+    }
+    messages_.push(run_generation(*loaded, *opened, preview, "generate"));
   });
 }
 
@@ -176,18 +203,36 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
   auto loaded = model();
   if (!loaded) return false;
   return start([this, loaded, request] {
+    auto opened = with_backend(*loaded, request);
+    const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
     struct Variant {
       const char* label;
       bool kv_cache;
+      bool graphs;
     };
-    for (Variant variant : {Variant{"no KV cache", false}, Variant{"KV cache", true}}) {
-      GenerationRequest varied = request;
-      varied.use_kv_cache = variant.kv_cache;
-      varied.backend = Backend::kCpu;
-      auto finished = run_generation(*loaded, varied, PreviewOptions{}, variant.label);
-      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
+    // The seed system's ablation: the last bar needs the CUDA backend.
+    for (Variant variant : {Variant{"no KV cache", false, false}, Variant{"KV cache", true, false},
+                            Variant{"KV cache + CUDA graphs", true, true}}) {
       worker_message::LatencyResult bar;
       bar.label = variant.label;
+      if (variant.graphs && !on_cuda) {
+        bar.available = false;
+        bar.unavailable_reason = !opened.ok() ? opened.error().message
+                                 : cuda_backend_availability().available
+                                     ? "CUDA graphs need the CUDA backend (choose Auto or CUDA)"
+                                     : "CUDA graphs need the CUDA backend: " + cuda_backend_availability().why_not;
+        messages_.push(bar);
+        continue;
+      }
+      GenerationRequest varied = opened.ok() ? *opened : request;
+      if (!opened.ok()) {
+        varied.backend = BackendChoice::kCpu;
+        varied.token_backend = nullptr;
+      }
+      varied.use_kv_cache = variant.kv_cache;
+      varied.cuda_graphs = variant.graphs;
+      auto finished = run_generation(*loaded, varied, PreviewOptions{}, variant.label);
+      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
       if (finished.result.ok()) {
         const auto& r = *finished.result;
         const double decode_tokens = std::max<size_t>(1, r.tokens.size()) - 1.0;
@@ -205,11 +250,6 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
         return;
       }
     }
-    worker_message::LatencyResult graphs;
-    graphs.label = "KV cache + CUDA graphs";
-    graphs.available = false;
-    graphs.unavailable_reason = cuda_generation_unavailable_reason();
-    messages_.push(graphs);
     messages_.push(worker_message::LatencyDemoFinished{false});
   });
 }

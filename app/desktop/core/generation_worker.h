@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <variant>
 
 #include "app/desktop/core/message_queue.h"
+#include "inference/backend/select_backend.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
 
@@ -85,8 +87,9 @@ using WorkerMessage =
                  worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
                  worker_message::Log>;
 
-// Why CUDA generation cannot be chosen, or empty when it can.
-std::string cuda_generation_unavailable_reason();
+// Whether generations can run on CUDA here: the device, or why not (asked
+// once per process; the settings panel shows it).
+const CudaAvailability& cuda_backend_availability();
 
 class GenerationWorker {
  public:
@@ -114,6 +117,8 @@ class GenerationWorker {
   std::shared_ptr<const CubeModel> model() const;
   worker_message::RunFinished run_generation(const CubeModel& model, const GenerationRequest& request,
                                              const PreviewOptions& preview, const std::string& label);
+  // The request with its token backend opened (once per model and choice).
+  Result<GenerationRequest> with_backend(const CubeModel& model, GenerationRequest request);
 
   MessageQueue<WorkerMessage> messages_;
   std::atomic<bool> busy_{false};
@@ -126,6 +131,9 @@ class GenerationWorker {
   std::optional<double> preview_estimate_ms_;
   int preview_estimate_resolution_ = 0;
   std::optional<double> last_shape_stages_ms_;
+  // Token backends opened for the loaded model, by choice; touched only by jobs.
+  const CubeModel* backends_model_ = nullptr;
+  std::map<BackendChoice, BackendSelection> backends_;
   std::jthread job_;  // last member: joined first on destruction
 };
 

@@ -52,23 +52,29 @@ void draw_model_section(App& app) {
 }
 
 void draw_backend_section(AppSettings& settings) {
-  const std::string cuda_reason = cuda_generation_unavailable_reason();
-  int backend = settings.backend == "cuda" ? 1 : 0;
-  if (!cuda_reason.empty()) backend = 0;
-  ImGui::RadioButton("CPU", &backend, 0);
+  const CudaAvailability& cuda = cuda_backend_availability();
+  int backend = settings.backend == "cuda" ? 2 : settings.backend == "cpu" ? 1 : 0;
+  if (!cuda.available && backend == 2) backend = 0;
+  ImGui::RadioButton("Auto", &backend, 0);
+  reason_tooltip(cuda.available ? "CUDA on " + cuda.device : "The CPU: " + cuda.why_not);
   ImGui::SameLine();
-  ImGui::BeginDisabled(!cuda_reason.empty());
-  ImGui::RadioButton("CUDA", &backend, 1);
+  ImGui::RadioButton("CPU", &backend, 1);
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!cuda.available);
+  ImGui::RadioButton("CUDA", &backend, 2);
   ImGui::EndDisabled();
-  reason_tooltip(cuda_reason);
-  settings.backend = backend == 1 ? "cuda" : "cpu";
+  reason_tooltip(cuda.available ? cuda.device : cuda.why_not);
+  settings.backend = backend == 2 ? "cuda" : backend == 1 ? "cpu" : "auto";
+  ImGui::TextDisabled("%s", cuda.available ? ("GPU: " + cuda.device).c_str() : ("No GPU: " + cuda.why_not).c_str());
   ImGui::Checkbox("KV cache", &settings.kv_cache);
   ImGui::SameLine();
-  ImGui::BeginDisabled(!cuda_reason.empty());
-  bool graphs = settings.cuda_graphs && cuda_reason.empty();
+  const bool graphs_apply = cuda.available && backend != 1;
+  ImGui::BeginDisabled(!graphs_apply);
+  bool graphs = settings.cuda_graphs && graphs_apply;
   if (ImGui::Checkbox("CUDA graphs", &graphs)) settings.cuda_graphs = graphs;
   ImGui::EndDisabled();
-  reason_tooltip(cuda_reason.empty() ? "" : "CUDA graphs need the CUDA backend: " + cuda_reason);
+  reason_tooltip(graphs_apply ? "Record each decode step once and replay it per token"
+                              : "CUDA graphs need the CUDA backend: " + (cuda.available ? std::string("choose Auto or CUDA") : cuda.why_not));
   int attention = settings.attention == "reference" ? 1 : 0;
   ImGui::RadioButton("causal", &attention, 0);
   reason_tooltip("Correct causal attention (identical to recomputing the whole sequence)");
