@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "inference/cuda/cuda_internal.cuh"
+#include "inference/cuda/head_norm_rope.cuh"
 #include "inference/cuda/norm.h"
 
 namespace cubeforge::cuda {
@@ -60,19 +61,6 @@ struct QkParams {
   int heads;
 };
 
-template <class Cache>
-__device__ __forceinline__ void store_pair(Cache* cache, size_t at, float x, float y);
-
-template <>
-__device__ __forceinline__ void store_pair<float>(float* cache, size_t at, float x, float y) {
-  *reinterpret_cast<float2*>(cache + at) = make_float2(x, y);
-}
-
-template <>
-__device__ __forceinline__ void store_pair<__nv_bfloat16>(__nv_bfloat16* cache, size_t at, float x, float y) {
-  *reinterpret_cast<__nv_bfloat162*>(cache + at) = __floats2bfloat162_rn(x, y);
-}
-
 // Grid (heads, batch, tokens), two warps: warp 0 the query, warp 1 the key and value.
 // Lane l owns the interleaved pairs l, l + 32, … of the head.
 template <int HeadDim, class Cache>
@@ -94,43 +82,20 @@ __global__ void __launch_bounds__(64) qk_norm_rope_kernel(const QkParams p) {
   const size_t head_in_cache = (size_t(batch_row) * p.heads + head) * size_t(p.cache_capacity);
   const size_t row = size_t(batch_row) * p.tokens + token;
 
-  const float* source = is_query ? p.query + row * p.query_stride + head * HeadDim
-                                 : p.key + row * p.key_stride + head * HeadDim;
-  const float* weight = is_query ? p.query_norm_weight : p.key_norm_weight;
-
-  float2 pair[kPairsPerLane];
-  float squares = 0.0f;
-#pragma unroll
-  for (int t = 0; t < kPairsPerLane; ++t) {
-    const int j = lane + t * kWarpSize;
-    pair[t] = j < kPairs ? reinterpret_cast<const float2*>(source)[j] : make_float2(0.0f, 0.0f);
-    squares = fmaf(pair[t].x, pair[t].x, squares);
-    squares = fmaf(pair[t].y, pair[t].y, squares);
+  if (is_query) {
+    float* out = p.query_out + (row * p.heads + head) * HeadDim;
+    norm_rotate_head<HeadDim>(p.query + row * p.query_stride + head * HeadDim, p.query_norm_weight, p.eps,
+                              p.rope_theta, position, [&](int j, float x, float y) {
+                                *reinterpret_cast<float2*>(out + 2 * j) = make_float2(x, y);
+                              });
+    return;
   }
-  squares = warp_sum(squares);
-  const float inverse_rms = 1.0f / sqrtf(squares / float(HeadDim) + p.eps);
-
-#pragma unroll
-  for (int t = 0; t < kPairsPerLane; ++t) {
-    const int j = lane + t * kWarpSize;
-    if (j >= kPairs) continue;
-    const float a = __fmul_rn(__fmul_rn(pair[t].x, inverse_rms), weight[2 * j]);
-    const float b = __fmul_rn(__fmul_rn(pair[t].y, inverse_rms), weight[2 * j + 1]);
-    const float inverse_frequency = float(1.0 / pow(double(p.rope_theta), double(2 * j) / double(HeadDim)));
-    const float angle = __fmul_rn(float(position), inverse_frequency);
-    float sine, cosine;
-    sincosf(angle, &sine, &cosine);
-    const float rotated_x = __fsub_rn(__fmul_rn(a, cosine), __fmul_rn(b, sine));
-    const float rotated_y = __fadd_rn(__fmul_rn(a, sine), __fmul_rn(b, cosine));
-    if (is_query) {
-      float* out = p.query_out + (row * p.heads + head) * HeadDim;
-      *reinterpret_cast<float2*>(out + 2 * j) = make_float2(rotated_x, rotated_y);
-    } else if (slot_in_cache) {
-      store_pair(static_cast<Cache*>(p.key_cache), (head_in_cache + slot) * HeadDim + 2 * j, rotated_x, rotated_y);
-    }
-  }
-
-  if (!is_query && slot_in_cache) {
+  Cache* keys = static_cast<Cache*>(p.key_cache);
+  norm_rotate_head<HeadDim>(p.key + row * p.key_stride + head * HeadDim, p.key_norm_weight, p.eps, p.rope_theta,
+                            position, [&](int j, float x, float y) {
+                              if (slot_in_cache) store_pair(keys, (head_in_cache + slot) * HeadDim + 2 * j, x, y);
+                            });
+  if (slot_in_cache) {
     const float2* value = reinterpret_cast<const float2*>(p.value + row * p.value_stride + head * HeadDim);
 #pragma unroll
     for (int t = 0; t < kPairsPerLane; ++t) {

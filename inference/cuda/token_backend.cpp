@@ -117,7 +117,7 @@ class CudaTokenSession final : public TokenSession {
     return args;
   }
 
-  QkNormRopeArgs rope_args(const PreAttentionWeights& pre, const float* qkv, int tokens, const LayerCache& cache) const {
+  QkNormRopeArgs rope_args(const PreAttentionWeights& pre, const float* qkv, int tokens, LayerCache& cache) const {
     QkNormRopeArgs args;
     args.batch = batch_;
     args.heads = c_.heads;
@@ -137,8 +137,8 @@ class CudaTokenSession final : public TokenSession {
     args.eps = kQkNormEps;
     args.rope_theta = c_.rope_theta;
     args.cache_type = options_.kv_cache_type;
-    args.key_cache = const_cast<unsigned char*>(cache.keys.data());
-    args.value_cache = const_cast<unsigned char*>(cache.values.data());
+    args.key_cache = cache.keys.data();
+    args.value_cache = cache.values.data();
     args.cache_capacity = cache.capacity;
     return args;
   }
@@ -223,6 +223,7 @@ Status CudaTokenSession::open() {
   CUBEFORGE_TRY(allocate(logits_, std::size_t(B) * vocab_rows(), "logits"));
   const std::size_t workspace = attention_decode_workspace_bytes(B, c_.heads, head_dim(), dual_capacity);
   CUBEFORGE_TRY(allocate(workspace_, workspace / sizeof(float) + 1, "attention workspace"));
+  CUBEFORGE_TRY(attention_decode_reset_workspace(workspace_.data(), B, c_.heads, stream_.get()));
   CUBEFORGE_TRY(allocate(step_, 1, "step"));
   CUBEFORGE_TRY(allocate(tokens_out_, std::size_t(N), "tokens"));
   CUBEFORGE_TRY(allocate(input_tokens_, std::size_t(N) + 1, "fed tokens"));
@@ -299,7 +300,7 @@ Status CudaTokenSession::run_prefill(int length, Stream stream) {
 
   for (std::size_t l = 0; l < w_.blocks.size(); ++l) {
     const BlockWeights& block = w_.blocks[l];
-    const LayerCache& cache = caches_[l];
+    LayerCache& cache = caches_[l];
     if (block.dual) {
       // The cond stream: its keys and values fill slots 0..S-1 at rotary
       // position 0; its queries see only cond keys, so they attend now.
@@ -337,31 +338,41 @@ Status CudaTokenSession::run_prefill(int length, Stream stream) {
     if (block.dual && !block.cond_pre_only)
       CUBEFORGE_TRY(post_attention_rows(block.post_c, cond_rows_.data(), attended_cond_.data(), B * S, stream));
   }
-  // ln_f and lm_head on each batch row's last shape row.
-  CUBEFORGE_TRY(layer_norm_rows(shape_rows_.data() + std::size_t(L - 1) * d(), L * d(), normed_.data(), d(), B, d(),
-                                c_.eps, stream));
-  return matvec(matvec_args(w_.lm_head, DeviceBuffer<float>(), normed_.data(), logits_.data()), stream);
+  // lm_head (ln_f in its prologue) on each batch row's last shape row.
+  MatvecArgs head = matvec_args(w_.lm_head, DeviceBuffer<float>(), shape_rows_.data() + std::size_t(L - 1) * d(),
+                                logits_.data());
+  head.input_stride = L * d();
+  head.input_layer_norm_eps = c_.eps;
+  return matvec(head, stream);
 }
 
+// One token: per block the q|k|v matvec (ln_1 in its prologue), attention
+// (q/k norm, RoPE and the cache write in its prologue, the split merge in its
+// last block), c_proj with the residual, gate|up with SwiGLU (ln_3 in its
+// prologue), down with the residual; then lm_head (ln_f in its prologue) and
+// sampling, which feeds the next step's input and advances `step`.
 Status CudaTokenSession::record_decode_step(Stream stream) {
   const int S = cond_, F = 4 * d();
   for (std::size_t l = 0; l < w_.blocks.size(); ++l) {
     const BlockWeights& block = w_.blocks[l];
-    const LayerCache& cache = caches_[l];
+    LayerCache& cache = caches_[l];
     const PreAttentionWeights& pre = block.pre_x;
-    CUBEFORGE_TRY(layer_norm_rows(x_.data(), d(), normed_.data(), d(), batch_, d(), c_.eps, stream));
-    CUBEFORGE_TRY(matvec(matvec_args(pre.qkv, pre.qkv_bias, normed_.data(), qkv_.data()), stream));
-    QkNormRopeArgs rope = rope_args(pre, qkv_.data(), 1, cache);
-    rope.position = step_.data();
-    rope.cache_slot_offset = block.dual ? S : 0;
-    rope.query_out = query_.data();
-    CUBEFORGE_TRY(qk_norm_rope_cache_write(rope, stream));
+    MatvecArgs qkv = matvec_args(pre.qkv, pre.qkv_bias, x_.data(), qkv_.data());
+    qkv.input_layer_norm_eps = c_.eps;
+    CUBEFORGE_TRY(matvec(qkv, stream));
 
     AttentionDecodeArgs attention;
     attention.batch = batch_;
     attention.heads = c_.heads;
     attention.head_dim = head_dim();
-    attention.query = query_.data();
+    attention.raw_qkv = qkv_.data();
+    attention.raw_stride = pre.qkv.rows;
+    attention.query_norm_weight = pre.q_norm.data();
+    attention.key_norm_weight = pre.k_norm.data();
+    attention.eps = kQkNormEps;
+    attention.rope_theta = c_.rope_theta;
+    attention.write_position = step_.data();
+    attention.cache_slot_offset = block.dual ? S : 0;
     attention.cache_type = options_.kv_cache_type;
     attention.key_cache = cache.keys.data();
     attention.value_cache = cache.values.data();
@@ -379,19 +390,20 @@ Status CudaTokenSession::record_decode_step(Stream stream) {
     MatvecArgs projection = matvec_args(post.proj, post.proj_bias, attended_.data(), x_.data());
     projection.residual = x_.data();
     CUBEFORGE_TRY(matvec(projection, stream));
-    CUBEFORGE_TRY(layer_norm_rows(x_.data(), d(), normed_.data(), d(), batch_, d(), c_.eps, stream));
-    MatvecArgs swiglu = matvec_args(post.gate_up, post.gate_up_bias, normed_.data(), hidden_.data());
+    MatvecArgs swiglu = matvec_args(post.gate_up, post.gate_up_bias, x_.data(), hidden_.data());
     swiglu.rows = F;
     swiglu.up_weight = post.gate_up.rows_from(F);
     swiglu.up_bias = post.gate_up_bias.size() ? post.gate_up_bias.data() + F : nullptr;
     swiglu.swiglu = true;
+    swiglu.input_layer_norm_eps = c_.eps;
     CUBEFORGE_TRY(matvec(swiglu, stream));
     MatvecArgs down = matvec_args(post.down, post.down_bias, hidden_.data(), x_.data());
     down.residual = x_.data();
     CUBEFORGE_TRY(matvec(down, stream));
   }
-  CUBEFORGE_TRY(layer_norm_rows(x_.data(), d(), normed_.data(), d(), batch_, d(), c_.eps, stream));
-  CUBEFORGE_TRY(matvec(matvec_args(w_.lm_head, DeviceBuffer<float>(), normed_.data(), logits_.data()), stream));
+  MatvecArgs head = matvec_args(w_.lm_head, DeviceBuffer<float>(), x_.data(), logits_.data());
+  head.input_layer_norm_eps = c_.eps;
+  CUBEFORGE_TRY(matvec(head, stream));
   return sample(stream);
 }
 
