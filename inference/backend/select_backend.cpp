@@ -9,6 +9,11 @@
 
 namespace cubeforge {
 
+namespace {
+[[maybe_unused]] constexpr const char* kBuiltWithoutCuda =
+    "this build has no CUDA backend (nvcc was not found when it was configured)";
+}  // namespace
+
 CudaAvailability cuda_availability() {
   CudaAvailability availability;
 #if CUBEFORGE_HAVE_CUDA
@@ -17,7 +22,7 @@ CudaAvailability cuda_availability() {
   availability.device = check.device;
   availability.why_not = check.usable ? std::string() : check.reason;
 #else
-  availability.why_not = "this build has no CUDA backend (nvcc was not found when it was configured)";
+  availability.why_not = kBuiltWithoutCuda;
 #endif
   return availability;
 }
@@ -51,11 +56,10 @@ Result<BackendSelection> select_token_backend(BackendChoice choice, const DualSt
   return selection;
 #else
   if (choice == BackendChoice::kCuda)
-    return make_error(ErrorCode::kUnsupported,
-                      "the CUDA backend cannot run: this build has no CUDA backend (nvcc was not found when it was "
-                      "configured); use --backend cpu or rebuild with the CUDA toolkit");
+    return make_error(ErrorCode::kUnsupported, std::string("the CUDA backend cannot run: ") + kBuiltWithoutCuda +
+                                                   "; rebuild with the CUDA toolkit, or run on the CPU");
   selection.backend = make_cpu_token_backend(model);
-  selection.reason = "auto: CPU, this build has no CUDA backend";
+  selection.reason = std::string("auto: CPU, ") + kBuiltWithoutCuda;
   return selection;
 #endif
 }
