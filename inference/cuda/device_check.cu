@@ -36,17 +36,22 @@ DeviceCheck check_device(std::size_t bytes_needed) {
     check.reason = "no CUDA driver (no NVIDIA GPU, or its driver is not installed)";
     return check;
   }
-  if (driver < runtime) {
-    check.reason = "the NVIDIA driver supports CUDA " + version_text(driver) + " but this build needs CUDA " +
-                   version_text(runtime) + "; update the driver";
+  // A driver of an older major version cannot run this runtime; within one
+  // major version the runtime may be newer (minor version compatibility), and
+  // the device count below says when it still cannot.
+  const std::string too_old = "the NVIDIA driver supports CUDA " + version_text(driver) +
+                              " but this build needs CUDA " + version_text(runtime) + "; update the driver";
+  if (driver / 1000 < runtime / 1000) {
+    check.reason = too_old;
     return check;
   }
   int count = 0;
   const cudaError_t counted = cudaGetDeviceCount(&count);
   if (counted != cudaSuccess || count == 0) {
     cudaGetLastError();
-    check.reason = counted != cudaSuccess ? std::string("no CUDA device (") + cudaGetErrorString(counted) + ")"
-                                          : "no CUDA device";
+    check.reason = counted == cudaErrorInsufficientDriver ? too_old
+                   : counted != cudaSuccess ? std::string("no CUDA device (") + cudaGetErrorString(counted) + ")"
+                                            : "no CUDA device";
     return check;
   }
   check.device = device_summary();
