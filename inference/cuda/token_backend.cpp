@@ -179,7 +179,7 @@ class CudaTokenSession final : public TokenSession {
   std::optional<GemmContext> gemm_;
   std::vector<LayerCache> caches_;
   // Decode: [B, d] rows unless noted.
-  DeviceBuffer<float> x_, normed_, qkv_ /*[B, 3d]*/, query_, attended_, hidden_ /*[B, F]*/, logits_ /*[B, V+3]*/;
+  DeviceBuffer<float> x_, qkv_ /*[B, 3d]*/, attended_, hidden_ /*[B, F]*/, logits_ /*[B, V+3]*/;
   DeviceBuffer<float> workspace_;
   DeviceBuffer<int> step_, tokens_out_ /*[N]*/, input_tokens_ /*[N + 1]*/, forced_ /*[N]*/;
   PinnedHostBuffer<int> ring_ /*[N]*/, ring_count_ /*[1]*/;
@@ -215,9 +215,7 @@ Status CudaTokenSession::open() {
   }
 
   CUBEFORGE_TRY(allocate(x_, std::size_t(B) * d(), "decode x"));
-  CUBEFORGE_TRY(allocate(normed_, std::size_t(B) * d(), "decode normed"));
   CUBEFORGE_TRY(allocate(qkv_, std::size_t(B) * 3 * d(), "decode qkv"));
-  CUBEFORGE_TRY(allocate(query_, std::size_t(B) * d(), "decode query"));
   CUBEFORGE_TRY(allocate(attended_, std::size_t(B) * d(), "decode attention output"));
   CUBEFORGE_TRY(allocate(hidden_, std::size_t(B) * F, "decode MLP hidden"));
   CUBEFORGE_TRY(allocate(logits_, std::size_t(B) * vocab_rows(), "logits"));
