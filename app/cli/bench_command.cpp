@@ -9,6 +9,8 @@
 #include <optional>
 
 #include "app/cli/commands.h"
+#include "inference/backend/generate.h"
+#include "inference/backend/select_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/ops.h"
@@ -31,6 +33,9 @@ struct BenchOptions {
   bool json = false;
   uint64_t seed = 0;
   std::string save_random;  // write the random GPT here (benchmarks of file-backed loading)
+  std::string backend = "auto";
+  std::vector<std::string> modes;  // no-cache, cache, graph; empty: the backend's default
+  std::string kv_cache_type = "f32";
 };
 
 double percentile(std::vector<double> values, double q) {
@@ -40,6 +45,13 @@ double percentile(std::vector<double> values, double q) {
   const size_t hi = std::min(values.size() - 1, lo + 1);
   return values[lo] + (values[hi] - values[lo]) * (position - double(lo));
 }
+
+// One mode of the ablation, timed over a whole session.
+struct ModeFigures {
+  std::string mode;
+  double prefill_ms = 0, median = 0, p90 = 0, total_gbps = 0;
+  TokenSessionStats stats;
+};
 
 Result<DualStreamGpt> load_model(const BenchOptions& o, std::string* description) {
   if (!o.model_dir.empty()) {
@@ -73,8 +85,14 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "bench: give either --model DIR or --shape small|v01|v05\n");
     return 2;
   }
-  // The floor first, in a child process, on fresh memory.
-  const MemoryBandwidth bandwidth = measure_memory_bandwidth_isolated();
+  const BackendChoice choice = *parse_backend_choice(o.backend);
+  // The CPU's floor comes first, in a child process on fresh memory: a fork
+  // is only safe before any thread (the CPU pool, the CUDA runtime's) exists.
+  std::optional<BandwidthFigures> host_bandwidth;
+  if (choice != BackendChoice::kCuda) {
+    const MemoryBandwidth measured = measure_memory_bandwidth_isolated();
+    host_bandwidth = BandwidthFigures{measured.read_gbps, measured.copy_gbps};
+  }
   cpu::set_thread_count(o.threads);
   std::string description;
   const auto load_start = std::chrono::steady_clock::now();
@@ -85,10 +103,30 @@ int run_bench(const BenchOptions& o) {
   }
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+  auto selection = select_token_backend(choice, *model);
+  if (!selection.ok()) {
+    std::fprintf(stderr, "bench: %s\n", selection.error().to_string().c_str());
+    return 1;
+  }
+  const TokenBackend& backend = *selection->backend;
+  const bool on_cuda = backend.kind() == BackendKind::kCuda;
+  if (!o.json) std::fprintf(stderr, "backend: %s\n", selection->reason.c_str());
+  std::optional<BandwidthFigures> bandwidth = on_cuda ? std::nullopt : host_bandwidth;
+  if (!bandwidth) {
+    auto measured = backend.measure_bandwidth();
+    if (!measured.ok()) {
+      std::fprintf(stderr, "bench: %s\n", measured.error().to_string().c_str());
+      return 1;
+    }
+    bandwidth = *measured;
+  }
+  std::vector<std::string> modes = o.modes;
+  if (modes.empty()) modes = on_cuda ? std::vector<std::string>{"no-cache", "cache", "graph"} : std::vector<std::string>{"cache"};
+
   const GptConfig& c = model->config();
   const int batch = o.guidance ? 2 : 1;
   const int cond_length = model->condition_length(o.cond_tokens);
-  const size_t d = size_t(c.width);
+  const DType cache_type = o.kv_cache_type == "bf16" ? DType::kBF16 : DType::kF32;
 
   // A condition of plausible scale: projected random text features.
   std::vector<float> text(size_t(o.cond_tokens) * size_t(c.text_width));
@@ -102,90 +140,163 @@ int run_bench(const BenchOptions& o) {
   std::vector<float> cond_rows;
   for (int b = 0; b < batch; ++b) cond_rows.insert(cond_rows.end(), cond->begin(), cond->end());
 
-  GptSession session(*model, batch, cond_length, o.steps + 1, AttentionMode::kCausal);
-  std::vector<float> logits(size_t(batch) * c.vocab_size());
-  std::vector<float> embedding(size_t(batch) * d);
-  auto bos = model->token_embedding(c.bos_id());
-  for (int b = 0; b < batch; ++b) std::copy(bos.begin(), bos.end(), embedding.begin() + ptrdiff_t(b * d));
-  auto start = std::chrono::steady_clock::now();
-  Status prefill = session.prefill(cond_rows, embedding, 1, logits);
-  const double prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (!prefill.ok()) {
-    std::fprintf(stderr, "bench: %s\n", prefill.error().to_string().c_str());
-    return 1;
-  }
-  std::vector<double> step_ms;
-  // Bytes each step reads besides the weights: the float32 keys and values
-  // of every cached position it attends to (cond + shape in dual blocks,
-  // shape only in single blocks), for each CFG row.
-  std::vector<double> step_total_gbps;
+  // Bytes each step reads besides the weights: the keys and values of every
+  // cached position it attends to (cond + shape in dual blocks, shape only in
+  // single blocks), for each CFG row.
+  const double cache_element = on_cuda ? double(dtype_size(cache_type)) : double(sizeof(float));
   auto kv_bytes_at = [&](int position) {
-    const double per_slot = 2.0 * double(c.width) * sizeof(float) * batch;
+    const double per_slot = 2.0 * double(c.width) * cache_element * batch;
     return per_slot * (double(c.dual_layers) * (cond_length + position + 1) + double(c.single_layers) * (position + 1));
   };
-  for (int i = 0; i < o.steps; ++i) {
-    const int token = int(std::max_element(logits.begin(), logits.begin() + c.codes) - logits.begin());
-    auto row = model->token_embedding(token);
-    for (int b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), embedding.begin() + ptrdiff_t(b * d));
-    start = std::chrono::steady_clock::now();
-    Status step = session.decode(embedding, logits);
-    step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    step_total_gbps.push_back((double(model->decode_weight_bytes()) + kv_bytes_at(i + 1)) / (step_ms.back() * 1e-3) / 1e9);
-    if (!step.ok()) {
-      std::fprintf(stderr, "bench: %s\n", step.error().to_string().c_str());
+  const double weight_bytes = on_cuda ? backend.weight_bytes() : double(model->decode_weight_bytes());
+
+  using Clock = std::chrono::steady_clock;
+  auto run_mode = [&](const std::string& mode) -> Result<ModeFigures> {
+    TokenSessionOptions options;
+    options.tokens = o.steps + 1;  // the prefill's token, then `steps` decode steps
+    options.cond_length = cond_length;
+    options.guidance_scale = o.guidance ? 3.0f : 0.0f;
+    options.use_kv_cache = mode != "no-cache";
+    options.cuda_graphs = mode == "graph";
+    options.kv_cache_type = cache_type;
+    CUBEFORGE_ASSIGN_OR_RETURN(std::unique_ptr<TokenSession> session, backend.open_session(options));
+    ModeFigures figures;
+    figures.mode = mode;
+    std::vector<int> tokens;
+    auto start = Clock::now();
+    CUBEFORGE_TRY(session->prefill(cond_rows));
+    CUBEFORGE_TRY(session->wait_for_token());
+    CUBEFORGE_TRY(session->read_tokens(tokens));
+    figures.prefill_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    int enqueued = 1;
+    auto keep_ahead = [&]() -> Status {
+      const int wanted = std::min(options.tokens, int(tokens.size()) + kStepsInFlight);
+      if (wanted > enqueued) CUBEFORGE_TRY(session->enqueue_steps(wanted - enqueued));
+      enqueued = std::max(enqueued, wanted);
+      return ok_status();
+    };
+    std::vector<double> step_ms, step_total_gbps;
+    start = Clock::now();
+    CUBEFORGE_TRY(keep_ahead());
+    while (int(tokens.size()) < options.tokens) {
+      CUBEFORGE_TRY(session->wait_for_token());
+      const size_t before = tokens.size();
+      CUBEFORGE_TRY(session->read_tokens(tokens));
+      const auto now = Clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(now - start).count() / double(tokens.size() - before);
+      start = now;
+      for (size_t i = before; i < tokens.size(); ++i) {
+        step_ms.push_back(ms);
+        step_total_gbps.push_back((weight_bytes + kv_bytes_at(int(i))) / (ms * 1e-3) / 1e9);
+      }
+      CUBEFORGE_TRY(keep_ahead());
+    }
+    figures.median = percentile(step_ms, 0.5);
+    figures.p90 = percentile(step_ms, 0.9);
+    figures.total_gbps = percentile(step_total_gbps, 0.5);
+    figures.stats = session->stats();
+    return figures;
+  };
+
+  std::vector<ModeFigures> results;
+  for (const std::string& mode : modes) {
+    if (mode == "graph" && !on_cuda) {
+      if (!o.json) std::fprintf(stderr, "bench: mode 'graph' needs the CUDA backend; skipped\n");
+      continue;
+    }
+    auto figures = run_mode(mode);
+    if (!figures.ok()) {
+      std::fprintf(stderr, "bench: %s: %s\n", mode.c_str(), figures.error().to_string().c_str());
       return 1;
     }
+    results.push_back(*figures);
   }
+  if (results.empty()) {
+    std::fprintf(stderr, "bench: no mode to run\n");
+    return 2;
+  }
+  const double read_gbps = bandwidth->read_gbps;
+  auto mode_json = [&](const ModeFigures& f) {
+    const double gbps = weight_bytes / (f.median * 1e-3) / 1e9;
+    return nlohmann::json{{"mode", f.mode},
+                          {"prefill_ms", f.prefill_ms},
+                          {"tpot_ms_median", f.median},
+                          {"tpot_ms_p90", f.p90},
+                          {"tokens_per_s", 1000.0 / f.median},
+                          {"weight_gbps", gbps},
+                          {"bandwidth_fraction", read_gbps > 0 ? gbps / read_gbps : 0.0},
+                          {"total_gbps", f.total_gbps},
+                          {"total_bandwidth_fraction", read_gbps > 0 ? f.total_gbps / read_gbps : 0.0},
+                          {"kernel_launches_per_step", f.stats.kernel_launches_per_step},
+                          {"graph_replay", f.stats.graph_replay},
+                          {"device_memory_mb", f.stats.device_memory_bytes / 1e6}};
+  };
+  // The top-level figures are the last mode's (the fastest of the default list).
+  const ModeFigures& primary = results.back();
   const double peak_rss_mb = peak_rss_mib();
-  const double median = percentile(step_ms, 0.5);
-  const double p90 = percentile(step_ms, 0.9);
-  const double weight_bytes = double(model->decode_weight_bytes());
-  const double weight_gbps = weight_bytes / (median * 1e-3) / 1e9;
-  const double fraction = bandwidth.read_gbps > 0 ? weight_gbps / bandwidth.read_gbps : 0.0;
-  const double total_gbps = percentile(step_total_gbps, 0.5);
-  const double total_fraction = bandwidth.read_gbps > 0 ? total_gbps / bandwidth.read_gbps : 0.0;
+  const double weight_gbps = weight_bytes / (primary.median * 1e-3) / 1e9;
+  const double fraction = read_gbps > 0 ? weight_gbps / read_gbps : 0.0;
+  const double total_fraction = read_gbps > 0 ? primary.total_gbps / read_gbps : 0.0;
   const double kv_mb_last = kv_bytes_at(o.steps) / 1e6;
+  const double floor_ms = read_gbps > 0 ? weight_bytes / (read_gbps * 1e9) * 1e3 : 0.0;
 
   nlohmann::json report = {
       {"model", description},
+      {"backend", backend_kind_name(backend.kind())},
+      {"backend_description", backend.description()},
+      {"backend_reason", selection->reason},
       {"threads", cpu::thread_count()},
       {"kernel_isa", cpu::kernel_isa()},
       {"blas_core", cpu::blas_core_name()},
       {"batch", batch},
       {"cond_tokens", cond_length},
       {"steps", o.steps},
+      {"kv_cache_type", on_cuda ? std::string(dtype_name(cache_type)) : std::string("F32")},
       {"load_ms", load_ms},
-      {"prefill_ms", prefill_ms},
-      {"tpot_ms_median", median},
-      {"tpot_ms_p90", p90},
-      {"tokens_per_s", 1000.0 / median},
+      {"mode", primary.mode},
+      {"prefill_ms", primary.prefill_ms},
+      {"tpot_ms_median", primary.median},
+      {"tpot_ms_p90", primary.p90},
+      {"tokens_per_s", 1000.0 / primary.median},
       {"decode_weight_bytes", weight_bytes},
       {"weight_gbps", weight_gbps},
-      {"total_gbps", total_gbps},
+      {"total_gbps", primary.total_gbps},
       {"total_bandwidth_fraction", total_fraction},
       {"kv_cache_read_mb_last_step", kv_mb_last},
-      {"memory_read_gbps", bandwidth.read_gbps},
-      {"memory_copy_gbps", bandwidth.copy_gbps},
+      {"memory_read_gbps", read_gbps},
+      {"memory_copy_gbps", bandwidth->copy_gbps},
       {"bandwidth_fraction", fraction},
-      {"floor_ms", weight_bytes / (bandwidth.read_gbps * 1e9) * 1e3},
+      {"floor_ms", floor_ms},
       {"peak_rss_mb", peak_rss_mb},
+      {"modes", nlohmann::json::array()},
   };
+  for (const ModeFigures& f : results) report["modes"].push_back(mode_json(f));
   if (o.json) {
     std::cout << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     return 0;
   }
   std::printf("model              %s\n", description.c_str());
+  std::printf("backend            %s (%s)\n", backend.description().c_str(), selection->reason.c_str());
   std::printf("threads / kernels  %d / %s (BLAS %s)\n", cpu::thread_count(), cpu::kernel_isa(), cpu::blas_core_name());
   std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", batch, cond_length, o.steps);
   std::printf("load               %.1f ms\n", load_ms);
-  std::printf("prefill            %.1f ms\n", prefill_ms);
-  std::printf("TPOT median / p90  %.2f / %.2f ms  (%.1f tokens/s)\n", median, p90, 1000.0 / median);
+  for (const ModeFigures& f : results) {
+    const double gbps = weight_bytes / (f.median * 1e-3) / 1e9;
+    std::printf("%-9s prefill %.1f ms, TPOT median / p90 %.3f / %.3f ms (%.1f tokens/s), %.0f GB/s = %.0f%% of "
+                "the floor",
+                f.mode.c_str(), f.prefill_ms, f.median, f.p90, 1000.0 / f.median, gbps,
+                read_gbps > 0 ? 100.0 * gbps / read_gbps : 0.0);
+    if (on_cuda)
+      std::printf(", %d launches/step%s, %.0f MB on the device", f.stats.kernel_launches_per_step,
+                  f.stats.graph_replay ? " (one graph)" : "", f.stats.device_memory_bytes / 1e6);
+    std::printf("\n");
+  }
   std::printf("weights per token  %.1f MB\n", weight_bytes / 1e6);
   std::printf("weight bandwidth   %.2f GB/s of %.2f GB/s measured read (%.0f%% of the floor; copy %.2f GB/s)\n",
-              weight_gbps, bandwidth.read_gbps, 100.0 * fraction, bandwidth.copy_gbps);
+              weight_gbps, read_gbps, 100.0 * fraction, bandwidth->copy_gbps);
   std::printf("with the KV cache   %.2f GB/s median (%.0f%% of the floor); %.0f MB of cache read at the last step\n",
-              total_gbps, 100.0 * total_fraction, kv_mb_last);
-  std::printf("floor              %.2f ms/token\n", weight_bytes / (bandwidth.read_gbps * 1e9) * 1e3);
+              primary.total_gbps, 100.0 * total_fraction, kv_mb_last);
+  std::printf("floor              %.2f ms/token\n", floor_ms);
   std::printf("peak RSS           %.0f MB\n", peak_rss_mb);
   return 0;
 }
@@ -204,6 +315,15 @@ Action add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", options->seed, "Seed for random weights and inputs");
   cmd->add_flag("!--no-guidance", options->guidance, "Batch 1 instead of the CFG batch of 2");
   cmd->add_flag("--json", options->json, "Print one JSON object");
+  cmd->add_option("--backend", options->backend, "Where the GPT runs: auto, cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_option("--modes", options->modes,
+                  "Modes of the ablation to time, in order: no-cache, cache, graph (default: all three on CUDA, "
+                  "cache on the CPU)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"no-cache", "cache", "graph"}));
+  cmd->add_option("--kv-cache-type", options->kv_cache_type, "CUDA: KV cache precision, f32 or bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_option("--save-random", options->save_random,
                   "Also write the random GPT to DIR/shape_gpt.safetensors (to benchmark --model on it)");
   return [cmd, options]() -> int { return cmd->parsed() ? run_bench(*options) : -1; };

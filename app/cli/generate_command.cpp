@@ -9,6 +9,7 @@
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
 #include "app/cli/progress.h"
+#include "inference/backend/select_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
@@ -35,6 +36,9 @@ struct GenerateOptions {
   int resolution = 8;
   std::string attention = "causal";
   bool no_kv_cache = false;
+  std::string backend = "auto";
+  bool no_cuda_graphs = false;
+  std::string kv_cache_type = "f32";
   bool dense = false;
   bool reference_mapping = false;
   bool keep_floaters = false;
@@ -70,6 +74,15 @@ int run_generate(GenerateOptions o) {
   install_interrupt_handler();
   auto model = load_model_or_report(*folder, "generate");
   if (!model) return 1;
+  // Named intermediates are recorded by the CPU backend: a traced run chooses it.
+  BackendChoice choice = *parse_backend_choice(o.backend);
+  if (!o.trace.empty() && choice == BackendChoice::kAuto) choice = BackendChoice::kCpu;
+  auto selection = select_token_backend(choice, model->gpt());
+  if (!selection.ok()) {
+    print_error("generate", selection.error());
+    return 1;
+  }
+  if (!o.json && !o.quiet) std::fprintf(stderr, "backend: %s\n", selection->reason.c_str());
 
   if (model->tokenizer().encode(o.prompt).truncated && !o.json)
     std::fprintf(stderr, "generate: note: the prompt is longer than CLIP's 75 tokens; the rest is ignored\n");
@@ -85,6 +98,9 @@ int run_generate(GenerateOptions o) {
   request.resolution = o.resolution;
   request.attention = o.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = !o.no_kv_cache;
+  request.token_backend = selection->backend;
+  request.cuda_graphs = !o.no_cuda_graphs;
+  request.kv_cache_type = o.kv_cache_type == "bf16" ? DType::kBF16 : DType::kF32;
   request.coarse_to_fine = !o.dense;
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
@@ -150,6 +166,10 @@ int run_generate(GenerateOptions o) {
         {"prompt", escape_untrusted(o.prompt)},
         {"seed", seed},
         {"model", escape_untrusted(model->folder().string())},
+        {"backend",
+         {{"kind", backend_kind_name(selection->backend->kind())},
+          {"description", selection->backend->description()},
+          {"reason", selection->reason}}},
         {"tokens", result->tokens},
         {"timings", timings_json(result->timings)},
         {"time_to_first_token_ms", result->time_to_first_token_ms},
@@ -207,6 +227,11 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)")
       ->check(CLI::IsMember({"causal", "reference"}));
   cmd->add_flag("--no-kv-cache", o->no_kv_cache, "Recompute the whole sequence every step");
+  cmd->add_option("--backend", o->backend, "Where the GPT runs: auto (CUDA when a usable GPU is present), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs, "CUDA: launch each decode step's kernels instead of replaying a graph");
+  cmd->add_option("--kv-cache-type", o->kv_cache_type, "CUDA: KV cache precision, f32 (exact) or bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
   cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");

@@ -52,6 +52,8 @@ DualStreamGpt::~DualStreamGpt() = default;
 
 const GptConfig& DualStreamGpt::config() const { return weights_->config; }
 
+const SafetensorsFile& DualStreamGpt::tensors() const { return weights_->file; }
+
 Result<DualStreamGpt> DualStreamGpt::load(const std::filesystem::path& path, const GptConfig* config) {
   // Every decode step streams the shape-stream weights: keep them in huge pages.
   CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path, SafetensorsFile::Residence::kHugePages));

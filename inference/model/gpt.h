@@ -56,6 +56,9 @@ class DualStreamGpt {
   std::span<const float> token_embedding(int token) const;
   std::span<const float> token_embedding_table() const;  // [V + 3, d]
 
+  // The checkpoint's tensors as stored (another backend uploads them from here).
+  const SafetensorsFile& tensors() const;
+
   // Bytes of weights one decode step reads (shape stream + lm_head).
   size_t decode_weight_bytes() const;
   size_t total_weight_bytes() const;

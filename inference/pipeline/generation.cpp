@@ -295,9 +295,11 @@ Result<GenerationResult> generate_shape(const CubeModel& model, const Generation
 
 Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const GenerationRequest& request,
                                                const GenerationEventSink& events, const std::atomic<bool>* cancel) {
-  if (request.backend == Backend::kCuda)
-    return make_error(ErrorCode::kUnsupported,
-                      "the CUDA backend is not available for whole generations in this build; use the CPU backend");
+  if (request.token_backend && &request.token_backend->model() != &model.gpt())
+    return make_error(ErrorCode::kInvalidArgument, "the token backend was opened for another model");
+  if (request.backend == BackendChoice::kCuda &&
+      (!request.token_backend || request.token_backend->kind() != BackendKind::kCuda))
+    return make_error(ErrorCode::kInvalidArgument, "CUDA was asked for but no CUDA token backend was opened");
   if (!(request.guidance_scale >= 0.f) || !std::isfinite(request.guidance_scale))
     return make_error(ErrorCode::kInvalidArgument, "guidance must be a number >= 0");
   if (!request.sampling.greedy && !(request.sampling.temperature > 0.f))
@@ -340,6 +342,8 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   options.use_kv_cache = request.use_kv_cache;
   options.trace = request.trace;
   options.trace_decode_steps = request.trace_decode_steps;
+  options.cuda_graphs = request.cuda_graphs;
+  options.kv_cache_type = request.kv_cache_type;
   const int count = model.shape_tokens();
   std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
   std::optional<StageClock> decode_clock;
@@ -362,7 +366,9 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
     return !cancelled(cancel);
   };
   CUBEFORGE_ASSIGN_OR_RETURN(std::vector<int> tokens,
-                             generate_tokens(model.gpt(), cond, uncond, count, options, on_token));
+                             request.token_backend
+                                 ? generate_tokens(*request.token_backend, cond, uncond, count, options, on_token)
+                                 : generate_tokens(model.gpt(), cond, uncond, count, options, on_token));
   if (decode_clock) timings.decode_ms = decode_clock->finish();
   if (cancelled(cancel)) return cancelled_error("after the last token");
   GenerationResult result;

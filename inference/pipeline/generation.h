@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,14 +19,11 @@
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/mesh.h"
 #include "inference/geometry/mesh_cleanup.h"
-#include "inference/model/generate.h"
+#include "inference/backend/generate.h"
 #include "inference/pipeline/cube_model.h"
 
 namespace cubeforge {
 
-class TraceSink;
-
-enum class Backend { kCpu, kCuda };
 
 struct GenerationRequest {
   std::string prompt;
@@ -36,7 +34,13 @@ struct GenerationRequest {
   int resolution = 8;                              // grid of (2^r + 1)^3 points
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;
-  Backend backend = Backend::kCpu;
+  // The backend that runs the GPT: `token_backend` when set (opened for this
+  // model's GPT by select_token_backend), else the CPU. `backend` is the
+  // choice it is opened from; a caller that asks for CUDA must open it.
+  BackendChoice backend = BackendChoice::kCpu;
+  std::shared_ptr<const TokenBackend> token_backend;
+  bool cuda_graphs = true;                         // CUDA: replay one recorded step per token
+  DType kv_cache_type = DType::kF32;               // CUDA: F32 (exact) or BF16
   bool coarse_to_fine = true;                      // false: evaluate every grid point
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;

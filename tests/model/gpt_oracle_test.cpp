@@ -9,7 +9,7 @@
 #include <cstring>
 #include <optional>
 
-#include "inference/model/generate.h"
+#include "inference/backend/generate.h"
 #include "inference/model/gpt.h"
 #include "inference/tensor/trace_file.h"
 #include "tests/support/oracle.h"

@@ -51,7 +51,8 @@ void visit_fields(AppSettings& s, Visitor&& visit) {
 
 Status check_ranges(const AppSettings& s) {
   auto bad = [](const std::string& what) { return make_error(ErrorCode::kInvalidArgument, what); };
-  if (s.backend != "cpu" && s.backend != "cuda") return bad("setting 'backend' must be cpu or cuda, not '" + s.backend + "'");
+  if (!parse_backend_choice(s.backend).ok())
+    return bad("setting 'backend' must be auto, cpu or cuda, not '" + s.backend + "'");
   if (s.attention != "causal" && s.attention != "reference")
     return bad("setting 'attention' must be causal or reference, not '" + s.attention + "'");
   if (s.resolution < 2 || s.resolution > 10) return bad("setting 'resolution' must be in 2..10");
@@ -203,7 +204,8 @@ GenerationRequest make_request(const AppSettings& s) {
   request.resolution = s.resolution;
   request.attention = s.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = s.kv_cache;
-  request.backend = s.backend == "cuda" ? Backend::kCuda : Backend::kCpu;
+  request.backend = parse_backend_choice(s.backend).ok() ? *parse_backend_choice(s.backend) : BackendChoice::kAuto;
+  request.cuda_graphs = s.cuda_graphs;
   request.target_faces = s.target_faces;
   return request;
 }

@@ -30,10 +30,25 @@ void lower_this_thread_priority() {
 
 }  // namespace
 
-std::string cuda_generation_unavailable_reason() {
-  // The pipeline refuses Backend::kCuda for whole generations in this build
-  // (generate_shape says so); the CUDA kernels serve benchmarks and interop.
-  return "this build runs generation on the CPU";
+const CudaAvailability& cuda_backend_availability() {
+  static const CudaAvailability availability = cuda_availability();
+  return availability;
+}
+
+Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
+  if (request.token_backend || request.backend == BackendChoice::kCpu) return request;
+  if (backends_model_ != &model) {
+    backends_.clear();
+    backends_model_ = &model;
+  }
+  auto found = backends_.find(request.backend);
+  if (found == backends_.end()) {
+    CUBEFORGE_ASSIGN_OR_RETURN(BackendSelection selection, select_token_backend(request.backend, model.gpt()));
+    messages_.push(worker_message::Log{false, "backend: " + selection.reason});
+    found = backends_.emplace(request.backend, std::move(selection)).first;
+  }
+  request.token_backend = found->second.backend;
+  return request;
 }
 
 GenerationWorker::GenerationWorker(int generation_threads) {
@@ -96,6 +111,8 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder) {
       return;
     }
     ModelSummary summary{folder.string(), loaded->shape_tokens(), ms_since(started)};
+    backends_.clear();  // opened for the previous model
+    backends_model_ = nullptr;
     {
       std::lock_guard lock(model_mutex_);
       model_ = std::make_shared<const CubeModel>(std::move(*loaded));
@@ -156,6 +173,7 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
   finished.run = run;
   finished.label = label;
   finished.request = request;
+  finished.request.token_backend = nullptr;  // the history must not keep a GPU's weights alive
   finished.result = mesh_in_passes(model, request, preview, run, started, sink);
   finished.preview = cost;
   finished.wall_ms = ms_since(started);
@@ -202,7 +220,16 @@ bool GenerationWorker::generate(const GenerationRequest& request, const PreviewO
   auto loaded = model();
   if (!loaded) return false;
   return start([this, loaded, request, preview] {
-    messages_.push(run_generation(*loaded, request, preview, "generate"));
+    auto opened = with_backend(*loaded, request);
+    if (!opened.ok()) {
+      worker_message::RunFinished failed;
+      failed.label = "generate";
+      failed.request = request;
+      failed.result = opened.take_error();
+      messages_.push(std::move(failed));
+      return;
+    }
+    messages_.push(run_generation(*loaded, *opened, preview, "generate"));
   });
 }
 
@@ -225,8 +252,14 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
   if (!loaded || count < 1) return false;
   return start([this, loaded, request, count] {
     worker_message::CandidatesFinished done;
+    auto opened = with_backend(*loaded, request);
+    if (!opened.ok()) {
+      done.error = opened.error().to_string();
+      messages_.push(done);
+      return;
+    }
     for (int i = 0; i < count; ++i) {
-      const GenerationRequest one = candidate_request(request, i);
+      GenerationRequest one = candidate_request(*opened, i);
       const auto started = Clock::now();
       auto result = generate_shape(*loaded, one, {}, &cancel_);
       if (!result.ok()) {
@@ -234,6 +267,7 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
         if (!done.cancelled) done.error = result.error().to_string();
         break;
       }
+      one.token_backend = nullptr;  // the gallery must not keep a GPU's weights alive
       messages_.push(worker_message::CandidateReady{i, one, std::move(result->mesh), ms_since(started)});
       ++done.made;
     }
@@ -246,7 +280,8 @@ std::vector<LatencyRun> latency_demo_runs() {
       {"No cache", "every token recomputes the whole sequence so far", false, ""},
       {"KV cache", "every token reuses the keys and values of the tokens before it", true, ""},
       {"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true,
-       cuda_generation_unavailable_reason()},
+       cuda_backend_availability().available ? "" : "needs the CUDA backend: " + cuda_backend_availability().why_not,
+       true},
       {"Parallel decoding", "several tokens per step, checked to give the same shape", true,
        "not in this build yet"},
   };
@@ -256,22 +291,31 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
   auto loaded = model();
   if (!loaded) return false;
   return start([this, loaded, request] {
+    auto opened = with_backend(*loaded, request);
+    const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
     const std::vector<LatencyRun> runs = latency_demo_runs();
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
       worker_message::LatencyResult bar;
       bar.index = static_cast<int>(index);
       bar.label = run.name;
-      if (!run.unavailable_reason.empty()) {
+      std::string unavailable = run.unavailable_reason;
+      if (unavailable.empty() && run.cuda_graphs && !on_cuda)
+        unavailable = !opened.ok() ? opened.error().message : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
+      if (!unavailable.empty()) {
         bar.available = false;
-        bar.unavailable_reason = run.unavailable_reason;
+        bar.unavailable_reason = unavailable;
         messages_.push(bar);
         continue;
       }
       messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index)});
-      GenerationRequest varied = request;
+      GenerationRequest varied = opened.ok() ? *opened : request;
+      if (!opened.ok()) {
+        varied.backend = BackendChoice::kCpu;
+        varied.token_backend = nullptr;
+      }
       varied.use_kv_cache = run.kv_cache;
-      varied.backend = Backend::kCpu;
+      varied.cuda_graphs = run.cuda_graphs;
       PreviewOptions no_previews;  // the demo times the pipeline alone
       no_previews.coarse_pass = false;
       auto finished = run_generation(*loaded, varied, no_previews, run.name);

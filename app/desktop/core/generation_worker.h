@@ -30,6 +30,7 @@
 #include <variant>
 
 #include "app/desktop/core/message_queue.h"
+#include "inference/backend/select_backend.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
 
@@ -142,11 +143,13 @@ struct LatencyRun {
   std::string what;      // one line on what changes
   bool kv_cache = true;
   std::string unavailable_reason;  // empty: it runs
+  bool cuda_graphs = false;        // needs the CUDA backend
 };
 std::vector<LatencyRun> latency_demo_runs();
 
-// Why CUDA generation cannot be chosen, or empty when it can.
-std::string cuda_generation_unavailable_reason();
+// Whether generations can run on CUDA here: the device, or why not (asked
+// once per process; the settings panel shows it).
+const CudaAvailability& cuda_backend_availability();
 
 class GenerationWorker {
  public:
@@ -183,6 +186,8 @@ class GenerationWorker {
                                           const PreviewOptions& preview, int run,
                                           std::chrono::steady_clock::time_point started,
                                           const GenerationEventSink& sink);
+  // The request with its token backend opened (once per model and choice).
+  Result<GenerationRequest> with_backend(const CubeModel& model, GenerationRequest request);
 
   MessageQueue<WorkerMessage> messages_;
   std::atomic<bool> busy_{false};
@@ -196,6 +201,9 @@ class GenerationWorker {
   int preview_estimate_resolution_ = 0;
   std::optional<double> coarse_pass_ms_;
   std::map<int, double> final_pass_ms_;  // by resolution, the last measured
+  // Token backends opened for the loaded model, by choice; touched only by jobs.
+  const CubeModel* backends_model_ = nullptr;
+  std::map<BackendChoice, BackendSelection> backends_;
   std::jthread job_;  // last member: joined first on destruction
 };
 

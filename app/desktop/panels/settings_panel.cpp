@@ -53,24 +53,31 @@ void draw_model_section(App& app) {
 }
 
 void draw_backend_section(AppSettings& settings) {
-  const std::string cuda_reason = cuda_generation_unavailable_reason();
-  int backend = settings.backend == "cuda" ? 1 : 0;
-  if (!cuda_reason.empty()) backend = 0;
-  ImGui::RadioButton("CPU", &backend, 0);
+  const CudaAvailability& cuda = cuda_backend_availability();
+  int backend = settings.backend == "cuda" ? 2 : settings.backend == "cpu" ? 1 : 0;
+  if (!cuda.available && backend == 2) backend = 0;
+  ImGui::RadioButton("Auto", &backend, 0);
+  reason_tooltip(cuda.available ? "The GPU: " + cuda.device : "The CPU: " + cuda.why_not);
+  flow_next(checkbox_width("CPU"));
+  ImGui::RadioButton("CPU", &backend, 1);
   flow_next(checkbox_width("GPU (CUDA)"));
-  ImGui::BeginDisabled(!cuda_reason.empty());
-  ImGui::RadioButton("GPU (CUDA)", &backend, 1);
+  ImGui::BeginDisabled(!cuda.available);
+  ImGui::RadioButton("GPU (CUDA)", &backend, 2);
   ImGui::EndDisabled();
-  reason_tooltip(cuda_reason);
-  settings.backend = backend == 1 ? "cuda" : "cpu";
+  reason_tooltip(cuda.available ? cuda.device : cuda.why_not);
+  settings.backend = backend == 2 ? "cuda" : backend == 1 ? "cpu" : "auto";
+  ImGui::TextDisabled("%s", cuda.available ? ("GPU: " + cuda.device).c_str() : "No GPU: generating on the CPU");
+  reason_tooltip(cuda.available ? "" : cuda.why_not);
   ImGui::Checkbox("Faster decoding", &settings.kv_cache);
   reason_tooltip("Reuses the work of earlier tokens (the KV cache): same shape, much less time per token");
-  ImGui::BeginDisabled(!cuda_reason.empty());
-  bool graphs = settings.cuda_graphs && cuda_reason.empty();
+  const bool graphs_apply = cuda.available && backend != 1;
+  ImGui::BeginDisabled(!graphs_apply);
+  bool graphs = settings.cuda_graphs && graphs_apply;
   if (ImGui::Checkbox("GPU fast path", &graphs)) settings.cuda_graphs = graphs;
   ImGui::EndDisabled();
-  reason_tooltip(cuda_reason.empty() ? "CUDA graphs: the GPU replays each token's work in one launch"
-                                     : "Needs the GPU (CUDA graphs): " + cuda_reason);
+  reason_tooltip(graphs_apply ? "CUDA graphs: the GPU replays each token's work in one launch"
+                              : "Needs the GPU (CUDA graphs): " +
+                                    (cuda.available ? std::string("choose Auto or GPU") : cuda.why_not));
   int attention = settings.attention == "reference" ? 1 : 0;
   ImGui::RadioButton("Exact", &attention, 0);
   reason_tooltip("Correct causal attention: the same result as recomputing the whole sequence");
