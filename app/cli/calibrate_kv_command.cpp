@@ -13,9 +13,11 @@
 
 #include "app/cli/commands.h"
 #include "app/cli/model_option.h"
+#include "app/cli/option_checks.h"
 #include "app/cli/prompt_list.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
-#include "inference/model/generate.h"
+#include "inference/backend/generate.h"
 #include "inference/model/kv_calibration.h"
 #include "inference/pipeline/generation.h"
 
@@ -25,6 +27,8 @@ namespace {
 
 struct CalibrateOptions {
   std::string model_dir, out;
+  bool model_given = false;
+  bool force = false;
   std::vector<std::string> prompts;
   std::string prompts_file;
   int rank = 0;  // 0: the model's width
@@ -67,10 +71,14 @@ int run_calibrate(const CalibrateOptions& o) {
   cpu::set_thread_count(o.threads);
   auto prompts = prompt_list(o.prompts, o.prompts_file);
   if (!prompts.ok()) {
-    std::fprintf(stderr, "calibrate-kv: %s\n", prompts.error().to_string().c_str());
+    print_error("calibrate-kv", prompts.error());
     return 2;
   }
-  auto model = load_model_or_report(o.model_dir, "calibrate-kv");
+  const auto folder = model_folder_or_report(o.model_dir, o.model_given, "calibrate-kv");
+  if (!folder) return 2;
+  const std::filesystem::path out = o.out.empty() ? *folder / kKvBasesFile : std::filesystem::path(o.out);
+  if (!output_writable(out.string(), o.force, "calibrate-kv")) return 1;
+  auto model = load_model_or_report(*folder, "calibrate-kv");
   if (!model) return 1;
   const GptConfig& config = model->config().gpt;
   const int rank = o.rank > 0 ? o.rank : config.width;
@@ -78,25 +86,24 @@ int run_calibrate(const CalibrateOptions& o) {
     std::fprintf(stderr, "calibrate-kv: --rank %d is more than the model's width %d\n", rank, config.width);
     return 2;
   }
-  const std::filesystem::path out = o.out.empty() ? model->folder() / kKvBasesFile : std::filesystem::path(o.out);
-  if (!output_folder_writable(out.string(), "calibrate-kv")) return 1;
 
   KvCalibration calibration(config);
   for (const std::string& prompt : *prompts) {
     const Status status = calibrate_on(*model, prompt, o.guidance, calibration);
     if (!status.ok()) {
-      std::fprintf(stderr, "calibrate-kv: '%s': %s\n", prompt.c_str(), status.error().to_string().c_str());
+      std::fprintf(stderr, "calibrate-kv: '%s': %s\n", escape_untrusted(prompt).c_str(),
+                   escape_untrusted(status.error().to_string()).c_str());
       return 1;
     }
   }
   auto bases = calibration.bases(rank);
   if (!bases.ok()) {
-    std::fprintf(stderr, "calibrate-kv: %s\n", bases.error().to_string().c_str());
+    print_error("calibrate-kv", bases.error());
     return 1;
   }
   const Status written = write_kv_bases(out, *bases, config.width);
   if (!written.ok()) {
-    std::fprintf(stderr, "calibrate-kv: %s\n", written.error().to_string().c_str());
+    print_error("calibrate-kv", written.error());
     return 1;
   }
   // What a smaller rank keeps: per rank, the mean over layers of the
@@ -111,15 +118,15 @@ int run_calibrate(const CalibrateOptions& o) {
     kept.push_back({{"rank", r}, {"keys", keys / double(bases->size())}, {"values", values / double(bases->size())}});
     if (r == rank) break;
   }
-  nlohmann::json report = {{"model", model->folder().string()}, {"out", out.string()},
+  nlohmann::json report = {{"model", escape_untrusted(model->folder().string())}, {"out", escape_untrusted(out.string())},
                            {"captions", prompts->size()},       {"rows_per_layer", calibration.rows()},
                            {"rank", rank},                      {"energy_kept", kept}};
   if (o.json) {
-    std::cout << report.dump() << std::endl;
+    std::cout << json_line(report) << std::endl;
     return 0;
   }
   std::printf("wrote %s: %d-vector key and value bases for %zu layers from %zu captions (%lld cached rows per layer)\n",
-              out.c_str(), rank, bases->size(), prompts->size(), static_cast<long long>(calibration.rows()));
+              escape_untrusted(out.string()).c_str(), rank, bases->size(), prompts->size(), static_cast<long long>(calibration.rows()));
   for (const auto& k : kept)
     std::printf("  rank %4d keeps %.4f of the keys' and %.4f of the values' squared norm\n", k["rank"].get<int>(),
                 k["keys"].get<double>(), k["values"].get<double>());
@@ -131,17 +138,23 @@ int run_calibrate(const CalibrateOptions& o) {
 Action add_calibrate_kv_command(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
   CLI::App* cmd = app.add_subcommand("calibrate-kv", "Write low-rank key and value bases (for --kv-rank) from calibration captions");
-  cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
+  CLI::Option* model = cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
   cmd->add_option("--prompt,-p", o->prompts, "A calibration caption (repeatable)");
   cmd->add_option("--prompts", o->prompts_file, "A file of calibration captions, one per line");
   cmd->add_option("--rank", o->rank, "Vectors per layer to write (0: the model's width, so any --kv-rank can use it)")
-      ->check(CLI::Range(0, 1 << 20));
+      ->check(whole_number_in(0, 1 << 20, "0 writes as many as the model's width"));
   cmd->add_option("--out,-o", o->out, "Where to write the bases (default: MODEL/kv_bases.safetensors)");
+  cmd->add_flag("--force", o->force, "Replace the output file even if it is read-only");
   cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale of the calibration generations")
-      ->check(CLI::Range(0.0f, 100.0f));
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
+      ->check(number_in(0.0, 100.0, false, "0 turns guidance off"));
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+      ->check(whole_number_in(0, 1024, "0 uses every core"));
   cmd->add_flag("--json", o->json, "Print one JSON object");
-  return [cmd, o]() -> int { return cmd->parsed() ? run_calibrate(*o) : -1; };
+  return [cmd, o, model]() -> int {
+    if (!cmd->parsed()) return -1;
+    o->model_given = model->count() > 0;
+    return run_calibrate(*o);
+  };
 }
 
 }  // namespace cubeforge::cli

@@ -14,6 +14,7 @@ Action add_meshing_bench_command(CLI::App& app);
 Action add_occupancy_bench_command(CLI::App& app);
 Action add_generate_command(CLI::App& app);
 Action add_tokenize_command(CLI::App& app);
+Action add_trace_diff_command(CLI::App& app);
 Action add_quantize_command(CLI::App& app);
 Action add_calibrate_kv_command(CLI::App& app);
 Action add_compare_command(CLI::App& app);

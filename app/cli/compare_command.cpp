@@ -23,10 +23,12 @@
 #include "app/cli/commands.h"
 #include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
+#include "app/cli/option_checks.h"
 #include "app/cli/prompt_list.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_metrics.h"
-#include "inference/model/generate.h"
+#include "inference/backend/generate.h"
 #include "inference/pipeline/generation.h"
 
 namespace cubeforge::cli {
@@ -35,6 +37,7 @@ namespace {
 
 struct CompareOptions {
   std::string model_dir;
+  bool model_given = false;
   std::vector<std::string> prompts;
   std::string prompts_file;
   EngineFlagLists engine;
@@ -104,7 +107,7 @@ double mean(const std::vector<double>& values) {
 int run_compare(const CompareOptions& o) {
   cpu::set_thread_count(o.threads);
   auto fail = [](const std::string& message, int code = 1) {
-    std::fprintf(stderr, "compare: %s\n", message.c_str());
+    std::fprintf(stderr, "compare: %s\n", escape_untrusted(message).c_str());
     return code;
   };
   auto prompts = prompt_list(o.prompts, o.prompts_file);
@@ -112,8 +115,10 @@ int run_compare(const CompareOptions& o) {
   const std::vector<EngineFlags> variants = o.engine.combinations();
   // The exact model, and one more per weight format the options name.
   std::map<std::string, CubeModel> models;
+  const auto folder = model_folder_or_report(o.model_dir, o.model_given, "compare");
+  if (!folder) return 2;
   {
-    auto model = load_model_or_report(o.model_dir, "compare");
+    auto model = load_model_or_report(*folder, "compare");
     if (!model) return 1;
     models.emplace("stored", std::move(*model));
   }
@@ -122,7 +127,7 @@ int run_compare(const CompareOptions& o) {
     if (models.count(v.weights)) continue;
     auto weights = weight_options(v.weights, o.engine.q4_group);
     if (!weights.ok()) return fail(weights.error().to_string(), 2);
-    auto model = load_model_or_report(exact_model.folder().string(), "compare", *weights);
+    auto model = load_model_or_report(exact_model.folder(), "compare", *weights);
     if (!model) return 1;
     models.emplace(v.weights, std::move(*model));
   }
@@ -147,7 +152,7 @@ int run_compare(const CompareOptions& o) {
     if (!exact.ok()) return fail(exact.error().to_string());
     auto exact_mesh = mesh_of(exact_model, exact->tokens, o.resolution);
     if (!exact_mesh.ok()) return fail(exact_mesh.error().to_string());
-    nlohmann::json caption = {{"prompt", prompt}, {"exact_faces", exact_mesh->face_count()}, {"variants", nlohmann::json::array()}};
+    nlohmann::json caption = {{"prompt", escape_untrusted(prompt)}, {"exact_faces", exact_mesh->face_count()}, {"variants", nlohmann::json::array()}};
     for (size_t i = 0; i < variants.size(); ++i) {
       const CubeModel& model = models.at(variants[i].weights);
       auto conditions = conditions_for(model, prompt, o.guidance);
@@ -203,18 +208,18 @@ int run_compare(const CompareOptions& o) {
                        {"mesh_iou_min", *std::min_element(m.iou.begin(), m.iou.end())}});
   }
   if (o.json) {
-    nlohmann::json report = {{"model", exact_model.folder().string()},
+    nlohmann::json report = {{"model", escape_untrusted(exact_model.folder().string())},
                              {"tokens", exact_model.shape_tokens()},
                              {"captions", prompts->size()},
                              {"resolution", o.resolution},
                              {"iou_resolution", o.iou_resolution},
                              {"variants", summary},
                              {"per_caption", captions}};
-    std::cout << report.dump() << std::endl;
+    std::cout << json_line(report) << std::endl;
     return 0;
   }
   std::printf("%s: %zu captions, %d tokens each, against stored weights and the exact cache\n",
-              exact_model.folder().c_str(), prompts->size(), exact_model.shape_tokens());
+              escape_untrusted(exact_model.folder().string()).c_str(), prompts->size(), exact_model.shape_tokens());
   std::printf("%-28s %12s %12s %10s %10s %9s %9s\n", "variant", "logit err", "(max)", "agreement", "first div",
               "IoU", "(min)");
   for (size_t i = 0; i < variants.size(); ++i) {
@@ -232,17 +237,24 @@ int run_compare(const CompareOptions& o) {
 Action add_compare_command(CLI::App& app) {
   auto o = std::make_shared<CompareOptions>();
   CLI::App* cmd = app.add_subcommand("compare", "Quality of weight formats and KV cache options against the exact run");
-  cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
+  CLI::Option* model = cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
   cmd->add_option("--prompt,-p", o->prompts, "A caption (repeatable)");
   cmd->add_option("--prompts", o->prompts_file, "A file of captions, one per line");
-  cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale")->check(CLI::Range(0.0f, 100.0f));
-  cmd->add_option("--resolution", o->resolution, "Meshing grid: 2^r cells per axis")->check(CLI::Range(3, 9));
+  cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale")
+      ->check(number_in(0.0, 100.0, false, "0 turns guidance off"));
+  cmd->add_option("--resolution", o->resolution, "Meshing grid: 2^r cells per axis")
+      ->check(whole_number_in(2, 10, "8 is the reference's"));
   cmd->add_option("--iou-resolution", o->iou_resolution, "Grid the mesh IoU is measured on: 2^r cells per axis")
-      ->check(CLI::Range(3, 9));
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
+      ->check(whole_number_in(2, 9, "the grid's 2^r cells per axis"));
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+      ->check(whole_number_in(0, 1024, "0 uses every core"));
   cmd->add_flag("--json", o->json, "Print one JSON object");
   add_engine_flag_lists(cmd, o->engine);
-  return [cmd, o]() -> int { return cmd->parsed() ? run_compare(*o) : -1; };
+  return [cmd, o, model]() -> int {
+    if (!cmd->parsed()) return -1;
+    o->model_given = model->count() > 0;
+    return run_compare(*o);
+  };
 }
 
 }  // namespace cubeforge::cli

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/option_checks.h"
 #include "inference/core/result.h"
 #include "inference/model/gpt.h"
 
@@ -21,6 +22,9 @@ struct EngineFlags {
   std::string kv_cache = "f32";
   int kv_budget = 0;
   int kv_rank = 0;
+
+  // The default: exact against the reference.
+  bool exact() const { return weights == "stored" && kv_cache == "f32" && kv_budget == 0 && kv_rank == 0; }
 
   std::string label() const {
     std::string s = weights + "/" + kv_cache;
@@ -58,13 +62,16 @@ inline constexpr const char* kKvBudgetHelp =
 inline constexpr const char* kKvRankHelp =
     "Low-rank keys and values of this rank, from MODEL/kv_bases.safetensors (calibrate-kv; 0: off)";
 
+inline CLI::Validator kv_budget_check() { return whole_number_in(0, 1 << 20, "shape positions kept; 0 keeps all"); }
+inline CLI::Validator kv_rank_check() { return whole_number_in(0, 1 << 20, "0 keeps full keys and values"); }
+
 inline void add_engine_flags(CLI::App* cmd, EngineFlags& flags) {
   cmd->add_option("--weights", flags.weights, kWeightsHelp)->check(CLI::IsMember({"stored", "bf16", "q8", "q4"}));
   cmd->add_option("--kv-cache", flags.kv_cache, kKvCacheHelp)->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
   cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64")
       ->check(CLI::IsMember({32, 64}));
-  cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp)->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp)->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp)->check(kv_budget_check());
+  cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp)->check(kv_rank_check());
 }
 
 inline void add_engine_flag_lists(CLI::App* cmd, EngineFlagLists& flags) {
@@ -77,8 +84,8 @@ inline void add_engine_flag_lists(CLI::App* cmd, EngineFlagLists& flags) {
       ->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
   cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64")
       ->check(CLI::IsMember({32, 64}));
-  cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp + list)->delimiter(',')->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp + list)->delimiter(',')->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp + list)->delimiter(',')->check(kv_budget_check());
+  cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp + list)->delimiter(',')->check(kv_rank_check());
 }
 
 inline Result<WeightOptions> weight_options(const std::string& name, int64_t q4_group) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/cpu/blas_kernels.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   actions.push_back(cubeforge::cli::add_bench_command(app));
   actions.push_back(cubeforge::cli::add_occupancy_bench_command(app));
   actions.push_back(cubeforge::cli::add_meshing_bench_command(app));
+  actions.push_back(cubeforge::cli::add_trace_diff_command(app));
   actions.push_back(cubeforge::cli::add_quantize_command(app));
   actions.push_back(cubeforge::cli::add_calibrate_kv_command(app));
   actions.push_back(cubeforge::cli::add_compare_command(app));
@@ -29,6 +31,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "cubeforge-cli: out of memory; close other programs, lower --resolution, or use a smaller model\n");
     return 1;
+  } catch (const std::exception& e) {
+    // Errors travel as values; an exception here is a bug, reported rather than aborted on.
+    std::fprintf(stderr, "cubeforge-cli: internal error: %s; please report it\n",
+                 cubeforge::escape_untrusted(e.what()).c_str());
+    return 70;
   }
   return 0;
 }

@@ -1,24 +1,36 @@
 // Flash-decoding attention kernels (see attention.h for the contract).
 //
-// Split kernel: grid (splits, heads, batch), 4 warps. A key is handled by a
-// group of D/4 lanes, each holding 4 query elements (pre-scaled by 1/sqrt(D))
-// and loading 4 key and 4 value elements per key (8 bytes in bf16, so a
-// 128-wide head is one 256-byte coalesced read per warp). Each group keeps its
-// own online softmax (running max m, sum l, output acc) over keys strided by
-// the number of groups, with four keys' loads issued before their dot
-// products; groups then merge by shuffles within a warp and through shared
-// memory across warps. All loop bounds are uniform across the block, so every
-// lane reaches every shuffle. Merge kernel: grid (heads, batch), D threads,
-// combining the splits' (m, l, acc) with the usual rescaling.
+// Split kernel: grid (splits, heads, batch), 4 warps, one split of
+// keys_per_split keys (32 to 64) per block. A key is handled by a group of
+// D/E lanes, each holding E query elements (pre-scaled by 1/sqrt(D)) and
+// loading E key and E value elements per key in one 16-byte load (E = 4 for
+// an f32 cache, 8 for bf16), so a warp reads whole 128-byte lines. Each group
+// keeps its own online softmax (running max m, sum l, output acc) over keys
+// strided by the number of groups, with four keys' loads issued before their
+// dot products; groups then merge by shuffles within a warp and through
+// shared memory across warps. All loop bounds are uniform across the block,
+// so every lane reaches every shuffle.
 //
-// Decode attention reads 2·length·D·2 bytes per (row, head): about 0.3 GB per
-// token at the end of a v0.5 generation with CFG, a sixth of the weights, and
-// it is streamed once; the split count is set so that batch·heads·splits is
-// about two blocks per SM on an H200.
+// The split merge runs in the last block of each (row, head) to finish: every
+// block writes its (m, l, acc), fences, and counts itself in; the one that
+// counts last combines the splits in split order (so the result does not
+// depend on which block that is) and resets the counter for the next launch.
+// One launch instead of two.
+//
+// Fused prologue: given the new token's raw q | k | v, each block normalises
+// and rotates its head's query into shared memory itself, and the block whose
+// split holds the token's slot writes the normalised, rotated key and the
+// value into the cache before attending. The cache is read with plain
+// (coherent) loads, since this launch writes it.
+//
+// Decode attention reads 2·length·D·(4 or 2) bytes per (row, head) and streams
+// it once; the split count gives batch·heads·splits of about two blocks per SM
+// on an H200 at the end of a generation.
 #include <cmath>
 
 #include "inference/cuda/attention.h"
 #include "inference/cuda/cuda_internal.cuh"
+#include "inference/cuda/head_norm_rope.cuh"
 
 namespace cubeforge::cuda {
 namespace {
@@ -28,41 +40,54 @@ using namespace detail;
 constexpr int kSplitWarps = 4;
 constexpr int kSplitThreads = kSplitWarps * kWarpSize;
 constexpr int kKeyUnroll = 4;
-constexpr int kTargetBlocks = 256;
+constexpr int kTargetBlocks = 264;  // two blocks on each of an H200's 132 SMs
 
 struct AttentionParams {
-  const float* query;
-  const void* key_cache;
-  const void* value_cache;
+  const float* query;  // [batch·heads, D], or nullptr with `raw` (fused prologue)
+  const float* raw;    // [batch, raw_stride]: q | k | v of the new token
+  int raw_stride;
+  const float* query_norm_weight;
+  const float* key_norm_weight;
+  float eps;
+  float rope_theta;
+  const int* write_position;
+  int cache_slot_offset;
+  void* key_cache;
+  void* value_cache;
   int heads;
   int capacity;
   const int* position;
   int length_offset;
   int keys_per_split;
   int splits;
-  float* partial_output;  // [batch·heads, splits, D]
+  unsigned* counters;     // [batch·heads]: blocks of this launch done so far
   float* partial_stats;   // [batch·heads, splits, 2]: running max, sum of exponentials
+  float* partial_output;  // [batch·heads, splits, D]
   float* output;
   int output_stride;
   float scale;
 };
 
+// E cache elements widened to f32 from one 16-byte load.
 template <class Cache>
-struct CacheQuad;
+struct CacheVector;
 
 template <>
-struct CacheQuad<float> {
+struct CacheVector<float> {
+  static constexpr int kElements = 4;
   __device__ __forceinline__ static void load(const float* at, float (&x)[4]) {
-    const float4 v = __ldg(reinterpret_cast<const float4*>(at));
+    const float4 v = *reinterpret_cast<const float4*>(at);
     x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
   }
 };
 
 template <>
-struct CacheQuad<__nv_bfloat16> {
-  __device__ __forceinline__ static void load(const __nv_bfloat16* at, float (&x)[4]) {
-    const uint2 v = __ldg(reinterpret_cast<const uint2*>(at));
+struct CacheVector<__nv_bfloat16> {
+  static constexpr int kElements = 8;
+  __device__ __forceinline__ static void load(const __nv_bfloat16* at, float (&x)[8]) {
+    const uint4 v = *reinterpret_cast<const uint4*>(at);
     x[0] = bf16_low(v.x), x[1] = bf16_high(v.x), x[2] = bf16_low(v.y), x[3] = bf16_high(v.y);
+    x[4] = bf16_low(v.z), x[5] = bf16_high(v.z), x[6] = bf16_low(v.w), x[7] = bf16_high(v.w);
   }
 };
 
@@ -72,72 +97,69 @@ __device__ __forceinline__ int current_length(const AttentionParams& p) {
 }
 
 // Folds (other_max, other_sum, other_acc) into (max, sum, acc).
-__device__ __forceinline__ void merge_softmax(float& max_value, float& sum, float (&acc)[4], float other_max,
-                                              float other_sum, const float (&other_acc)[4]) {
+template <int E>
+__device__ __forceinline__ void merge_softmax(float& max_value, float& sum, float (&acc)[E], float other_max,
+                                              float other_sum, const float (&other_acc)[E]) {
   const float merged = fmaxf(max_value, other_max);
   if (merged == -INFINITY) return;
   const float mine = expf(max_value - merged);
   const float theirs = expf(other_max - merged);
   sum = sum * mine + other_sum * theirs;
 #pragma unroll
-  for (int i = 0; i < 4; ++i) acc[i] = acc[i] * mine + other_acc[i] * theirs;
+  for (int i = 0; i < E; ++i) acc[i] = acc[i] * mine + other_acc[i] * theirs;
   max_value = merged;
 }
 
+// One query against keys [begin, end) of one (batch row, head), by the whole
+// block (begin < end, the same for every thread). On return, thread d < D
+// holds the unnormalised output element d, and every thread < D the block's
+// running max and sum of exponentials.
 template <int D, class Cache>
-__global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const AttentionParams p) {
-  constexpr int kLanesPerKey = D / 4;
+__device__ __forceinline__ void attend_keys(const float* query, float scale, const Cache* key_rows,
+                                            const Cache* value_rows, int begin, int end, float& out_value,
+                                            float& out_max, float& out_total) {
+  constexpr int E = CacheVector<Cache>::kElements;
+  constexpr int kLanesPerKey = D / E;
   constexpr int kKeysPerWarp = kWarpSize / kLanesPerKey;
   constexpr int kGroups = kSplitWarps * kKeysPerWarp;
-  const int split = blockIdx.x;
-  const int row_head = blockIdx.z * p.heads + blockIdx.y;
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int sub = lane % kLanesPerKey;
   const int group = warp * kKeysPerWarp + lane / kLanesPerKey;
 
-  const int length = current_length(p);
-  const int begin = split * p.keys_per_split;
-  const int end = min(begin + p.keys_per_split, length);
-  float* partial_output = p.partial_output + (size_t(row_head) * p.splits + split) * D;
-  float* partial_stats = p.partial_stats + (size_t(row_head) * p.splits + split) * 2;
-  if (begin >= end) {
-    if (threadIdx.x < D) partial_output[threadIdx.x] = 0.0f;
-    if (threadIdx.x == 0) partial_stats[0] = -INFINITY, partial_stats[1] = 0.0f;
-    return;
+  float q[E];
+#pragma unroll
+  for (int i = 0; i < E; i += 4) {
+    const float4 v = *reinterpret_cast<const float4*>(query + sub * E + i);
+    q[i] = v.x * scale, q[i + 1] = v.y * scale, q[i + 2] = v.z * scale, q[i + 3] = v.w * scale;
   }
+  const Cache* keys = key_rows + sub * E;
+  const Cache* values = value_rows + sub * E;
 
-  float q[4];
-  {
-    const float4 v = *reinterpret_cast<const float4*>(p.query + size_t(row_head) * D + sub * 4);
-    q[0] = v.x * p.scale, q[1] = v.y * p.scale, q[2] = v.z * p.scale, q[3] = v.w * p.scale;
-  }
-  const Cache* keys = static_cast<const Cache*>(p.key_cache) + size_t(row_head) * p.capacity * D + sub * 4;
-  const Cache* values = static_cast<const Cache*>(p.value_cache) + size_t(row_head) * p.capacity * D + sub * 4;
-
-  float max_value = -INFINITY, sum = 0.0f, acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float max_value = -INFINITY, sum = 0.0f, acc[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) acc[i] = 0.0f;
   for (int base = begin; base < end; base += kGroups * kKeyUnroll) {
-    float k[kKeyUnroll][4], v[kKeyUnroll][4];
+    float k[kKeyUnroll][E], v[kKeyUnroll][E];
     bool valid[kKeyUnroll];
 #pragma unroll
     for (int u = 0; u < kKeyUnroll; ++u) {
       const int key = base + u * kGroups + group;
       valid[u] = key < end;
       if (valid[u]) {
-        CacheQuad<Cache>::load(keys + size_t(key) * D, k[u]);
-        CacheQuad<Cache>::load(values + size_t(key) * D, v[u]);
+        CacheVector<Cache>::load(keys + size_t(key) * D, k[u]);
+        CacheVector<Cache>::load(values + size_t(key) * D, v[u]);
       } else {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) k[u][i] = v[u][i] = 0.0f;
+        for (int i = 0; i < E; ++i) k[u][i] = v[u][i] = 0.0f;
       }
     }
     float score[kKeyUnroll];
 #pragma unroll
     for (int u = 0; u < kKeyUnroll; ++u) {
       float dot = q[0] * k[u][0];
-      dot = fmaf(q[1], k[u][1], dot);
-      dot = fmaf(q[2], k[u][2], dot);
-      dot = fmaf(q[3], k[u][3], dot);
+#pragma unroll
+      for (int i = 1; i < E; ++i) dot = fmaf(q[i], k[u][i], dot);
 #pragma unroll
       for (int offset = kLanesPerKey / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(kFullMask, dot, offset);
       score[u] = valid[u] ? dot : -INFINITY;
@@ -149,13 +171,13 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
     const float rescale = expf(max_value - new_max);
     sum *= rescale;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[i] *= rescale;
+    for (int i = 0; i < E; ++i) acc[i] *= rescale;
 #pragma unroll
     for (int u = 0; u < kKeyUnroll; ++u) {
       const float weight = valid[u] ? expf(score[u] - new_max) : 0.0f;
       sum += weight;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) acc[i] = fmaf(weight, v[u][i], acc[i]);
+      for (int i = 0; i < E; ++i) acc[i] = fmaf(weight, v[u][i], acc[i]);
     }
     max_value = new_max;
   }
@@ -165,17 +187,17 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
   for (int offset = kLanesPerKey; offset < kWarpSize; offset <<= 1) {
     const float other_max = __shfl_xor_sync(kFullMask, max_value, offset);
     const float other_sum = __shfl_xor_sync(kFullMask, sum, offset);
-    float other_acc[4];
+    float other_acc[E];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) other_acc[i] = __shfl_xor_sync(kFullMask, acc[i], offset);
-    merge_softmax(max_value, sum, acc, other_max, other_sum, other_acc);
+    for (int i = 0; i < E; ++i) other_acc[i] = __shfl_xor_sync(kFullMask, acc[i], offset);
+    merge_softmax<E>(max_value, sum, acc, other_max, other_sum, other_acc);
   }
 
   __shared__ float warp_max[kSplitWarps], warp_sum_of_weights[kSplitWarps];
   __shared__ float warp_output[kSplitWarps][D];
   if (lane < kLanesPerKey) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) warp_output[warp][sub * 4 + i] = acc[i];
+    for (int i = 0; i < E; ++i) warp_output[warp][sub * E + i] = acc[i];
     if (lane == 0) warp_max[warp] = max_value, warp_sum_of_weights[warp] = sum;
   }
   __syncthreads();
@@ -189,36 +211,130 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
       output = fmaf(warp_output[w][threadIdx.x], weight, output);
       total = fmaf(warp_sum_of_weights[w], weight, total);
     }
-    partial_output[threadIdx.x] = output;
-    if (threadIdx.x == 0) partial_stats[0] = block_max, partial_stats[1] = total;
+    out_value = output;
+    out_max = block_max;
+    out_total = total;
   }
+  __syncthreads();  // the warp arrays may be reused by the caller's next call
 }
 
-template <int D>
-__global__ void __launch_bounds__(D) attention_merge_kernel(const AttentionParams p) {
-  const int row_head = blockIdx.y * p.heads + blockIdx.x;
-  const float* stats = p.partial_stats + size_t(row_head) * p.splits * 2;
-  const float* partial = p.partial_output + size_t(row_head) * p.splits * D;
-  float global_max = -INFINITY;
-  for (int s = 0; s < p.splits; ++s) global_max = fmaxf(global_max, stats[2 * s]);
-  float output = 0.0f, total = 0.0f;
-  if (global_max != -INFINITY) {
-    for (int s = 0; s < p.splits; ++s) {
-      if (stats[2 * s] == -INFINITY) continue;
-      const float weight = expf(stats[2 * s] - global_max);
-      output = fmaf(partial[size_t(s) * D + threadIdx.x], weight, output);
-      total = fmaf(stats[2 * s + 1], weight, total);
+template <int D, class Cache>
+__global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const AttentionParams p) {
+  __shared__ __align__(16) float query_shared[D];
+  __shared__ bool last_block;
+  const int split = blockIdx.x;
+  const int head = blockIdx.y;
+  const int batch_row = blockIdx.z;
+  const int row_head = batch_row * p.heads + head;
+  const size_t head_base = size_t(row_head) * p.capacity * D;
+  Cache* keys = static_cast<Cache*>(p.key_cache) + head_base;
+  Cache* values = static_cast<Cache*>(p.value_cache) + head_base;
+
+  const float* query = p.query ? p.query + size_t(row_head) * D : query_shared;
+  if (p.raw) {
+    // The new token: warp 0 its query, warp 1 (in the block whose split holds
+    // the slot) its key and value into the cache.
+    const int position = *p.write_position;
+    const int slot = position + p.cache_slot_offset;
+    const int first_key = split * p.keys_per_split;
+    const bool writes = slot >= first_key && slot < first_key + p.keys_per_split && slot < p.capacity;
+    const int warp = threadIdx.x / kWarpSize;
+    const int width = p.heads * D;
+    const float* row = p.raw + size_t(batch_row) * p.raw_stride + head * D;
+    if (warp == 0) {
+      norm_rotate_head<D>(row, p.query_norm_weight, p.eps, p.rope_theta, position, [&](int j, float x, float y) {
+        query_shared[2 * j] = x;
+        query_shared[2 * j + 1] = y;
+      });
+    } else if (warp == 1 && writes) {
+      norm_rotate_head<D>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position,
+                          [&](int j, float x, float y) { store_pair(keys, size_t(slot) * D + 2 * j, x, y); });
+      const float* value = row + 2 * width;
+      for (int j = threadIdx.x % kWarpSize; j < D / 2; j += kWarpSize)
+        store_pair(values, size_t(slot) * D + 2 * j, value[2 * j], value[2 * j + 1]);
     }
+    __syncthreads();  // the query, and this block's own cache writes, are visible to the block
   }
-  p.output[size_t(blockIdx.y) * p.output_stride + blockIdx.x * D + threadIdx.x] = total > 0.0f ? output / total : 0.0f;
+
+  const int length = current_length(p);
+  const int begin = split * p.keys_per_split;
+  const int end = min(begin + p.keys_per_split, length);
+  float* partial_output = p.partial_output + (size_t(row_head) * p.splits + split) * D;
+  float* partial_stats = p.partial_stats + (size_t(row_head) * p.splits + split) * 2;
+  if (begin < end) {
+    float value = 0.0f, block_max = 0.0f, total = 0.0f;
+    attend_keys<D, Cache>(query, p.scale, keys, values, begin, end, value, block_max, total);
+    if (threadIdx.x < D) {
+      partial_output[threadIdx.x] = value;
+      if (threadIdx.x == 0) partial_stats[0] = block_max, partial_stats[1] = total;
+    }
+  } else {
+    if (threadIdx.x < D) partial_output[threadIdx.x] = 0.0f;
+    if (threadIdx.x == 0) partial_stats[0] = -INFINITY, partial_stats[1] = 0.0f;
+  }
+
+  // The last block of this (row, head) to get here merges every split.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last_block = atomicAdd(p.counters + row_head, 1u) == unsigned(p.splits - 1);
+  __syncthreads();
+  if (!last_block) return;
+  if (threadIdx.x < D) {
+    const float* stats = p.partial_stats + size_t(row_head) * p.splits * 2;
+    const float* partial = p.partial_output + size_t(row_head) * p.splits * D;
+    float global_max = -INFINITY;
+    for (int s = 0; s < p.splits; ++s) global_max = fmaxf(global_max, __ldcg(stats + 2 * s));
+    float output = 0.0f, total = 0.0f;
+    if (global_max != -INFINITY) {
+      for (int s = 0; s < p.splits; ++s) {
+        const float split_max = __ldcg(stats + 2 * s);
+        if (split_max == -INFINITY) continue;
+        const float weight = expf(split_max - global_max);
+        output = fmaf(__ldcg(partial + size_t(s) * D + threadIdx.x), weight, output);
+        total = fmaf(__ldcg(stats + 2 * s + 1), weight, total);
+      }
+    }
+    p.output[size_t(batch_row) * p.output_stride + head * D + threadIdx.x] = total > 0.0f ? output / total : 0.0f;
+  }
+  if (threadIdx.x == 0) p.counters[row_head] = 0;  // ready for the next launch (the next graph replay)
+}
+
+struct PrefillParams {
+  const float* query;  // [batch, query_rows, heads·D]
+  int query_rows;
+  int causal_base;
+  int kv_length;
+  const void* key_cache;
+  const void* value_cache;
+  int heads;
+  int capacity;
+  float* output;  // [batch, query_rows, heads·D]
+  float scale;
+};
+
+// Grid (query_rows, heads, batch): one query row of one head per block.
+template <int D, class Cache>
+__global__ void __launch_bounds__(kSplitThreads) attention_prefill_kernel(const PrefillParams p) {
+  const int row = blockIdx.x;
+  const int head = blockIdx.y;
+  const int batch_row = blockIdx.z;
+  const int end = min(p.kv_length, p.causal_base + row + 1);
+  const size_t query_at = (size_t(batch_row) * p.query_rows + row) * p.heads * D + size_t(head) * D;
+  if (end <= 0) {
+    if (threadIdx.x < D) p.output[query_at + threadIdx.x] = 0.0f;
+    return;
+  }
+  const size_t head_base = (size_t(batch_row) * p.heads + head) * p.capacity * D;
+  float value = 0.0f, block_max = 0.0f, total = 0.0f;
+  attend_keys<D, Cache>(p.query + query_at, p.scale, static_cast<const Cache*>(p.key_cache) + head_base,
+                        static_cast<const Cache*>(p.value_cache) + head_base, 0, end, value, block_max, total);
+  if (threadIdx.x < D) p.output[query_at + threadIdx.x] = total > 0.0f ? value / total : 0.0f;
 }
 
 template <int D, class Cache>
 Status launch_attention(const AttentionParams& params, int batch, Stream stream) {
   attention_split_kernel<D, Cache><<<dim3(params.splits, params.heads, batch), kSplitThreads, 0, stream>>>(params);
-  CUBEFORGE_TRY(launch_status("attention_decode split kernel launch"));
-  attention_merge_kernel<D><<<dim3(params.heads, batch), D, 0, stream>>>(params);
-  return launch_status("attention_decode merge kernel launch");
+  return launch_status("attention_decode kernel launch");
 }
 
 template <class Cache>
@@ -232,33 +348,58 @@ Status dispatch_head_dim(int head_dim, const AttentionParams& params, int batch,
   }
 }
 
+template <class Cache>
+Status dispatch_prefill(int head_dim, const PrefillParams& params, int batch, Stream stream) {
+  const dim3 grid(params.query_rows, params.heads, batch);
+  switch (head_dim) {
+    case 16: attention_prefill_kernel<16, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    case 32: attention_prefill_kernel<32, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    case 64: attention_prefill_kernel<64, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    case 128: attention_prefill_kernel<128, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    default: return invalid("attention_prefill: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
+  }
+  return launch_status("attention_prefill kernel launch");
+}
+
 int splits_for(int cache_capacity, int keys_per_split) {
   return (cache_capacity + keys_per_split - 1) / keys_per_split;
 }
 
+// Workspace layout: counters (rounded up to 16 bytes), then the statistics
+// and outputs of every split.
+std::size_t counter_words(int batch, int heads) { return (std::size_t(batch) * heads + 3) / 4 * 4; }
+
 }  // namespace
 
 int attention_decode_keys_per_split(int batch, int heads, int cache_capacity) {
+  // 64 keys per split, or 32 when that would leave the chip short of blocks.
   const int row_heads = std::max(1, batch * heads);
-  const int wanted_splits = std::max(1, (kTargetBlocks + row_heads - 1) / row_heads);
-  int keys = (std::max(cache_capacity, 1) + wanted_splits - 1) / wanted_splits;
-  keys = (keys + 15) / 16 * 16;
-  return std::max(keys, 16);
+  return row_heads * splits_for(std::max(cache_capacity, 1), 64) >= kTargetBlocks ? 64 : 32;
 }
 
 std::size_t attention_decode_workspace_bytes(int batch, int heads, int head_dim, int cache_capacity,
                                              int keys_per_split) {
   if (keys_per_split <= 0) keys_per_split = attention_decode_keys_per_split(batch, heads, cache_capacity);
   const std::size_t splits = std::size_t(splits_for(cache_capacity, keys_per_split));
-  return std::size_t(batch) * heads * splits * (std::size_t(head_dim) + 2) * sizeof(float);
+  return (counter_words(batch, heads) + std::size_t(batch) * heads * splits * (std::size_t(head_dim) + 2)) *
+         sizeof(float);
+}
+
+Status attention_decode_reset_workspace(float* workspace, int batch, int heads, Stream stream) {
+  if (!workspace || batch <= 0 || heads <= 0)
+    return invalid("attention_decode_reset_workspace: a workspace, batch and heads are required");
+  return cuda_status(cudaMemsetAsync(workspace, 0, counter_words(batch, heads) * sizeof(float), stream),
+                     "attention_decode_reset_workspace");
 }
 
 Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   const std::string where = "attention_decode: ";
   if (args.batch <= 0 || args.heads <= 0 || args.cache_capacity <= 0)
     return invalid(where + "batch, heads and cache_capacity must be positive");
-  if (!args.query || !args.key_cache || !args.value_cache || !args.output || !args.workspace)
-    return invalid(where + "query, caches, output and workspace are required");
+  if (args.batch > 65535 || args.heads > 65535) return invalid(where + "at most 65535 batch rows and heads");
+  if (!args.query == !args.raw_qkv) return invalid(where + "give either query or raw_qkv");
+  if (!args.key_cache || !args.value_cache || !args.output || !args.workspace)
+    return invalid(where + "caches, output and workspace are required");
   if (args.cache_type != DType::kBF16 && args.cache_type != DType::kF32)
     return invalid(where + "cache type must be BF16 or F32, got " + std::string(dtype_name(args.cache_type)));
   if (args.keys_per_split < 0 || args.keys_per_split % 16 != 0)
@@ -274,11 +415,27 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   const int width = args.heads * args.head_dim;
   const int output_stride = args.output_stride ? args.output_stride : width;
   if (output_stride < width) return invalid(where + "output_stride must cover heads·head_dim");
-  if (!aligned(args.query, 16) || !aligned(args.key_cache, 16) || !aligned(args.value_cache, 16))
-    return invalid(where + "query and caches must be 16-byte aligned");
+  if (!aligned(args.key_cache, 16) || !aligned(args.value_cache, 16) || !aligned(args.workspace, 16) ||
+      (args.query && !aligned(args.query, 16)))
+    return invalid(where + "query, caches and workspace must be 16-byte aligned");
+  if (args.raw_qkv) {
+    if (!args.query_norm_weight || !args.key_norm_weight || !args.write_position)
+      return invalid(where + "the fused prologue needs both norm weights and write_position");
+    if (args.raw_stride < 3 * width || args.raw_stride % 2 != 0 || !aligned(args.raw_qkv, 8))
+      return invalid(where + "raw_qkv rows must hold q, k and v (stride at least 3·heads·head_dim, even, 8-byte aligned)");
+    if (!(args.eps > 0.0f) || !(args.rope_theta > 0.0f)) return invalid(where + "eps and rope_theta must be positive");
+  }
 
   AttentionParams params{};
   params.query = args.query;
+  params.raw = args.raw_qkv;
+  params.raw_stride = args.raw_stride;
+  params.query_norm_weight = args.query_norm_weight;
+  params.key_norm_weight = args.key_norm_weight;
+  params.eps = args.eps;
+  params.rope_theta = args.rope_theta;
+  params.write_position = args.write_position;
+  params.cache_slot_offset = args.cache_slot_offset;
   params.key_cache = args.key_cache;
   params.value_cache = args.value_cache;
   params.heads = args.heads;
@@ -287,13 +444,44 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   params.length_offset = args.length_offset;
   params.keys_per_split = keys_per_split;
   params.splits = splits_for(args.cache_capacity, keys_per_split);
-  params.partial_output = args.workspace;
-  params.partial_stats = args.workspace + std::size_t(args.batch) * args.heads * params.splits * args.head_dim;
+  const std::size_t row_heads = std::size_t(args.batch) * args.heads;
+  params.counters = reinterpret_cast<unsigned*>(args.workspace);
+  params.partial_stats = args.workspace + counter_words(args.batch, args.heads);
+  params.partial_output = params.partial_stats + row_heads * params.splits * 2;
   params.output = args.output;
   params.output_stride = output_stride;
   params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
   return args.cache_type == DType::kBF16 ? dispatch_head_dim<__nv_bfloat16>(args.head_dim, params, args.batch, stream)
                                          : dispatch_head_dim<float>(args.head_dim, params, args.batch, stream);
+}
+
+Status attention_prefill(const AttentionPrefillArgs& args, Stream stream) {
+  const std::string where = "attention_prefill: ";
+  if (args.batch <= 0 || args.heads <= 0 || args.cache_capacity <= 0 || args.query_rows <= 0)
+    return invalid(where + "batch, heads, query_rows and cache_capacity must be positive");
+  if (args.heads > 65535 || args.batch > 65535) return invalid(where + "at most 65535 heads and batch rows");
+  if (args.kv_length < 0 || args.kv_length > args.cache_capacity)
+    return invalid(where + "kv_length " + std::to_string(args.kv_length) + " outside the cache of " +
+                   std::to_string(args.cache_capacity));
+  if (!args.query || !args.key_cache || !args.value_cache || !args.output)
+    return invalid(where + "query, caches and output are required");
+  if (args.cache_type != DType::kBF16 && args.cache_type != DType::kF32)
+    return invalid(where + "cache type must be BF16 or F32, got " + std::string(dtype_name(args.cache_type)));
+  if (!aligned(args.query, 16) || !aligned(args.key_cache, 16) || !aligned(args.value_cache, 16))
+    return invalid(where + "query and caches must be 16-byte aligned");
+  PrefillParams params{};
+  params.query = args.query;
+  params.query_rows = args.query_rows;
+  params.causal_base = args.causal_base;
+  params.kv_length = args.kv_length;
+  params.key_cache = args.key_cache;
+  params.value_cache = args.value_cache;
+  params.heads = args.heads;
+  params.capacity = args.cache_capacity;
+  params.output = args.output;
+  params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
+  return args.cache_type == DType::kBF16 ? dispatch_prefill<__nv_bfloat16>(args.head_dim, params, args.batch, stream)
+                                         : dispatch_prefill<float>(args.head_dim, params, args.batch, stream);
 }
 
 }  // namespace cubeforge::cuda

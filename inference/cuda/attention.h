@@ -13,11 +13,20 @@
 // the single-stream blocks is length_offset = 1 with no position).
 // A length of 0 gives zeros.
 //
+// Fused prologue: instead of `query`, give the new token's raw projections
+// (raw_qkv: q | k | v per batch row, each heads·D, as the fused c_qk|c_v
+// matvec writes them) with the per-head norm weights, and the launch does
+// what qk_norm_rope_cache_write does first: the query is normalised and
+// rotated at *write_position, and the key (normalised, rotated) and value go
+// to cache slot *write_position + cache_slot_offset (not written when that
+// is outside the cache). Then the attention reads the cache as above.
+//
 // The sequence is cut into splits of keys_per_split keys (fixed from the
 // capacity, so the grid never changes between tokens); each split keeps an
-// online softmax and writes (max, sum, unnormalised output) to the workspace,
-// and a second kernel merges the splits. Splits past the current length exit
-// after writing an empty partial.
+// online softmax and the last split of each (row, head) to finish merges them,
+// in one launch. The workspace holds per-(row, head) counters for that: they
+// must be zero before the first launch (attention_decode_reset_workspace) and
+// every launch leaves them zero again.
 #pragma once
 
 #include <cstddef>
@@ -31,19 +40,29 @@ struct AttentionDecodeArgs {
   int heads = 0;
   int head_dim = 0;
 
-  const float* query = nullptr;  // [batch, heads, head_dim]
+  const float* query = nullptr;  // [batch, heads, head_dim]; or nullptr with raw_qkv
   DType cache_type = DType::kBF16;
-  const void* key_cache = nullptr;    // [batch, heads, cache_capacity, head_dim]
-  const void* value_cache = nullptr;  // same
+  void* key_cache = nullptr;    // [batch, heads, cache_capacity, head_dim]
+  void* value_cache = nullptr;  // same
   int cache_capacity = 0;
 
   const int* position = nullptr;  // device, or nullptr for a fixed length
   int length_offset = 1;
 
+  // The fused prologue (see above); all unset when `query` is given.
+  const float* raw_qkv = nullptr;  // [batch, raw_stride]
+  int raw_stride = 0;
+  const float* query_norm_weight = nullptr;  // [head_dim]
+  const float* key_norm_weight = nullptr;    // [head_dim]
+  float eps = 1e-5f;
+  float rope_theta = 10000.0f;
+  const int* write_position = nullptr;  // device: the new token's rotary position
+  int cache_slot_offset = 0;            // its slot is *write_position + cache_slot_offset
+
   float* output = nullptr;  // [batch, output_stride], head h at [h·head_dim, …)
   int output_stride = 0;    // 0 means heads·head_dim
 
-  float* workspace = nullptr;  // attention_decode_workspace_bytes(...) bytes
+  float* workspace = nullptr;  // attention_decode_workspace_bytes(...) bytes, 16-byte aligned
   std::size_t workspace_bytes = 0;
   int keys_per_split = 0;  // 0 chooses from the sizes; a multiple of 16 otherwise
 };
@@ -54,6 +73,34 @@ int attention_decode_keys_per_split(int batch, int heads, int cache_capacity);
 std::size_t attention_decode_workspace_bytes(int batch, int heads, int head_dim, int cache_capacity,
                                              int keys_per_split = 0);
 
+// Zeroes the workspace's counters (once, before its first launch).
+Status attention_decode_reset_workspace(float* workspace, int batch, int heads, Stream stream);
+
 Status attention_decode(const AttentionDecodeArgs& args, Stream stream);
+
+// Prefill: many query rows per (batch row, head) against the cache, causally:
+// query row i sees keys [0, min(kv_length, causal_base + i + 1)), the CPU's
+// cpu::attention mask. The cond rows of a dual block pass causal_base 0 (the
+// cond tokens attend causally among themselves), its shape rows causal_base =
+// the cond length; single blocks 0. Queries and output are [batch,
+// query_rows, heads·head_dim] f32; caches as for decode. One block per query
+// row and head, every key streamed once per query: prefill is a few dozen
+// rows, or the whole sequence in the no-cache mode of the ablation.
+struct AttentionPrefillArgs {
+  int batch = 1;
+  int heads = 0;
+  int head_dim = 0;
+  const float* query = nullptr;
+  int query_rows = 0;
+  int causal_base = 0;
+  int kv_length = 0;
+  DType cache_type = DType::kF32;
+  const void* key_cache = nullptr;
+  const void* value_cache = nullptr;
+  int cache_capacity = 0;
+  float* output = nullptr;
+};
+
+Status attention_prefill(const AttentionPrefillArgs& args, Stream stream);
 
 }  // namespace cubeforge::cuda

@@ -81,8 +81,11 @@ Result<BandwidthReport> measure_device_bandwidth(std::size_t bytes, int repeats)
     return cuda_status(cudaMemcpyAsync(destination.data(), source.data(), bytes, cudaMemcpyDeviceToDevice),
                        "bandwidth probe: copy");
   }));
+  const uint4* source_words = source.data();
+  uint32_t* sink_words = sink.data();
+  const std::size_t words = bytes / 16;
   CUBEFORGE_ASSIGN_OR_RETURN(float read_ms, best_milliseconds(repeats, [&]() -> Status {
-    read_kernel<<<blocks, kReadThreads>>>(source.data(), bytes / 16, sink.data());
+    read_kernel<<<blocks, kReadThreads>>>(source_words, words, sink_words);
     return launch_status("bandwidth probe: read kernel");
   }));
   report.copy_gb_per_s = 2.0 * double(bytes) / (double(copy_ms) * 1e-3) / 1e9;

@@ -31,4 +31,8 @@ std::string device_summary();
 // Multiprocessor count of the current device (cached per device); 1 when unknown.
 int multiprocessor_count();
 
+// Kernel launches made through the families' entry points so far in this
+// process (benchmarks count a decode step's launches with it).
+long long kernel_launches();
+
 }  // namespace cubeforge::cuda

@@ -18,9 +18,13 @@
 
 namespace cubeforge::cuda::detail {
 
+// Counts one kernel launch (kernel_launches() in cuda_api.h).
+void count_launch();
+
 // After a kernel launch: reports a bad configuration (grid, shared memory,
 // missing sm_90 image) as an error naming the kernel family.
 inline Status launch_status(const char* kernel) {
+  count_launch();
   return cuda_status(cudaGetLastError(), kernel);
 }
 

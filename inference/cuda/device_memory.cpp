@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 
 #include "inference/cuda/cuda_status.h"
@@ -58,6 +59,13 @@ int multiprocessor_count() {
   }
   return cached[device];
 }
+
+namespace {
+std::atomic<long long> launches{0};
+}  // namespace
+
+void detail::count_launch() { launches.fetch_add(1, std::memory_order_relaxed); }
+long long kernel_launches() { return launches.load(std::memory_order_relaxed); }
 
 Status synchronize_device() { return cuda_status(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 

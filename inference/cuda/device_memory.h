@@ -26,6 +26,7 @@ Status copy_to_host(void* host, const void* device, std::size_t bytes, const std
 Status fill_bytes(void* device, int byte_value, std::size_t bytes, const std::string& name);
 Result<void*> host_allocate_mapped(std::size_t bytes, const std::string& name, void** device_alias);
 void host_free(void* pointer);
+void count_launch();  // one kernel launch (kernel_launches() in cuda_api.h)
 }  // namespace detail
 
 // Waits for all work on the current device; reports asynchronous kernel faults.

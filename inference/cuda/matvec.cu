@@ -18,9 +18,15 @@
 // automatic choice aims for at least two blocks per SM while leaving every
 // lane at least one chunk.
 //
-// Not done here (possible later gains, measured first): fusing LayerNorm into
-// the input read, and a persistent multi-matrix kernel that removes the
-// launch gaps between the ~10 matvecs of a layer.
+// LayerNorm prologue. ln_1, ln_3 and ln_f feed exactly one projection each
+// (q|k|v, gate|up, lm_head), so each block normalises the input rows on the
+// fly instead of a launch of its own writing them out: every block reads the
+// rows (≤ 12 KB, from L2) for their mean and variance, then scales each input
+// chunk as it loads it.
+//
+// Not done here (possible later gains, measured first): a persistent
+// multi-matrix kernel that removes the launch gaps between the matvecs of a
+// layer.
 #include "inference/cuda/matvec.h"
 
 #include "inference/cuda/cuda_internal.cuh"
@@ -49,6 +55,8 @@ struct MatvecParams {
   const float* residual;
   float* output;
   int output_stride;
+  float norm_eps;  // > 0: LayerNorm each input row first (f32 input)
+  int cols;
 };
 
 template <class Weight>
@@ -111,9 +119,12 @@ struct InputChunk<__nv_bfloat16, 4> {
   }
 };
 
+// `mean` and `scale` normalise the input on the fly (LayerNorm fused into the
+// projection); 0 and 1 leave every value exactly as loaded.
 template <class Weight, class Input, int Batch>
 __device__ __forceinline__ void accumulate_chunk(const uint4& raw0, const uint4& raw1, const Input* input,
-                                                 int input_stride, int chunk, float (&acc0)[Batch],
+                                                 int input_stride, int chunk, const float (&mean)[Batch],
+                                                 const float (&scale)[Batch], float (&acc0)[Batch],
                                                  float (&acc1)[Batch]) {
   constexpr int E = WeightChunk<Weight>::kElements;
   float w0[E], w1[E];
@@ -123,6 +134,8 @@ __device__ __forceinline__ void accumulate_chunk(const uint4& raw0, const uint4&
   for (int b = 0; b < Batch; ++b) {
     float x[E];
     InputChunk<Input, E>::load(input + size_t(b) * input_stride, chunk, x);
+#pragma unroll
+    for (int e = 0; e < E; ++e) x[e] = (x[e] - mean[b]) * scale[b];
 #pragma unroll
     for (int e = 0; e < E; ++e) {
       acc0[b] = fmaf(w0[e], x[e], acc0[b]);
@@ -167,23 +180,56 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const MatvecParams p) 
 #pragma unroll
   for (int b = 0; b < Batch; ++b) acc0[b] = acc1[b] = 0.0f;
 
-  int chunk = begin + lane;
-  for (; chunk + (kUnroll - 1) * kWarpSize < end; chunk += kUnroll * kWarpSize) {
+  // LayerNorm prologue (ln_1, ln_3, ln_f): every block computes the rows'
+  // statistics itself, two passes over a row that stays in L1, as
+  // layer_norm_rows does.
+  float norm_mean[Batch], norm_scale[Batch];
+#pragma unroll
+  for (int b = 0; b < Batch; ++b) norm_mean[b] = 0.0f, norm_scale[b] = 1.0f;
+  if constexpr (sizeof(Input) == 4) {
+    if (p.norm_eps > 0.0f) {
+      __shared__ float scratch[kWarpSize];
+#pragma unroll
+      for (int b = 0; b < Batch; ++b) {
+        const float* x = reinterpret_cast<const float*>(input) + size_t(b) * p.input_stride;
+        float sum = 0.0f;
+        for (int i = threadIdx.x; i < p.cols; i += blockDim.x) sum += x[i];
+        const float mean = block_sum(sum, scratch) / float(p.cols);
+        float squares = 0.0f;
+        for (int i = threadIdx.x; i < p.cols; i += blockDim.x) {
+          const float centred = x[i] - mean;
+          squares = fmaf(centred, centred, squares);
+        }
+        const float variance = block_sum(squares, scratch) / float(p.cols);
+        norm_mean[b] = mean;
+        norm_scale[b] = 1.0f / sqrtf(variance + p.norm_eps);
+      }
+    }
+  }
+
+  // Each round issues all of a lane's chunks of both rows (up to kUnroll
+  // each) before the first multiply, whatever the slice's length: a short
+  // slice (split-K over a narrow matrix) still has all of its bytes in flight
+  // at once. A chunk past the slice is neither loaded nor added.
+  for (int base = begin; base < end; base += kUnroll * kWarpSize) {
     uint4 raw0[kUnroll], raw1[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      raw0[u] = __ldcs(w0 + chunk + u * kWarpSize);
-      raw1[u] = __ldcs(w1 + chunk + u * kWarpSize);
+      const int chunk = base + lane + u * kWarpSize;
+      if (chunk < end) {
+        raw0[u] = __ldcs(w0 + chunk);
+        raw1[u] = __ldcs(w1 + chunk);
+      } else {
+        raw0[u] = raw1[u] = uint4{0u, 0u, 0u, 0u};
+      }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u)
-      accumulate_chunk<Weight, Input, Batch>(raw0[u], raw1[u], input, p.input_stride, chunk + u * kWarpSize,
-                                             acc0, acc1);
-  }
-  for (; chunk < end; chunk += kWarpSize) {
-    uint4 raw0 = __ldcs(w0 + chunk);
-    uint4 raw1 = __ldcs(w1 + chunk);
-    accumulate_chunk<Weight, Input, Batch>(raw0, raw1, input, p.input_stride, chunk, acc0, acc1);
+    for (int u = 0; u < kUnroll; ++u) {
+      const int chunk = base + lane + u * kWarpSize;
+      if (chunk < end)
+        accumulate_chunk<Weight, Input, Batch>(raw0[u], raw1[u], input, p.input_stride, chunk, norm_mean, norm_scale,
+                                               acc0, acc1);
+    }
   }
 
 #pragma unroll
@@ -293,6 +339,10 @@ Status matvec(const MatvecArgs& args, Stream stream) {
   if (!args.weight || !args.input || !args.output) return invalid("matvec: weight, input and output are required");
   if (args.swiglu && !args.up_weight) return invalid("matvec: SwiGLU needs up_weight");
   if (args.swiglu && args.residual) return invalid("matvec: a residual cannot follow SwiGLU");
+  if (args.input_layer_norm_eps < 0.0f || (args.input_layer_norm_eps > 0.0f && args.input_type != DType::kF32))
+    return invalid("matvec: the LayerNorm prologue takes f32 input and a positive eps");
+  if (args.input_layer_norm_eps > 0.0f && args.residual == args.input)
+    return invalid("matvec: the LayerNorm prologue's input cannot be the residual it writes");
 
   const size_t weight_size = dtype_size(args.weight_type);
   const size_t input_size = dtype_size(args.input_type);
@@ -336,6 +386,8 @@ Status matvec(const MatvecArgs& args, Stream stream) {
   params.residual = args.residual;
   params.output = args.output;
   params.output_stride = output_stride;
+  params.norm_eps = args.input_layer_norm_eps;
+  params.cols = args.cols;
 
   const bool bf16_weight = args.weight_type == DType::kBF16;
   const bool bf16_input = args.input_type == DType::kBF16;

@@ -9,6 +9,7 @@
 //   plain:   y = W·x (+ bias[n]) (+ residual[b, n])     residual may alias y (x += proj(a));
 //                                                        the input must not alias y
 //   SwiGLU:  y = silu(Wg·x + bg[n]) · (Wu·x + bu[n])     gate and up as two [N, K] row ranges
+// Prologue (optional): LayerNorm of each input row before the product.
 // Accumulation is fp32; the order of the sum is fixed, so results are
 // deterministic. Decode is purely bandwidth-bound (each weight byte is used
 // once per token per CFG row pair), so the kernel is built to stream W at the
@@ -37,6 +38,9 @@ struct MatvecArgs {
   float* output = nullptr;          // [batch, output_stride]
   int output_stride = 0;            // 0 means rows
   bool swiglu = false;
+  // > 0: LayerNorm without affine on each input row first, with this eps
+  // ((x − mean) / sqrt(var + eps), as layer_norm_rows); f32 input only.
+  float input_layer_norm_eps = 0.0f;
 
   // How many warps share one row's K range: 1, 2, 4 or 8; 0 picks from the
   // shape and the device's multiprocessor count. Tests force each value.

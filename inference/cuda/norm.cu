@@ -6,9 +6,11 @@
 // through device memory, not throughput. The arithmetic mirrors PyTorch's
 // float32 order (x·rsqrt then ·weight; complex product without FMA
 // contraction) so CPU references agree to a few ulp.
+#include <algorithm>
 #include <cmath>
 
 #include "inference/cuda/cuda_internal.cuh"
+#include "inference/cuda/head_norm_rope.cuh"
 #include "inference/cuda/norm.h"
 
 namespace cubeforge::cuda {
@@ -47,7 +49,10 @@ struct QkParams {
   const float* key_norm_weight;
   float eps;
   float rope_theta;
+  int tokens;
   const int* position;
+  int first_position;
+  int position_step;
   int cache_slot_offset;
   float* query_out;
   void* key_cache;
@@ -56,20 +61,7 @@ struct QkParams {
   int heads;
 };
 
-template <class Cache>
-__device__ __forceinline__ void store_pair(Cache* cache, size_t at, float x, float y);
-
-template <>
-__device__ __forceinline__ void store_pair<float>(float* cache, size_t at, float x, float y) {
-  *reinterpret_cast<float2*>(cache + at) = make_float2(x, y);
-}
-
-template <>
-__device__ __forceinline__ void store_pair<__nv_bfloat16>(__nv_bfloat16* cache, size_t at, float x, float y) {
-  *reinterpret_cast<__nv_bfloat162*>(cache + at) = __floats2bfloat162_rn(x, y);
-}
-
-// Grid (heads, batch), two warps: warp 0 the query, warp 1 the key and value.
+// Grid (heads, batch, tokens), two warps: warp 0 the query, warp 1 the key and value.
 // Lane l owns the interleaved pairs l, l + 32, … of the head.
 template <int HeadDim, class Cache>
 __global__ void __launch_bounds__(64) qk_norm_rope_kernel(const QkParams p) {
@@ -77,54 +69,34 @@ __global__ void __launch_bounds__(64) qk_norm_rope_kernel(const QkParams p) {
   constexpr int kPairsPerLane = (kPairs + kWarpSize - 1) / kWarpSize;
   const int head = blockIdx.x;
   const int batch_row = blockIdx.y;
+  const int token = blockIdx.z;
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const bool is_query = warp == 0;
   if (is_query && p.query == nullptr) return;  // warp-uniform
 
-  const int position = *p.position;
-  const int slot = position + p.cache_slot_offset;
+  const int first = p.position ? *p.position : p.first_position;
+  const int position = p.position ? first + token : first + token * p.position_step;
+  const int slot = first + p.cache_slot_offset + token;
   const bool slot_in_cache = slot >= 0 && slot < p.cache_capacity;
   const size_t head_in_cache = (size_t(batch_row) * p.heads + head) * size_t(p.cache_capacity);
+  const size_t row = size_t(batch_row) * p.tokens + token;
 
-  const float* source = is_query ? p.query + size_t(batch_row) * p.query_stride + head * HeadDim
-                                 : p.key + size_t(batch_row) * p.key_stride + head * HeadDim;
-  const float* weight = is_query ? p.query_norm_weight : p.key_norm_weight;
-
-  float2 pair[kPairsPerLane];
-  float squares = 0.0f;
-#pragma unroll
-  for (int t = 0; t < kPairsPerLane; ++t) {
-    const int j = lane + t * kWarpSize;
-    pair[t] = j < kPairs ? reinterpret_cast<const float2*>(source)[j] : make_float2(0.0f, 0.0f);
-    squares = fmaf(pair[t].x, pair[t].x, squares);
-    squares = fmaf(pair[t].y, pair[t].y, squares);
+  if (is_query) {
+    float* out = p.query_out + (row * p.heads + head) * HeadDim;
+    norm_rotate_head<HeadDim>(p.query + row * p.query_stride + head * HeadDim, p.query_norm_weight, p.eps,
+                              p.rope_theta, position, [&](int j, float x, float y) {
+                                *reinterpret_cast<float2*>(out + 2 * j) = make_float2(x, y);
+                              });
+    return;
   }
-  squares = warp_sum(squares);
-  const float inverse_rms = 1.0f / sqrtf(squares / float(HeadDim) + p.eps);
-
-#pragma unroll
-  for (int t = 0; t < kPairsPerLane; ++t) {
-    const int j = lane + t * kWarpSize;
-    if (j >= kPairs) continue;
-    const float a = __fmul_rn(__fmul_rn(pair[t].x, inverse_rms), weight[2 * j]);
-    const float b = __fmul_rn(__fmul_rn(pair[t].y, inverse_rms), weight[2 * j + 1]);
-    const float inverse_frequency = float(1.0 / pow(double(p.rope_theta), double(2 * j) / double(HeadDim)));
-    const float angle = __fmul_rn(float(position), inverse_frequency);
-    float sine, cosine;
-    sincosf(angle, &sine, &cosine);
-    const float rotated_x = __fsub_rn(__fmul_rn(a, cosine), __fmul_rn(b, sine));
-    const float rotated_y = __fadd_rn(__fmul_rn(a, sine), __fmul_rn(b, cosine));
-    if (is_query) {
-      float* out = p.query_out + (size_t(batch_row) * p.heads + head) * HeadDim;
-      *reinterpret_cast<float2*>(out + 2 * j) = make_float2(rotated_x, rotated_y);
-    } else if (slot_in_cache) {
-      store_pair(static_cast<Cache*>(p.key_cache), (head_in_cache + slot) * HeadDim + 2 * j, rotated_x, rotated_y);
-    }
-  }
-
-  if (!is_query && slot_in_cache) {
-    const float2* value = reinterpret_cast<const float2*>(p.value + size_t(batch_row) * p.value_stride + head * HeadDim);
+  Cache* keys = static_cast<Cache*>(p.key_cache);
+  norm_rotate_head<HeadDim>(p.key + row * p.key_stride + head * HeadDim, p.key_norm_weight, p.eps, p.rope_theta,
+                            position, [&](int j, float x, float y) {
+                              if (slot_in_cache) store_pair(keys, (head_in_cache + slot) * HeadDim + 2 * j, x, y);
+                            });
+  if (slot_in_cache) {
+    const float2* value = reinterpret_cast<const float2*>(p.value + row * p.value_stride + head * HeadDim);
 #pragma unroll
     for (int t = 0; t < kPairsPerLane; ++t) {
       const int j = lane + t * kWarpSize;
@@ -162,15 +134,18 @@ Status layer_norm_rows(const float* input, int input_stride, float* output, int 
   if (!input || !output) return invalid("layer_norm_rows: input and output are required");
   if (input_stride < cols || output_stride < cols) return invalid("layer_norm_rows: strides must cover a row");
   if (!(eps > 0.0f)) return invalid("layer_norm_rows: eps must be positive");
-  layer_norm_kernel<<<rows, kLayerNormThreads, 0, stream>>>(input, input_stride, output, output_stride, cols, eps);
+  // A narrow row takes a narrower block: no warps that only wait at the reductions.
+  const int threads = std::min(kLayerNormThreads, (cols + kWarpSize - 1) / kWarpSize * kWarpSize);
+  layer_norm_kernel<<<rows, threads, 0, stream>>>(input, input_stride, output, output_stride, cols, eps);
   return launch_status("layer_norm_rows kernel launch");
 }
 
 Status qk_norm_rope_cache_write(const QkNormRopeArgs& args, Stream stream) {
   const std::string where = "qk_norm_rope_cache_write: ";
   if (args.batch <= 0 || args.heads <= 0) return invalid(where + "batch and heads must be positive");
-  if (!args.key || !args.value || !args.key_norm_weight || !args.position || !args.key_cache || !args.value_cache)
-    return invalid(where + "key, value, key_norm_weight, position and both caches are required");
+  if (args.tokens <= 0 || args.tokens > 65535) return invalid(where + "tokens must be in 1..65535");
+  if (!args.key || !args.value || !args.key_norm_weight || !args.key_cache || !args.value_cache)
+    return invalid(where + "key, value, key_norm_weight and both caches are required");
   if (args.query && (!args.query_out || !args.query_norm_weight))
     return invalid(where + "a query needs query_out and query_norm_weight");
   if (args.cache_type != DType::kBF16 && args.cache_type != DType::kF32)
@@ -197,14 +172,17 @@ Status qk_norm_rope_cache_write(const QkNormRopeArgs& args, Stream stream) {
   params.key_norm_weight = args.key_norm_weight;
   params.eps = args.eps;
   params.rope_theta = args.rope_theta;
+  params.tokens = args.tokens;
   params.position = args.position;
+  params.first_position = args.first_position;
+  params.position_step = args.position_step;
   params.cache_slot_offset = args.cache_slot_offset;
   params.query_out = args.query_out;
   params.key_cache = args.key_cache;
   params.value_cache = args.value_cache;
   params.cache_capacity = args.cache_capacity;
   params.heads = args.heads;
-  const dim3 grid(args.heads, args.batch);
+  const dim3 grid(args.heads, args.batch, args.tokens);
   return args.cache_type == DType::kBF16 ? launch_qk<__nv_bfloat16>(args.head_dim, grid, params, stream)
                                          : launch_qk<float>(args.head_dim, grid, params, stream);
 }

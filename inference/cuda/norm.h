@@ -19,9 +19,14 @@
 //   The cache stores rotated keys, which gives the same attention as the
 //   reference's re-rotation of the whole cache every step.
 //   A slot outside [0, cache_capacity) is not written (the query still is).
+//   Prefill passes several tokens per batch row (`tokens`, T) and host
+//   positions: token t sits at rotary position first_position + t·position_step
+//   (the cond tokens all at 0: step 0) and in slot first_position +
+//   cache_slot_offset + t. A rotation by position 0 leaves a pair exactly as
+//   it is, so cond rows match the CPU's, which does not rotate them.
 //
-// Shapes: q_raw, k_raw [batch, row_stride] with head h at [h·head_dim, …);
-// v_raw likewise; query_out [batch, heads, head_dim] f32; caches
+// Shapes: q_raw, k_raw [batch·T, row_stride] with head h at [h·head_dim, …);
+// v_raw likewise; query_out [batch, T, heads, head_dim] f32; caches
 // [batch, heads, capacity, head_dim] in bf16 or f32.
 #pragma once
 
@@ -51,10 +56,13 @@ struct QkNormRopeArgs {
   float eps = 1e-5f;
   float rope_theta = 10000.0f;
 
-  const int* position = nullptr;  // device: rotary position of the token
-  int cache_slot_offset = 0;      // slot = *position + cache_slot_offset
+  int tokens = 1;                 // T: consecutive tokens per batch row
+  const int* position = nullptr;  // device: rotary position of the (first) token, or nullptr:
+  int first_position = 0;         //   then the host's first_position
+  int position_step = 1;          //   and step (tokens t at first_position + t·position_step)
+  int cache_slot_offset = 0;      // slot = position of token 0 + cache_slot_offset + t
 
-  float* query_out = nullptr;  // [batch, heads, head_dim]; required when query is set
+  float* query_out = nullptr;  // [batch, T, heads, head_dim]; required when query is set
   DType cache_type = DType::kBF16;
   void* key_cache = nullptr;    // [batch, heads, cache_capacity, head_dim]
   void* value_cache = nullptr;  // same

@@ -1,7 +1,8 @@
 // CFG combine, token choice and next-input gather in one block (see sampling.h).
 //
-// The vocabulary (≤ 16384) lives in registers, 16 contiguous tokens per thread
-// of a 1024-thread block. Thresholds for top-k and top-p are found by binary
+// The vocabulary (≤ 16384) lives in registers, up to 16 contiguous tokens per
+// thread of one block of up to 1024 threads (smaller vocabularies take a
+// smaller block: fewer idle threads at every reduction). Thresholds for top-k and top-p are found by binary
 // search over the bit patterns of floats (32 and 31 rounds of a block
 // reduction) instead of a sort: every reduction combines in a fixed order, so
 // a seed gives the same tokens on every run and in graph replay. Inverse-CDF
@@ -10,6 +11,7 @@
 // the target, and a target rounded onto the total falls back to the last
 // kept token. The whole step costs one launch of a few microseconds (greedy)
 // to a few tens (top-k + top-p), against ~0.4 ms of weight streaming.
+#include <climits>
 #include <cmath>
 
 #include "inference/cuda/cuda_internal.cuh"
@@ -20,7 +22,7 @@ namespace {
 
 using namespace detail;
 
-constexpr int kThreads = 1024;
+constexpr int kMaxThreads = 1024;
 constexpr uint32_t kOneBits = 0x3F800000u;  // 1.0f: the weight of the maximum logit
 
 struct SampleParams {
@@ -41,6 +43,8 @@ struct SampleParams {
   int* host_ring;
   int host_ring_capacity;
   int* host_ring_count;
+  const int* forced_tokens;
+  int* input_tokens;
   bool embedding_bf16;
   const void* embedding;
   int embedding_dim;
@@ -48,6 +52,8 @@ struct SampleParams {
   int next_input_stride;
   int next_input_rows;
   float* combined_logits;
+  float* logits_history;
+  float* combined_history;
 };
 
 // Float order as unsigned order (negative floats reversed).
@@ -62,7 +68,7 @@ __device__ __forceinline__ int block_sum_int(int value, int* scratch) {
   for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_xor_sync(kFullMask, value, offset);
   if (lane == 0) scratch[warp] = value;
   __syncthreads();
-  int total = scratch[lane];
+  int total = lane < int(blockDim.x) / kWarpSize ? scratch[lane] : 0;
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) total += __shfl_xor_sync(kFullMask, total, offset);
   __syncthreads();
@@ -75,7 +81,7 @@ __device__ __forceinline__ int block_max_int(int value, int* scratch) {
   for (int offset = 16; offset > 0; offset >>= 1) value = max(value, __shfl_xor_sync(kFullMask, value, offset));
   if (lane == 0) scratch[warp] = value;
   __syncthreads();
-  int total = scratch[lane];
+  int total = lane < int(blockDim.x) / kWarpSize ? scratch[lane] : INT_MIN;
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) total = max(total, __shfl_xor_sync(kFullMask, total, offset));
   __syncthreads();
@@ -96,8 +102,9 @@ __device__ __forceinline__ void block_argmax(float& value, int& index, float* va
   }
   if (lane == 0) value_scratch[warp] = value, index_scratch[warp] = index;
   __syncthreads();
-  value = value_scratch[lane];
-  index = index_scratch[lane];
+  const bool filled = lane < int(blockDim.x) / kWarpSize;
+  value = filled ? value_scratch[lane] : -INFINITY;
+  index = filled ? index_scratch[lane] : 0x7fffffff;
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     const float other_value = __shfl_xor_sync(kFullMask, value, offset);
@@ -107,8 +114,9 @@ __device__ __forceinline__ void block_argmax(float& value, int& index, float* va
   __syncthreads();
 }
 
-template <int PerThread>
-__global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) {
+template <int Threads, int PerThread>
+__global__ void __launch_bounds__(Threads) sample_kernel(const SampleParams p) {
+  constexpr int kThreads = Threads;
   __shared__ float float_scratch[kWarpSize];
   __shared__ int int_scratch[kWarpSize];
   __shared__ float inclusive_prefix[kThreads];
@@ -133,10 +141,16 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
           value = __fsub_rn(__fmul_rn(conditional_weight, value),
                             __fmul_rn(unconditional_weight, p.logits[p.logits_stride + token]));
         if (p.combined_logits) p.combined_logits[token] = value;
+        if (p.combined_history) p.combined_history[size_t(step) * p.vocab + token] = value;
         if (isnan(value)) value = -INFINITY;
       }
       logit[j] = value;
     }
+  }
+
+  if (p.logits_history) {
+    float* history = p.logits_history + size_t(step) * p.rows * p.logits_stride;
+    for (int i = threadIdx.x; i < p.rows * p.logits_stride; i += kThreads) history[i] = p.logits[i];
   }
 
   // 2. Maximum (greedy answer, and the reference point of the weights).
@@ -215,7 +229,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
       if (lane == kWarpSize - 1) float_scratch[warp] = scan;
       __syncthreads();
       if (warp == 0) {
-        float total = float_scratch[lane];
+        float total = lane < kThreads / kWarpSize ? float_scratch[lane] : 0.0f;
 #pragma unroll
         for (int offset = 1; offset < kWarpSize; offset <<= 1) {
           const float other = __shfl_up_sync(kFullMask, total, offset);
@@ -251,10 +265,12 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
   }
   __syncthreads();
   const int token = chosen;
+  const int fed = p.forced_tokens ? p.forced_tokens[step] : token;
 
   // 3. Publish the token and feed it to the next step.
   if (threadIdx.x == 0) {
     if (p.tokens) p.tokens[step] = token;
+    if (p.input_tokens) p.input_tokens[step + 1] = fed;
     if (p.host_ring) {
       *reinterpret_cast<volatile int*>(p.host_ring + step % p.host_ring_capacity) = token;
       __threadfence_system();
@@ -264,7 +280,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const SampleParams p) 
   }
   if (p.embedding && p.next_input) {
     for (int d = threadIdx.x; d < p.embedding_dim; d += kThreads) {
-      const size_t at = size_t(token) * p.embedding_dim + d;
+      const size_t at = size_t(fed) * p.embedding_dim + d;
       const float value = p.embedding_bf16
                               ? __bfloat162float(static_cast<const __nv_bfloat16*>(p.embedding)[at])
                               : static_cast<const float*>(p.embedding)[at];
@@ -316,6 +332,8 @@ Status cfg_sample_and_embed(const CfgSampleArgs& args, Stream stream) {
   params.host_ring = args.host_ring;
   params.host_ring_capacity = args.host_ring_capacity;
   params.host_ring_count = args.host_ring_count;
+  params.forced_tokens = args.forced_tokens;
+  params.input_tokens = args.input_tokens;
   params.embedding_bf16 = args.embedding_type == DType::kBF16;
   params.embedding = args.embedding;
   params.embedding_dim = args.embedding_dim;
@@ -323,10 +341,14 @@ Status cfg_sample_and_embed(const CfgSampleArgs& args, Stream stream) {
   params.next_input_stride = args.next_input_stride;
   params.next_input_rows = args.next_input_rows;
   params.combined_logits = args.combined_logits;
+  params.logits_history = args.logits_history;
+  params.combined_history = args.combined_history;
 
-  if (args.vocab <= 4 * kThreads) sample_kernel<4><<<1, kThreads, 0, stream>>>(params);
-  else if (args.vocab <= 8 * kThreads) sample_kernel<8><<<1, kThreads, 0, stream>>>(params);
-  else sample_kernel<16><<<1, kThreads, 0, stream>>>(params);
+  if (args.vocab <= 4 * 128) sample_kernel<128, 4><<<1, 128, 0, stream>>>(params);
+  else if (args.vocab <= 4 * 256) sample_kernel<256, 4><<<1, 256, 0, stream>>>(params);
+  else if (args.vocab <= 4 * kMaxThreads) sample_kernel<kMaxThreads, 4><<<1, kMaxThreads, 0, stream>>>(params);
+  else if (args.vocab <= 8 * kMaxThreads) sample_kernel<kMaxThreads, 8><<<1, kMaxThreads, 0, stream>>>(params);
+  else sample_kernel<kMaxThreads, 16><<<1, kMaxThreads, 0, stream>>>(params);
   return launch_status("cfg_sample_and_embed kernel launch");
 }
 

@@ -1,7 +1,7 @@
 // The end of a decode step on the device: classifier-free-guidance combine,
 // token choice, and the next step's input, so no logits ever leave the GPU.
 //
-// One block of 1024 threads, per step:
+// One block (up to 1024 threads, fewer for small vocabularies), per step:
 //   1. logits: with two rows (row 0 conditional, row 1 unconditional) at step i
 //      of N, γ = s·(N − i)/N and logits = (1 + γ)·cond − γ·uncond, rounded as
 //      PyTorch rounds it (γ and 1 + γ in double, cast to float; no FMA). With
@@ -22,8 +22,12 @@
 //      same tokens for a seed.
 //   3. outputs: tokens[i] = token; host_ring[i % capacity] = token, then
 //      *host_ring_count = i + 1 (after a system-wide fence, so a host thread
-//      that sees the count sees the token); next_input rows ← embedding[token];
-//      and, when advance_step is set, *step = i + 1 for the next replay.
+//      that sees the count sees the token); the fed token is the sampled one,
+//      or forced_tokens[i] under teacher forcing: input_tokens[i + 1] = fed,
+//      next_input rows ← embedding[fed]; and, when advance_step is set,
+//      *step = i + 1 for the next replay. For checks, the logits of step i can
+//      be kept: logits_history[i] (every row as given) and
+//      combined_history[i] (after step 1).
 // The step index lives in device memory, so a captured graph needs no update.
 #pragma once
 
@@ -60,6 +64,9 @@ struct CfgSampleArgs {
   int host_ring_capacity = 0;
   int* host_ring_count = nullptr;  // device alias of one pinned int, or nullptr
 
+  const int* forced_tokens = nullptr;  // device [total_steps] or nullptr: fed instead of the sampled token
+  int* input_tokens = nullptr;         // device [total_steps + 1] or nullptr: [i + 1] = the fed token
+
   DType embedding_type = DType::kBF16;  // kBF16 or kF32
   const void* embedding = nullptr;      // [≥ vocab, embedding_dim] token embedding, or nullptr
   int embedding_dim = 0;
@@ -68,6 +75,8 @@ struct CfgSampleArgs {
   int next_input_rows = 0;
 
   float* combined_logits = nullptr;  // [vocab] or nullptr: the logits after step 1, for checks
+  float* logits_history = nullptr;    // [total_steps, rows, logits_stride] or nullptr
+  float* combined_history = nullptr;  // [total_steps, vocab] or nullptr
 };
 
 Status cfg_sample_and_embed(const CfgSampleArgs& args, Stream stream);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "inference/model/weights.h"
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 
@@ -54,6 +55,8 @@ DualStreamGpt::~DualStreamGpt() = default;
 const GptConfig& DualStreamGpt::config() const { return weights_->config; }
 
 const WeightOptions& DualStreamGpt::weight_options() const { return weights_->weight_options; }
+
+const SafetensorsFile& DualStreamGpt::tensors() const { return *weights_->file; }
 
 std::vector<std::string> DualStreamGpt::decode_matrix_names(const GptConfig& config) {
   std::vector<std::string> names = {"lm_head.weight"};
@@ -239,6 +242,7 @@ struct GptSession::State {
   // the S cond rows first, then shape positions; single layers shape
   // positions only. Keys are stored rotated.
   std::vector<LayerKvCache> caches;
+  TraceSink* trace = nullptr;  // null unless a trace was asked for
   // Scratch, sized for the largest use (prefill rows or the decode batch).
   std::vector<float> normed, qk, v, attn, mlp_gate, mlp_up, queries;
   // Prefill's keys and values of one batch row, [S + L, d]: its attention
@@ -284,6 +288,7 @@ GptSession::GptSession(GptSession&&) noexcept = default;
 int GptSession::batch() const { return state_->batch; }
 int GptSession::cond_length() const { return state_->cond_length; }
 int GptSession::filled() const { return state_->filled; }
+void GptSession::set_trace(TraceSink* sink) { state_->trace = sink; }
 
 Status GptSession::read_cache(int layer, int row, std::vector<float>* keys, std::vector<float>* values) const {
   const State& s = *state_;
@@ -305,16 +310,23 @@ namespace {
 
 using State = GptSession::State;
 
-// x += c_proj(attn); x += down(silu(gate(ln(x))) * up(ln(x)))
-void post_attention(State& s, const PostAttention& post, float* x, const float* attn, int rows) {
-  const int d = s.d();
+// x += c_proj(attn); x += down(silu(gate(ln(x))) * up(ln(x))) over
+// batch * positions rows. `at` and `norm` name the points when tracing.
+void post_attention(State& s, const PostAttention& post, float* x, const float* attn, int batch, int positions,
+                    const TracePrefix& at, std::string_view norm) {
+  const int d = s.d(), rows = batch * positions;
   const float eps = s.w->config.eps;
+  trace_tensor(s.trace, at, "attn", attn, {batch, positions, d});
   cpu::linear_accumulate(attn, rows, post.proj.weight, post.proj.bias_data(), x);
+  trace_tensor(s.trace, at, "attn_residual", x, {batch, positions, d});
   cpu::layer_norm(x, rows, d, eps, nullptr, nullptr, s.normed.data());
+  trace_tensor(s.trace, at, norm, s.normed.data(), {batch, positions, d});
   cpu::linear(s.normed.data(), rows, post.gate.weight, post.gate.bias_data(), s.mlp_gate.data());
   cpu::linear(s.normed.data(), rows, post.up.weight, post.up.bias_data(), s.mlp_up.data());
   cpu::swiglu_inplace(s.mlp_gate.data(), s.mlp_up.data(), int64_t(rows) * 4 * d);
+  trace_tensor(s.trace, at, "mlp_hidden", s.mlp_gate.data(), {batch, positions, 4 * d});
   cpu::linear_accumulate(s.mlp_gate.data(), rows, post.down.weight, post.down.bias_data(), x);
+  trace_tensor(s.trace, at, "out", x, {batch, positions, d});
 }
 
 // Projects normed rows into q (when present), k and v; applies the per-head
@@ -338,6 +350,18 @@ void project_qkv(State& s, const PreAttention& pre, const float* normed, int row
   cpu::linear(normed, rows, pre.v.weight, pre.v.bias_data(), v);
 }
 
+// q (when recorded), k in a [rows, 2d] q|k layout and v [rows, d], for
+// rows = batch * positions, under `at`.
+void trace_qkv(State& s, const TracePrefix& at, bool with_query, const float* qk, const float* v, int batch,
+               int positions) {
+  if (!s.trace) return;
+  const int d = s.d();
+  const int64_t rows = int64_t(batch) * positions;
+  if (with_query) trace_rows(s.trace, at, "q", qk, rows, d, 2 * d, {batch, positions, d});
+  trace_rows(s.trace, at, "k", qk + d, rows, d, 2 * d, {batch, positions, d});
+  trace_tensor(s.trace, at, "v", v, {batch, positions, d});
+}
+
 void rotate(State& s, float* rows_data, int rows, int stride, int first_position) {
   std::vector<int32_t> positions(static_cast<size_t>(rows));
   for (int i = 0; i < rows; ++i) positions[size_t(i)] = first_position + i;
@@ -351,7 +375,9 @@ void final_logits(State& s, const float* x_rows, int batch, int rows_per_batch, 
   for (int b = 0; b < batch; ++b)
     cpu::layer_norm(x_rows + (size_t(b) * rows_per_batch + rows_per_batch - 1) * d, 1, d, s.w->config.eps, nullptr,
                     nullptr, last.data() + size_t(b) * d);
+  trace_tensor(s.trace, "ln_f", last.data(), {batch, d});
   cpu::linear(last.data(), batch, s.w->lm_head.weight, nullptr, logits);
+  trace_tensor(s.trace, "logits", logits, {batch, s.w->config.vocab_size()});
 }
 
 }  // namespace
@@ -386,12 +412,18 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
   std::vector<float> c_qk(size_t(B) * S * 2 * d), c_v(size_t(B) * S * d), c_attn(size_t(B) * S * d);
   std::vector<float> x_qk(size_t(B) * L * 2 * d), x_v(size_t(B) * L * d), x_attn(size_t(B) * L * d);
   const int heads = cfg.heads, hd = cfg.head_dim();
+  trace_tensor(s.trace, "condition", c.data(), {B, S, d});
+  trace_tensor(s.trace, "shape_embeddings", x.data(), {B, L, d});
 
   for (size_t l = 0; l < s.w->dual.size(); ++l) {
     const DualBlock& block = s.w->dual[l];
+    const TracePrefix at_c{"dual", int(l), "c"}, at_x{"dual", int(l), "x"};
     cpu::layer_norm(c.data(), int64_t(B) * S, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at_c, "ln_2", s.normed.data(), {B, S, d});
     project_qkv(s, block.pre_c, s.normed.data(), B * S, c_qk.data(), c_v.data());
+    trace_qkv(s, at_c, block.pre_c.has_query, c_qk.data(), c_v.data(), B, S);
     cpu::layer_norm(x.data(), int64_t(B) * L, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at_x, "ln_1", s.normed.data(), {B, L, d});
     project_qkv(s, block.pre_x, s.normed.data(), B * L, x_qk.data(), x_v.data());
     // Cond tokens sit at rotary position 0 (no rotation); shape rows at 0..L-1.
     for (int b = 0; b < B; ++b) {
@@ -399,6 +431,7 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
       rotate(s, rows, L, 2 * d, 0);      // q
       rotate(s, rows + d, L, 2 * d, 0);  // k
     }
+    trace_qkv(s, at_x, true, x_qk.data(), x_v.data(), B, L);
     for (int b = 0; b < B; ++b) {
       float* keys = s.prefill_keys.data();
       float* values = s.prefill_values.data();
@@ -428,14 +461,16 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
                        x_attn.data() + size_t(b) * L * d, d);
       }
     }
-    post_attention(s, block.post_1, x.data(), x_attn.data(), B * L);
-    if (!block.cond_pre_only) post_attention(s, block.post_2, c.data(), c_attn.data(), B * S);
+    post_attention(s, block.post_1, x.data(), x_attn.data(), B, L, at_x, "ln_3");
+    if (!block.cond_pre_only) post_attention(s, block.post_2, c.data(), c_attn.data(), B, S, at_c, "ln_3");
   }
 
   for (size_t j = 0; j < s.w->single.size(); ++j) {
     const size_t l = s.w->dual.size() + j;
     const SingleBlock& block = s.w->single[j];
+    const TracePrefix at{"single", int(j), {}};
     cpu::layer_norm(x.data(), int64_t(B) * L, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, L, d});
     project_qkv(s, block.pre, s.normed.data(), B * L, x_qk.data(), x_v.data());
     for (int b = 0; b < B; ++b) {
       float* rows = x_qk.data() + size_t(b) * L * 2 * d;
@@ -450,7 +485,8 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
       }
       cpu::attention(rows, L, 2 * d, keys, values, L, d, heads, hd, 0, x_attn.data() + size_t(b) * L * d, d);
     }
-    post_attention(s, block.post, x.data(), x_attn.data(), B * L);
+    trace_qkv(s, at, true, x_qk.data(), x_v.data(), B, L);
+    post_attention(s, block.post, x.data(), x_attn.data(), B, L, at, "ln_2");
   }
   s.filled = L;
   final_logits(s, x.data(), B, L, logits.data());
@@ -469,12 +505,14 @@ Status GptSession::decode(std::span<const float> embeddings, std::span<float> lo
   const int position = s.filled;
   s.reserve_rows(B);
   std::vector<float> x(embeddings.begin(), embeddings.end());
+  trace_tensor(s.trace, "shape_embeddings", x.data(), {B, 1, d});
   float* qk = s.qk.data();
   float* v = s.v.data();
   float* attn = s.attn.data();
 
-  auto step_block = [&](size_t l, const PreAttention& pre) {
+  auto step_block = [&](size_t l, const PreAttention& pre, const TracePrefix& at) {
     cpu::layer_norm(x.data(), B, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, 1, d});
     project_qkv(s, pre, s.normed.data(), B, qk, v);
     for (int b = 0; b < B; ++b) {
       float* row = qk + size_t(b) * 2 * d;
@@ -483,18 +521,22 @@ Status GptSession::decode(std::span<const float> embeddings, std::span<float> lo
       s.cache(l, b).append(position, row + d, v + size_t(b) * d);
       s.cache(l, b).attend(row, attn + size_t(b) * d);
     }
+    trace_qkv(s, at, true, qk, v, B, 1);
   };
 
   for (size_t l = 0; l < s.w->dual.size(); ++l) {
-    step_block(l, s.w->dual[l].pre_x);
-    post_attention(s, s.w->dual[l].post_1, x.data(), attn, B);
+    const TracePrefix at{"dual", int(l), "x"};
+    step_block(l, s.w->dual[l].pre_x, at);
+    post_attention(s, s.w->dual[l].post_1, x.data(), attn, B, 1, at, "ln_3");
   }
   for (size_t j = 0; j < s.w->single.size(); ++j) {
     const size_t l = s.w->dual.size() + j;
+    const TracePrefix at{"single", int(j), {}};
     if (s.mode == AttentionMode::kReference) {
       // The reference's cached decode aligns its causal mask top-left, so the
       // single query sees only slot 0: the output is that slot's value.
       cpu::layer_norm(x.data(), B, d, cfg.eps, nullptr, nullptr, s.normed.data());
+      trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, 1, d});
       project_qkv(s, s.w->single[j].pre, s.normed.data(), B, qk, v);
       for (int b = 0; b < B; ++b) {
         float* row = qk + size_t(b) * 2 * d;
@@ -502,10 +544,11 @@ Status GptSession::decode(std::span<const float> embeddings, std::span<float> lo
         s.cache(l, b).append(position, row + d, v + size_t(b) * d);
         s.cache(l, b).first_value(attn + size_t(b) * d);
       }
+      trace_qkv(s, at, false, qk, v, B, 1);  // the query is never read
     } else {
-      step_block(l, s.w->single[j].pre);
+      step_block(l, s.w->single[j].pre, at);
     }
-    post_attention(s, s.w->single[j].post, x.data(), attn, B);
+    post_attention(s, s.w->single[j].post, x.data(), attn, B, 1, at, "ln_2");
   }
   s.filled = position + 1;
   final_logits(s, x.data(), B, 1, logits.data());

@@ -25,6 +25,8 @@
 
 namespace cubeforge {
 
+class TraceSink;
+
 // How one-token decode attends in the single-stream blocks.
 enum class AttentionMode {
   kCausal,     // correct causal attention (identical to the uncached forward)
@@ -69,6 +71,10 @@ class DualStreamGpt {
   std::span<const float> token_embedding(int token) const;
   std::span<const float> token_embedding_table() const;  // [V + 3, d]
 
+  // The checkpoint's tensors as stored (another backend uploads them from
+  // here; they are not the decode matrices when weight_options() converts).
+  const SafetensorsFile& tensors() const;
+
   // Bytes of weights one decode step reads (shape stream + lm_head), with
   // the scales and offsets of quantised matrices.
   size_t decode_weight_bytes() const;
@@ -111,6 +117,10 @@ class GptSession {
   Status read_cache(int layer, int row, std::vector<float>* keys, std::vector<float>* values) const;
   // Bytes the attention of the next decode step reads from the cache.
   double kv_cache_bytes() const;
+
+  // Names the intermediates of the following prefill and decode calls into
+  // `sink` (the scheme is in inference/tensor/trace.h); null turns it off.
+  void set_trace(TraceSink* sink);
 
   struct State;
 

@@ -2,13 +2,15 @@
 // shape tokens → latents → occupancy grid → marching cubes → cleaned mesh.
 //
 // Events stream as they happen (every token, every stage's start and end
-// with its time); a cancel flag is checked between tokens and between
-// occupancy batches, and a cancelled run ends with ErrorCode::kCancelled.
+// with its time); a cancel flag is checked between tokens, between occupancy
+// batches and after every later stage, and a cancelled run ends with
+// ErrorCode::kCancelled.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,12 +19,11 @@
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/mesh.h"
 #include "inference/geometry/mesh_cleanup.h"
-#include "inference/model/generate.h"
+#include "inference/backend/generate.h"
 #include "inference/pipeline/cube_model.h"
 
 namespace cubeforge {
 
-enum class Backend { kCpu, kCuda };
 
 struct GenerationRequest {
   std::string prompt;
@@ -33,12 +34,24 @@ struct GenerationRequest {
   int resolution = 8;                              // grid of (2^r + 1)^3 points
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;
-  KvCacheOptions kv_cache;                         // stored form, budget, rank (gpt_kv_cache.h); default exact
-  Backend backend = Backend::kCpu;
+  // The backend that runs the GPT: `token_backend` when set (opened for this
+  // model's GPT by select_token_backend), else the CPU. `backend` is the
+  // choice it is opened from; a caller that asks for CUDA must open it.
+  BackendChoice backend = BackendChoice::kCpu;
+  std::shared_ptr<const TokenBackend> token_backend;
+  bool cuda_graphs = true;                         // CUDA: replay one recorded step per token
+  DType kv_cache_type = DType::kF32;               // CUDA: F32 (exact) or BF16
+  KvCacheOptions kv_cache;                         // CPU: stored form, budget, rank (gpt_kv_cache.h); default exact
   bool coarse_to_fine = true;                      // false: evaluate every grid point
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;                        // 0: max(10000, 10% of faces); < 0: no simplification
+  // Named intermediates (inference/tensor/trace.h) of the text encoder and
+  // condition of each branch, the prefill, the first `trace_decode_steps`
+  // decode steps, the shape decoder and the occupancy decoder at a few probe
+  // points; null: off.
+  TraceSink* trace = nullptr;
+  int trace_decode_steps = 2;
 };
 
 enum class Stage { kText, kPrefill, kDecode, kShapeDecode, kOccupancy, kMeshing, kCleanup };
@@ -89,10 +102,22 @@ struct GenerationResult {
 // The reference's bounding-box normalisation: largest side becomes 1.925.
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size);
 
-// Runs the whole pipeline.
+// Runs the whole pipeline: generate_shape_tokens() then mesh_shape_tokens().
 Result<GenerationResult> generate_shape(const CubeModel& model, const GenerationRequest& request,
                                         const GenerationEventSink& events = {},
                                         const std::atomic<bool>* cancel = nullptr);
+
+// The first half alone: prompt → shape tokens, with the text, prefill and
+// decode timings, time to first token and tokens/s; no mesh. The app shows a
+// coarse mesh of these tokens before the full-resolution pass.
+Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const GenerationRequest& request,
+                                               const GenerationEventSink& events = {},
+                                               const std::atomic<bool>* cancel = nullptr);
+// The second half: the tokens of generate_shape_tokens() → the request's mesh,
+// keeping the first half's timings.
+Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const GenerationRequest& request,
+                                           const GenerationResult& tokens, const GenerationEventSink& events = {},
+                                           const std::atomic<bool>* cancel = nullptr);
 
 // The second half alone: shape tokens → mesh (used by tokenisation round
 // trips and progressive previews). Fills timings/stats of the shape stages.
@@ -102,7 +127,14 @@ struct MeshingOptions {
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;
+  // The shape decoder's named intermediates, and the occupancy decoder's at
+  // the probe points below ("decoder.…", "occupancy.…"); null: off.
+  TraceSink* trace = nullptr;
 };
+
+// The points a traced occupancy decoder answers: the (2^2 + 1)^3 grid points
+// of resolution 2, the coarsest level every grid evaluation starts from.
+std::vector<float> occupancy_probe_points();
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
                                         const MeshingOptions& options, const GenerationEventSink& events = {},
                                         const std::atomic<bool>* cancel = nullptr);
@@ -118,8 +150,26 @@ Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLa
                                    const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
                                    std::span<float> logits);
 
+// Planning under a limit on address space (`ulimit -v`), where everything
+// mapped counts: the model files, each thread's BLAS work buffer and stack,
+// and the grid. The grid needs at least 5 bytes a point coarse-to-fine (values
+// and an evaluated flag; about 10 in all with the cell maps) and 4 dense.
+//
+// The threads, at most `requested`, whose buffers leave room for the model in
+// `model_folder` and a grid of `resolution`: fewer when the realistic need of
+// more does not fit, at least 1 while the lower bound of one fits, and an
+// out-of-memory error naming the figures when not even that does. `requested`
+// unchanged without a limit. Call before the model is loaded.
+Result<int> threads_within_address_space(int requested, const std::filesystem::path& model_folder, int resolution,
+                                         bool coarse_to_fine);
+// With the model loaded: an out-of-memory error when the grid's lower bound
+// no longer fits, so a starved run stops before decoding, not after.
+Status check_address_space_for_grid(int resolution, bool coarse_to_fine);
+
 // The condition rows for a prompt: text_proj(CLIP(prompt)) (+ bbox token).
+// `trace` receives CLIP's intermediates ("clip.…") and the rows ("condition").
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
-                                         const std::optional<std::array<float, 3>>& normalized_bbox);
+                                         const std::optional<std::array<float, 3>>& normalized_bbox,
+                                         TraceSink* trace = nullptr);
 
 }  // namespace cubeforge

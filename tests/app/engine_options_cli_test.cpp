@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/hostile_files.h"
 #include "tests/support/oracle.h"
 #include "tests/support/run_command.h"
 
@@ -19,19 +20,14 @@ testing::CommandOutput run(const std::string& arguments) {
   return testing::run_command(CUBEFORGE_CLI_PATH, arguments);
 }
 
-std::filesystem::path scratch(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("cubeforge-engine-options-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir / name;
-}
-
 nlohmann::json json_of(const testing::CommandOutput& r) { return nlohmann::json::parse(r.out.substr(r.out.find('{'))); }
 
 // The built-in model: trained weights, whose meshes have a surface.
-const std::filesystem::path kBuiltin = CUBEFORGE_BUILTIN_MODEL_DIR;
+const std::filesystem::path kBuiltin = testing::builtin_model_dir();
 
 TEST(CliEngineOptions, QuantizedFolderDecodesAsConversionAtLoad) {
-  const auto folder = scratch("q4");
+  testing::ScratchFolder scratch("engine-options");
+  const auto folder = scratch / "q4";
   auto q = run("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() +
                "' --weights q4 --q4-group 64 --json");
   ASSERT_EQ(q.exit_code, 0) << q.out;
@@ -40,11 +36,13 @@ TEST(CliEngineOptions, QuantizedFolderDecodesAsConversionAtLoad) {
   EXPECT_LT(report["quantized_decode_weight_bytes"].get<double>(), 0.2 * report["decode_weight_bytes"].get<double>());
   EXPECT_LT(report["quantized_gpt_file_bytes"].get<double>(), report["gpt_file_bytes"].get<double>());
   EXPECT_TRUE(std::filesystem::exists(folder / "clip" / "vocab.json"));
+  // Copies, not links: nothing done to the new folder reaches the model.
+  EXPECT_EQ(std::filesystem::hard_link_count(folder / "clip" / "vocab.json"), 1u);
   const std::string common = " --prompt 'a tall chair' --resolution 5 --json --out ";
-  auto from_folder = run("generate --model '" + folder.string() + "'" + common + "'" + scratch("a.ply").string() + "'");
+  auto from_folder = run("generate --model '" + folder.string() + "'" + common + "'" + (scratch / "a.ply").string() + "'");
   auto at_load = run("generate --model '" + kBuiltin.string() + "' --weights q4 --q4-group 64" + common + "'" +
-                     scratch("b.ply").string() + "'");
-  auto exact = run("generate --model '" + kBuiltin.string() + "'" + common + "'" + scratch("c.ply").string() + "'");
+                     (scratch / "b.ply").string() + "'");
+  auto exact = run("generate --model '" + kBuiltin.string() + "'" + common + "'" + (scratch / "c.ply").string() + "'");
   ASSERT_EQ(from_folder.exit_code, 0) << from_folder.out;
   ASSERT_EQ(at_load.exit_code, 0) << at_load.out;
   ASSERT_EQ(exact.exit_code, 0) << exact.out;
@@ -53,16 +51,23 @@ TEST(CliEngineOptions, QuantizedFolderDecodesAsConversionAtLoad) {
   EXPECT_NE(json_of(from_folder)["tokens"], json_of(exact)["tokens"]);  // 4 bits do change the tokens
   // Not onto the model itself, and not as it is.
   EXPECT_EQ(run("quantize --model '" + folder.string() + "' --out '" + folder.string() + "' --weights q8").exit_code, 1);
-  EXPECT_NE(run("quantize --model '" + kBuiltin.string() + "' --out '" + scratch("x").string() + "' --weights stored")
+  EXPECT_NE(run("quantize --model '" + kBuiltin.string() + "' --out '" + (scratch / "x").string() + "' --weights stored")
                 .exit_code,
             0);
-  std::filesystem::remove_all(folder.parent_path());
+  // Nor over a model already there, unless asked.
+  auto again = run("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() + "' --weights q8");
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_NE(again.out.find("--force"), std::string::npos) << again.out;
+  EXPECT_EQ(run("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() + "' --weights q8 --force")
+                .exit_code,
+            0);
 }
 
 TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   // A copy of the built-in model, to write the bases beside.
-  const auto folder = scratch("calibrated");
-  std::filesystem::copy(kBuiltin, folder, std::filesystem::copy_options::recursive);
+  testing::ScratchFolder scratch("engine-options");
+  const auto folder = scratch / "calibrated";
+  testing::copy_builtin_model(folder);
   auto c = run("calibrate-kv --model '" + folder.string() + "' -p 'a tall chair' -p 'a round table' --json");
   ASSERT_EQ(c.exit_code, 0) << c.out;
   const auto calibration = json_of(c);
@@ -92,9 +97,8 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   EXPECT_LT(variants[3]["decode_weight_bytes"].get<double>(), 0.3 * variants[0]["decode_weight_bytes"].get<double>());
   // generate reads the bases beside the model.
   auto g = run("generate --model '" + folder.string() + "' --prompt 'a mug' --kv-rank 16 --resolution 4 --out '" +
-               scratch("d.ply").string() + "'");
+               (scratch / "d.ply").string() + "'");
   EXPECT_EQ(g.exit_code, 0) << g.out;
-  std::filesystem::remove_all(folder.parent_path());
 }
 
 TEST(CliEngineOptions, BenchTimesEveryCombination) {
@@ -120,8 +124,9 @@ TEST(CliEngineOptions, BenchTimesEveryCombination) {
 
 TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   CUBEFORGE_REQUIRE_ORACLE();
+  testing::ScratchFolder scratch("engine-options");
   const std::string generate = "generate --model '" + oracle_dir().string() + "' --prompt 'a cup' --out '" +
-                               scratch("c.ply").string() + "' ";
+                               (scratch / "c.ply").string() + "' ";
   auto int8_budget = run(generate + "--kv-cache int8 --kv-budget 8");
   EXPECT_EQ(int8_budget.exit_code, 2);
   EXPECT_NE(int8_budget.out.find("INT8"), std::string::npos) << int8_budget.out;
@@ -131,6 +136,17 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   auto no_cache = run(generate + "--kv-cache fp8 --no-kv-cache");
   EXPECT_EQ(no_cache.exit_code, 1);
   EXPECT_NE(no_cache.out.find("need the cache"), std::string::npos) << no_cache.out;
+  auto negative = run(generate + "--kv-budget -1");
+  EXPECT_NE(negative.exit_code, 0);
+  EXPECT_NE(negative.out.find("--kv-budget: must be a whole number from 0"), std::string::npos) << negative.out;
+  // The weight formats and KV options run on the CPU backend, with the cache.
+  const std::string bench = "bench --shape small --steps 2 --weights q8 ";
+  auto on_cuda = run(bench + "--backend cuda");
+  EXPECT_EQ(on_cuda.exit_code, 2);
+  EXPECT_NE(on_cuda.out.find("run on the CPU backend"), std::string::npos) << on_cuda.out;
+  auto without_cache = run(bench + "--modes no-cache");
+  EXPECT_EQ(without_cache.exit_code, 2);
+  EXPECT_NE(without_cache.out.find("with the KV cache"), std::string::npos) << without_cache.out;
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 // Benchmarks that print figures for the device check (lines starting with
 // "[bench]"): the memory bandwidth ceiling, and a full v0.5-sized decode step
-// (24 layers of c_qk, c_v, qk-norm/RoPE, attention over a full 1102-slot
-// cache, c_proj, SwiGLU, down projection, then ln_f, lm_head and sampling;
-// about 1.86 GB of bf16 weights) eager and as a replayed graph, as achieved
+// as the CUDA token backend runs it (24 layers of q|k|v with ln_1 fused,
+// attention over a full 1102-slot bf16 cache with q/k norm, RoPE and the
+// cache write fused, c_proj, SwiGLU with ln_3 fused, down projection, then
+// lm_head with ln_f fused and sampling; about 1.86 GB of bf16 weights, 5
+// launches per layer) eager and as a replayed graph, as achieved
 // weight GB/s and the fraction of the measured read bandwidth, then each
 // matrix shape on its own. Weights are
 // constant bytes: speed does not depend on their values. They assert only
@@ -73,14 +75,13 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto bias, upload(std::vector<float>(kHidden, 0.01f), "biases"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto x, upload(std::vector<float>(kBatch * kWidth, 0.5f), "x"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto normed, DeviceBuffer<float>::allocate(kBatch * kWidth, "normed"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto qk, DeviceBuffer<float>::allocate(kBatch * 2 * kWidth, "qk"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto v, DeviceBuffer<float>::allocate(kBatch * kWidth, "v"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto q, DeviceBuffer<float>::allocate(kBatch * kWidth, "q"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto qk, DeviceBuffer<float>::allocate(kBatch * 3 * kWidth, "q|k|v"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto attended, DeviceBuffer<float>::allocate(kBatch * kWidth, "attended"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto hidden, DeviceBuffer<float>::allocate(kBatch * kHidden, "hidden"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto logits, DeviceBuffer<float>::allocate(kBatch * kVocabRows, "logits"));
   const std::size_t workspace_bytes = attention_decode_workspace_bytes(kBatch, kHeads, kHeadDim, kCapacity);
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto workspace, DeviceBuffer<float>::allocate(workspace_bytes / 4, "workspace"));
+  CUBEFORGE_ASSERT_OK(attention_decode_reset_workspace(workspace.data(), kBatch, kHeads, nullptr));
   // The last token of a generation: the attention reads every cache slot.
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, upload(std::vector<int>{kTokens - 1}, "position"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto step, upload(std::vector<int>{kTokens - 1}, "step"));
@@ -96,39 +97,28 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     args.output = output;
     return args;
   };
+  // The session's decode step (inference/cuda/token_backend.cpp): per layer
+  // q|k|v with ln_1 fused, attention with q/k norm, RoPE, cache write and the
+  // split merge fused, c_proj, gate|up SwiGLU with ln_3 fused, down; then
+  // lm_head with ln_f fused and sampling. c_qk and c_v lie back to back, as
+  // the upload fuses them.
   auto record = [&](Stream stream, bool weights_only) -> Status {
     for (int l = 0; l < kLayers; ++l) {
       const LayerWeights& w = layers[l];
-      if (!weights_only)
-        CUBEFORGE_TRY(layer_norm_rows(x.data(), kWidth, normed.data(), kWidth, kBatch, kWidth, 1e-6f, stream));
-      CUBEFORGE_TRY(matvec(projection(w.c_qk, 2 * kWidth, kWidth, normed.data(), qk.data()), stream));
-      MatvecArgs value = projection(w.c_v, kWidth, kWidth, normed.data(), v.data());
-      value.bias = bias.data();
-      CUBEFORGE_TRY(matvec(value, stream));
+      MatvecArgs qkv_projection = projection(w.c_qk, 3 * kWidth, kWidth, x.data(), qk.data());
+      qkv_projection.bias = bias.data();
+      qkv_projection.input_layer_norm_eps = weights_only ? 0.0f : 1e-6f;
+      CUBEFORGE_TRY(matvec(qkv_projection, stream));
       if (!weights_only) {
-        QkNormRopeArgs rope;
-        rope.batch = kBatch;
-        rope.heads = kHeads;
-        rope.head_dim = kHeadDim;
-        rope.query = qk.data();
-        rope.query_stride = 2 * kWidth;
-        rope.key = qk.data() + kWidth;
-        rope.key_stride = 2 * kWidth;
-        rope.value = v.data();
-        rope.value_stride = kWidth;
-        rope.query_norm_weight = rope.key_norm_weight = norms.data();
-        rope.position = position.data();
-        rope.cache_slot_offset = kCondLength;
-        rope.query_out = q.data();
-        rope.key_cache = key_cache.data() + cache_per_layer * l;
-        rope.value_cache = value_cache.data() + cache_per_layer * l;
-        rope.cache_capacity = kCapacity;
-        CUBEFORGE_TRY(qk_norm_rope_cache_write(rope, stream));
         AttentionDecodeArgs attention;
         attention.batch = kBatch;
         attention.heads = kHeads;
         attention.head_dim = kHeadDim;
-        attention.query = q.data();
+        attention.raw_qkv = qk.data();
+        attention.raw_stride = 3 * kWidth;
+        attention.query_norm_weight = attention.key_norm_weight = norms.data();
+        attention.write_position = position.data();
+        attention.cache_slot_offset = kCondLength;
         attention.key_cache = key_cache.data() + cache_per_layer * l;
         attention.value_cache = value_cache.data() + cache_per_layer * l;
         attention.cache_capacity = kCapacity;
@@ -143,21 +133,20 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
       output_projection.bias = bias.data();
       output_projection.residual = x.data();
       CUBEFORGE_TRY(matvec(output_projection, stream));
-      if (!weights_only)
-        CUBEFORGE_TRY(layer_norm_rows(x.data(), kWidth, normed.data(), kWidth, kBatch, kWidth, 1e-6f, stream));
-      MatvecArgs swiglu = projection(w.gate, kHidden, kWidth, normed.data(), hidden.data());
+      MatvecArgs swiglu = projection(w.gate, kHidden, kWidth, x.data(), hidden.data());
       swiglu.up_weight = w.up;
       swiglu.bias = swiglu.up_bias = bias.data();
       swiglu.swiglu = true;
+      swiglu.input_layer_norm_eps = weights_only ? 0.0f : 1e-6f;
       CUBEFORGE_TRY(matvec(swiglu, stream));
       MatvecArgs down = projection(w.down, kWidth, kHidden, hidden.data(), x.data());
       down.bias = bias.data();
       down.residual = x.data();
       CUBEFORGE_TRY(matvec(down, stream));
     }
-    if (!weights_only)
-      CUBEFORGE_TRY(layer_norm_rows(x.data(), kWidth, normed.data(), kWidth, kBatch, kWidth, 1e-6f, stream));
-    CUBEFORGE_TRY(matvec(projection(lm_head, kVocabRows, kWidth, normed.data(), logits.data()), stream));
+    MatvecArgs head = projection(lm_head, kVocabRows, kWidth, x.data(), logits.data());
+    head.input_layer_norm_eps = weights_only ? 0.0f : 1e-6f;
+    CUBEFORGE_TRY(matvec(head, stream));
     if (weights_only) return ok_status();
     CfgSampleArgs sample;
     sample.logits = logits.data();
@@ -210,12 +199,16 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
         CudaDecodeGraph graph,
         CudaDecodeGraph::create(stream, [&, variant](Stream s) { return record(s, variant.weights_only); },
                                 variant.mode));
+    const long long launches_before = kernel_launches();
+    CUBEFORGE_ASSERT_OK(graph.launch());  // eager: counts; graph: captures (counts too)
+    const long long launches = kernel_launches() - launches_before;
     const double milliseconds = time_per_step(graph, 20);
     const double gb_per_s = weight_bytes / (milliseconds * 1e-3) / 1e9;
-    std::printf("[bench] v0.5 decode, %s: %.3f ms/token, weights %.2f GB at %.0f GB/s = %.0f%% of the %.0f GB/s read "
-                "ceiling (floor %.3f ms)\n",
-                variant.name, milliseconds, weight_bytes / 1e9, gb_per_s, ceiling > 0 ? 100.0 * gb_per_s / ceiling : 0.0,
-                ceiling, ceiling > 0 ? weight_bytes / (ceiling * 1e9) * 1e3 : 0.0);
+    std::printf("[bench] v0.5 decode, %s: %.3f ms/token, %lld launches, weights %.2f GB at %.0f GB/s = %.0f%% of the "
+                "%.0f GB/s read ceiling (floor %.3f ms)\n",
+                variant.name, milliseconds, launches, weight_bytes / 1e9, gb_per_s,
+                ceiling > 0 ? 100.0 * gb_per_s / ceiling : 0.0, ceiling,
+                ceiling > 0 ? weight_bytes / (ceiling * 1e9) * 1e3 : 0.0);
     EXPECT_GT(milliseconds, 0.0);
   }
   // Each matrix shape on its own: 24 launches over the 24 layers' copies (so

@@ -63,6 +63,7 @@ Status allocate(MiniModel& m) {
   CUBEFORGE_ASSIGN_OR_RETURN(m.logits, DeviceBuffer<float>::allocate(kBatch * kVocabRows, "logits"));
   const std::size_t workspace = attention_decode_workspace_bytes(kBatch, kHeads, kHeadDim, kCapacity);
   CUBEFORGE_ASSIGN_OR_RETURN(m.workspace, DeviceBuffer<float>::allocate(workspace / 4, "workspace"));
+  CUBEFORGE_TRY(attention_decode_reset_workspace(m.workspace.data(), kBatch, kHeads, nullptr));
   // The cond tokens' keys and values, as a prefill would leave them; shape slots empty.
   m.initial_cache = weights(std::size_t(kBatch) * kHeads * kCapacity * kHeadDim, 1.0f);
   CUBEFORGE_ASSIGN_OR_RETURN(m.key_cache, DeviceBuffer<std::uint16_t>::allocate(m.initial_cache.size(), "k cache"));

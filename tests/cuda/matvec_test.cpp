@@ -25,13 +25,14 @@ struct MatvecCase {
   int split_k = 0;
   int input_pad = 0;
   int output_pad = 0;
+  bool layer_norm = false;  // the LayerNorm prologue (f32 input)
 };
 
 std::string describe(const MatvecCase& c) {
   return std::to_string(c.rows) + "x" + std::to_string(c.cols) + " batch " + std::to_string(c.batch) + " W " +
          std::string(dtype_name(c.weight_type)) + " x " + std::string(dtype_name(c.input_type)) +
          (c.bias ? " +bias" : "") + (c.residual ? " +residual" : "") + (c.in_place_residual ? " (in place)" : "") +
-         (c.swiglu ? " SwiGLU" : "") + " split " + std::to_string(c.split_k);
+         (c.swiglu ? " SwiGLU" : "") + (c.layer_norm ? " LayerNorm first" : "") + " split " + std::to_string(c.split_k);
 }
 
 // Uploads `values` (already exact in the target type) as bf16 bits or f32.
@@ -66,13 +67,27 @@ class MatvecTest : public CudaTest {
     const auto up_bias = random_floats(c.rows, seed + 4);
     const auto residual = random_floats(std::size_t(c.batch) * output_stride, seed + 5, -4.0f, 4.0f);
 
-    // Reference in double.
+    // Reference in double, the LayerNorm (eps 1e-6, biased variance) included.
+    constexpr double kNormEps = 1e-6;
+    std::vector<double> row_mean(c.batch, 0.0), row_scale(c.batch, 1.0);
+    if (c.layer_norm) {
+      for (int b = 0; b < c.batch; ++b) {
+        double sum = 0.0, squares = 0.0;
+        for (int k = 0; k < c.cols; ++k) sum += input[std::size_t(b) * input_stride + k];
+        row_mean[b] = sum / c.cols;
+        for (int k = 0; k < c.cols; ++k) {
+          const double centred = input[std::size_t(b) * input_stride + k] - row_mean[b];
+          squares += centred * centred;
+        }
+        row_scale[b] = 1.0 / std::sqrt(squares / c.cols + kNormEps);
+      }
+    }
     std::vector<double> expected(std::size_t(c.batch) * output_stride, NAN);
     for (int b = 0; b < c.batch; ++b) {
       for (int n = 0; n < c.rows; ++n) {
         double sum = 0.0, up_sum = 0.0;
         for (int k = 0; k < c.cols; ++k) {
-          const double x = input[std::size_t(b) * input_stride + k];
+          const double x = (input[std::size_t(b) * input_stride + k] - row_mean[b]) * row_scale[b];
           sum += double(weight[std::size_t(n) * c.cols + k]) * x;
           up_sum += double(up_weight[std::size_t(n) * c.cols + k]) * x;
         }
@@ -124,6 +139,7 @@ class MatvecTest : public CudaTest {
     args.output_stride = output_stride;
     args.swiglu = c.swiglu;
     args.split_k = c.split_k;
+    args.input_layer_norm_eps = c.layer_norm ? float(kNormEps) : 0.0f;
     CUBEFORGE_ASSERT_OK(matvec(args, nullptr));
     CUBEFORGE_ASSERT_OK(synchronize_device());
     CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
@@ -145,6 +161,16 @@ class MatvecTest : public CudaTest {
     EXPECT_LT(error, 1e-5) << "first values: " << actual_rows[0] << " vs " << expected_rows[0];
   }
 };
+
+// ln_1 / ln_3 / ln_f fused into the projection that reads them: every split,
+// the epilogues, padded input rows, and a model-width row.
+TEST_F(MatvecTest, LayerNormPrologue) {
+  for (int split : {1, 2, 4, 8})
+    for (int batch : {1, 2}) run({.rows = 96, .cols = 512, .batch = batch, .bias = true, .split_k = split, .layer_norm = true});
+  run({.rows = 64, .cols = 256, .swiglu = true, .layer_norm = true});
+  run({.rows = 48, .cols = 256, .weight_type = DType::kF32, .residual = true, .input_pad = 12, .layer_norm = true});
+  run({.rows = 130, .cols = 1536, .bias = true, .layer_norm = true});
+}
 
 TEST_F(MatvecTest, EverySplitBatchOneAndTwo) {
   for (int batch : {1, 2})

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <charconv>
 #include <sstream>
+#include <type_traits>
 
+#include "app/desktop/core/json_number.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -49,7 +51,8 @@ void visit_fields(AppSettings& s, Visitor&& visit) {
 
 Status check_ranges(const AppSettings& s) {
   auto bad = [](const std::string& what) { return make_error(ErrorCode::kInvalidArgument, what); };
-  if (s.backend != "cpu" && s.backend != "cuda") return bad("setting 'backend' must be cpu or cuda, not '" + s.backend + "'");
+  if (!parse_backend_choice(s.backend).ok())
+    return bad("setting 'backend' must be auto, cpu or cuda, not '" + s.backend + "'");
   if (s.attention != "causal" && s.attention != "reference")
     return bad("setting 'attention' must be causal or reference, not '" + s.attention + "'");
   if (s.resolution < 2 || s.resolution > 10) return bad("setting 'resolution' must be in 2..10");
@@ -70,6 +73,15 @@ Result<bool> parse_bool(const std::string& key, const std::string& text) {
   return make_error(ErrorCode::kInvalidArgument, "setting '" + key + "' takes on or off, not '" + text + "'");
 }
 
+// What a setting's value must be, for a person reading the error.
+template <class T>
+const char* kind_of(const T&) {
+  if constexpr (std::is_same_v<T, bool>) return "true or false";
+  else if constexpr (std::is_arithmetic_v<T>) return "a number";
+  else if constexpr (std::is_same_v<T, std::string>) return "text";
+  else return "a list of three numbers";
+}
+
 }  // namespace
 
 nlohmann::json settings_to_json(const AppSettings& settings) {
@@ -86,11 +98,27 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
   visit_fields(settings, [&](const char* key, auto& field) {
     auto found = json.find(key);
     if (found == json.end() || !failure.empty()) return;
+    using Field = std::decay_t<decltype(field)>;
+    bool fits = true;
     try {
-      found->get_to(field);
-    } catch (const nlohmann::json::exception& e) {
-      failure = std::string("setting '") + key + "' has the wrong type (" + e.what() + ")";
+      if constexpr (std::is_arithmetic_v<Field> && !std::is_same_v<Field, bool>) {
+        fits = json_number(*found, field);
+      } else if constexpr (std::is_same_v<Field, std::array<float, 3>>) {
+        fits = found->is_array() && found->size() == 3;
+        for (size_t i = 0; fits && i < 3; ++i) fits = json_number((*found)[i], field[i]);
+      } else {
+        found->get_to(field);
+      }
+    } catch (const nlohmann::json::exception&) {
+      // In words, not the JSON library's exception text.
+      failure = std::string("setting '") + key + "' should be " + kind_of(field) + ", not " + found->type_name();
     }
+    if (fits || !failure.empty()) return;
+    if (found->is_number())
+      failure = std::string("setting '") + key + "' is " + found->dump() + ", not a number it can hold";
+    else
+      failure = std::string("setting '") + key + "' should be " + kind_of(field) + ", not " +
+                (found->is_array() ? "a list of " + std::to_string(found->size()) + " values" : std::string(found->type_name()));
   });
   if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);
   if (settings.recent_folders.size() > AppSettings::kMaxRecentFolders)
@@ -100,9 +128,9 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
 }
 
 Result<AppSettings> load_settings(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return AppSettings{};
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
+  if (kind == FileKind::kMissing) return AppSettings{};
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path, uint64_t(16) << 20));
   nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded())
     return make_error(ErrorCode::kCorruptFile,
@@ -116,7 +144,7 @@ Result<AppSettings> load_settings(const std::filesystem::path& path) {
 Status save_settings(const AppSettings& settings, const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  return write_file_atomically(path, settings_to_json(settings).dump(2) + "\n");
+  return write_file_atomically(path, settings_to_json(settings).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Status set_setting(AppSettings& settings, const std::string& key, const std::string& value) {
@@ -176,7 +204,8 @@ GenerationRequest make_request(const AppSettings& s) {
   request.resolution = s.resolution;
   request.attention = s.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = s.kv_cache;
-  request.backend = s.backend == "cuda" ? Backend::kCuda : Backend::kCpu;
+  request.backend = parse_backend_choice(s.backend).ok() ? *parse_backend_choice(s.backend) : BackendChoice::kAuto;
+  request.cuda_graphs = s.cuda_graphs;
   request.target_faces = s.target_faces;
   return request;
 }

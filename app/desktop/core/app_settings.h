@@ -26,9 +26,9 @@ struct AppSettings {
   std::vector<std::string> recent_folders;  // most recent first, at most kMaxRecentFolders
   // Generation
   std::string prompt = "a tall chair";  // a prompt the built-in model knows
-  std::string backend = "cpu";             // cpu | cuda
+  std::string backend = "auto";            // auto | cpu | cuda
   bool kv_cache = true;
-  bool cuda_graphs = false;
+  bool cuda_graphs = true;
   std::string attention = "causal";        // causal | reference
   float guidance = 3.0f;
   uint64_t seed = 0;
@@ -41,8 +41,8 @@ struct AppSettings {
   int resolution = 8;
   int64_t target_faces = 0;                // 0: automatic, < 0: no simplification
   // Progressive preview
-  bool progressive_preview = false;
-  int preview_every = 4;                   // tokens between previews
+  bool progressive_preview = true;
+  int preview_every = 8;                   // tokens between previews
   int preview_resolution = 4;
   // Export
   std::string export_folder = ".";

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 struct __nv_bfloat16 { uint16_t bits; };
-struct __nv_bfloat162 { __nv_bfloat16 x, y; };
+struct alignas(4) __nv_bfloat162 { __nv_bfloat16 x, y; };
 inline uint16_t emulator_f32_to_bf16(float f) {
   uint32_t b; std::memcpy(&b, &f, 4);
   if ((b & 0x7fffffffu) > 0x7f800000u) return uint16_t((b >> 16) | 0x40);

@@ -1,14 +1,19 @@
-// The autoregressive loop: BOS → prefill → one token per step with guidance.
+// The autoregressive loop over the token seam: BOS → prefill → one token per
+// step with guidance, on whichever backend runs the GPT.
 //
 // Always emits exactly `tokens` ids (the shape tokenizer's latent count); the
 // reference never generates EOS. With guidance > 0 the session runs two rows
-// (conditional, unconditional) and the chosen token is fed to both.
+// (conditional, unconditional) and the chosen token is fed to both. A device
+// backend runs a few steps ahead of the host (kStepsInFlight); the callback
+// sees every token in order as it lands, and returning false stops the loop
+// at once (the steps still in flight are discarded).
 #pragma once
 
 #include <functional>
 #include <span>
 #include <vector>
 
+#include "inference/backend/token_backend.h"
 #include "inference/core/result.h"
 #include "inference/model/gpt.h"
 #include "inference/sampling/sampler.h"
@@ -20,13 +25,20 @@ struct TokenGenerationOptions {
   SamplingOptions sampling;
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;  // off: every step recomputes the whole sequence
-  KvCacheOptions kv_cache;   // how the cache stores and keeps keys and values (exact by default)
+  KvCacheOptions kv_cache;   // CPU: how the cache stores and keeps keys and values (exact by default)
+  bool cuda_graphs = true;   // CUDA: replay one recorded step per token
+  DType kv_cache_type = DType::kF32;  // CUDA: F32 (exact) or BF16
+  // Named intermediates (inference/tensor/trace.h) of the prefill, as
+  // "prefill.<name>", and of the first `trace_decode_steps` decode steps, as
+  // "decode.<t>.<name>" for the step producing token t; null: off.
+  TraceSink* trace = nullptr;
+  int trace_decode_steps = 2;
 };
 
 struct TokenEvent {
   int index = 0;        // 0-based position of the token
   int token = 0;
-  double step_ms = 0;   // model time for this token (prefill for index 0)
+  double step_ms = 0;   // time from the previous token (from the start for index 0, the prefill)
 };
 
 // Return false to cancel; generation then ends with ErrorCode::kCancelled.
@@ -38,9 +50,18 @@ struct TokenTrace {
   std::vector<float> raw_logits;       // [B, T, V + 3]
 };
 
+// Steps a device may run ahead of the tokens the host has seen.
+constexpr int kStepsInFlight = 8;
+
 // cond/uncond: [S, d] each (uncond ignored when guidance_scale == 0).
 // `forced_tokens`, when given, are fed instead of the sampled ones (teacher
 // forcing), while the returned ids are still the sampled ones.
+Result<std::vector<int>> generate_tokens(const TokenBackend& backend, std::span<const float> cond,
+                                         std::span<const float> uncond, int tokens,
+                                         const TokenGenerationOptions& options, const TokenCallback& on_token = {},
+                                         TokenTrace* trace = nullptr, std::span<const int> forced_tokens = {});
+
+// The same on the CPU backend.
 Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<const float> cond,
                                          std::span<const float> uncond, int tokens,
                                          const TokenGenerationOptions& options, const TokenCallback& on_token = {},

@@ -1,0 +1,92 @@
+// Prefill's elementwise kernels (see elementwise.h). Grid-stride loops over
+// plain buffers; none of them is on the per-token path.
+#include "inference/cuda/cuda_internal.cuh"
+#include "inference/cuda/elementwise.h"
+
+namespace cubeforge::cuda {
+namespace {
+
+using namespace detail;
+
+constexpr int kThreads = 256;
+
+int blocks_for(std::size_t count) {
+  const std::size_t blocks = (count + kThreads - 1) / kThreads;
+  return int(std::min<std::size_t>(std::max<std::size_t>(blocks, 1), 4096));
+}
+
+__global__ void __launch_bounds__(kThreads) widen_kernel(const uint16_t* input, float* output, size_t count) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
+    output[i] = __uint_as_float(uint32_t(input[i]) << 16);
+}
+
+template <class Table>
+__global__ void __launch_bounds__(kThreads) gather_kernel(const Table* table, int table_rows, int dim, const int* ids,
+                                                          int count, int batch, float* output) {
+  const size_t total = size_t(batch) * count * dim;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int d = int(i % dim);
+    const int t = int((i / dim) % count);
+    const int id = ids[t];
+    float value = 0.0f;
+    if (id >= 0 && id < table_rows) {
+      if constexpr (sizeof(Table) == 2) {
+        value = __uint_as_float(uint32_t(table[size_t(id) * dim + d]) << 16);
+      } else {
+        value = table[size_t(id) * dim + d];
+      }
+    }
+    output[i] = value;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* input, int rows, int width, float* output) {
+  const size_t total = size_t(rows) * width;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const size_t row = i / width;
+    const size_t column = i % width;
+    const float gate = input[row * 2 * width + column];
+    const float up = input[row * 2 * width + width + column];
+    output[i] = __fmul_rn(__fdiv_rn(gate, __fadd_rn(1.0f, expf(-gate))), up);
+  }
+}
+
+}  // namespace
+
+Status widen_bf16(const std::uint16_t* input, float* output, std::size_t count, Stream stream) {
+  if (count == 0) return ok_status();
+  if (!input || !output) return invalid("widen_bf16: input and output are required");
+  widen_kernel<<<blocks_for(count), kThreads, 0, stream>>>(input, output, count);
+  return launch_status("widen_bf16 kernel launch");
+}
+
+Status gather_embedding_rows(const GatherEmbeddingArgs& args, Stream stream) {
+  const std::string where = "gather_embedding_rows: ";
+  if (args.table_type != DType::kF32 && args.table_type != DType::kBF16)
+    return invalid(where + "table type must be F32 or BF16");
+  if (!args.table || !args.ids || !args.output) return invalid(where + "table, ids and output are required");
+  if (args.table_rows <= 0 || args.dim <= 0 || args.count <= 0 || args.batch <= 0)
+    return invalid(where + "table_rows, dim, count and batch must be positive");
+  const std::size_t total = std::size_t(args.batch) * args.count * args.dim;
+  if (args.table_type == DType::kBF16)
+    gather_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint16_t*>(args.table),
+                                                               args.table_rows, args.dim, args.ids, args.count,
+                                                               args.batch, args.output);
+  else
+    gather_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const float*>(args.table), args.table_rows,
+                                                               args.dim, args.ids, args.count, args.batch,
+                                                               args.output);
+  return launch_status("gather_embedding_rows kernel launch");
+}
+
+Status swiglu_rows(const float* input, int rows, int width, float* output, Stream stream) {
+  if (!input || !output) return invalid("swiglu_rows: input and output are required");
+  if (rows <= 0 || width <= 0) return invalid("swiglu_rows: rows and width must be positive");
+  swiglu_kernel<<<blocks_for(std::size_t(rows) * width), kThreads, 0, stream>>>(input, rows, width, output);
+  return launch_status("swiglu_rows kernel launch");
+}
+
+}  // namespace cubeforge::cuda

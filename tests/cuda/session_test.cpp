@@ -1,0 +1,380 @@
+// The CUDA token backend end to end against the CPU backend: on the reference
+// fixture (every case, with and without guidance) in both attention modes and
+// every mode of the ablation (no KV cache, KV cache eager, KV cache + graph),
+// greedy tokens must equal the CPU backend's (and the reference's) and every
+// step's logits must agree within 1e-5 (f32 cache); teacher-forced logits the
+// same; on the built-in model the recorded prompts give the CPU's tokens.
+// Nothing here assumes the fixture's sizes: they come from its files.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+
+#include "cuda_test_support.h"
+#include "inference/backend/generate.h"
+#include "inference/backend/select_backend.h"
+#include "inference/core/file_io.h"
+#include "inference/cuda/decode_graph.h"
+#include "inference/pipeline/cube_model.h"
+#include "inference/pipeline/generation.h"
+#include "tests/support/oracle.h"
+
+namespace cubeforge::cuda::testing {
+namespace {
+
+using cubeforge::testing::kOracleTolerance;
+using cubeforge::testing::oracle_dir;
+using cubeforge::testing::relative_error;
+
+// CPU and GPU both compute in f32 with an f32 cache; only summation orders differ.
+constexpr double kBackendTolerance = 1e-5;
+
+struct Mode {
+  const char* name;
+  AttentionMode attention;
+  bool kv_cache;
+  bool graphs;
+};
+constexpr Mode kModes[] = {{"causal, KV cache + graph", AttentionMode::kCausal, true, true},
+                           {"causal, KV cache eager", AttentionMode::kCausal, true, false},
+                           {"causal, no KV cache", AttentionMode::kCausal, false, false},
+                           {"reference KV quirk, KV cache + graph", AttentionMode::kReference, true, true}};
+
+class CudaSessionOracle : public CudaTest {
+ protected:
+  void SetUp() override {
+    CudaTest::SetUp();
+    if (IsSkipped()) return;
+    CUBEFORGE_REQUIRE_ORACLE();
+    auto expected = SafetensorsFile::open(oracle_dir() / "expected.safetensors");
+    ASSERT_TRUE(expected.ok()) << expected.error().to_string();
+    expected_ = std::move(*expected);
+    std::optional<ModelConfig> yaml;
+    if (std::filesystem::exists(oracle_dir() / "config.yaml")) {
+      auto parsed = parse_model_config_yaml(oracle_dir() / "config.yaml");
+      ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+      yaml = *parsed;
+    }
+    auto model = DualStreamGpt::load(oracle_dir() / "shape_gpt.safetensors", yaml ? &yaml->gpt : nullptr);
+    ASSERT_TRUE(model.ok()) << model.error().to_string();
+    model_.emplace(std::move(*model));
+    auto codebook = expected_.read_f32("decode.codebook");
+    ASSERT_TRUE(codebook.ok()) << codebook.error().to_string();
+    ASSERT_TRUE(model_->install_codebook(*codebook).ok());
+    auto selected = select_token_backend(BackendChoice::kCuda, *model_);
+    ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+    ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
+    cuda_ = selected->backend;
+    cpu_ = make_cpu_token_backend(*model_);
+  }
+
+  std::vector<float> tensor(const std::string& name) {
+    auto t = expected_.read_f32(name);
+    EXPECT_TRUE(t.ok()) << t.error().to_string();
+    return t.ok() ? *t : std::vector<float>{};
+  }
+  std::vector<int> ids(const std::string& name) {
+    auto t = expected_.read_i64(name);
+    EXPECT_TRUE(t.ok()) << t.error().to_string();
+    return t.ok() ? std::vector<int>(t->begin(), t->end()) : std::vector<int>{};
+  }
+  std::vector<std::string> cases() {
+    std::vector<std::string> found;
+    for (const char* name : {"cfg_bbox", "cfg", "nocfg"})
+      if (expected_.contains(std::string(name) + ".cond")) found.push_back(name);
+    return found;
+  }
+
+  // The condition of a case: cond and (with guidance) uncond rows [S, d].
+  struct Condition {
+    std::vector<float> cond, uncond;
+    float guidance = 0.0f;
+  };
+  Condition condition(const std::string& name) {
+    Condition c;
+    auto view = expected_.get(name + ".cond");
+    EXPECT_TRUE(view.ok());
+    const bool guided = view->shape()[0] == 2;
+    std::vector<float> bbox;
+    if (name == "cfg_bbox") bbox = tensor("bbox");
+    auto cond = model_->project_condition(tensor("text_embed"), bbox.empty() ? nullptr : bbox.data());
+    EXPECT_TRUE(cond.ok());
+    c.cond = *cond;
+    if (guided) {
+      auto uncond = model_->project_condition(tensor("uncond_text_embed"), nullptr);
+      EXPECT_TRUE(uncond.ok());
+      c.uncond = *uncond;
+      c.guidance = 3.0f;
+    }
+    return c;
+  }
+
+  struct Run {
+    std::vector<int> tokens;
+    TokenTrace trace;
+  };
+  Run run(const TokenBackend& backend, const Condition& c, int tokens, const TokenGenerationOptions& options,
+          std::span<const int> forced = {}) {
+    Run result;
+    auto generated = generate_tokens(backend, c.cond, c.uncond, tokens, options, {}, &result.trace, forced);
+    EXPECT_TRUE(generated.ok()) << generated.error().to_string();
+    if (generated.ok()) result.tokens = *generated;
+    return result;
+  }
+
+  SafetensorsFile expected_;
+  std::optional<DualStreamGpt> model_;
+  std::shared_ptr<TokenBackend> cuda_, cpu_;
+};
+
+// One reference case (cfg_bbox, cfg, nocfg) in one mode per test: they run in parallel.
+class CudaSessionModes : public CudaSessionOracle,
+                         public ::testing::WithParamInterface<std::tuple<const char*, int>> {
+ protected:
+  void SetUp() override {
+    CudaSessionOracle::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    name_ = std::get<0>(GetParam());
+    if (!expected_.contains(name_ + ".cond")) GTEST_SKIP() << "the fixture has no case " << name_;
+  }
+  std::string name_;
+};
+
+TEST_P(CudaSessionModes, GreedyTokensAndLogitsEqualTheCpuBackend) {
+  const Mode& mode = kModes[std::get<1>(GetParam())];
+  const Condition c = condition(name_);
+  const int tokens = int(ids(name_ + ".causal.tokens").size());
+  ASSERT_GT(tokens, 0);
+  TokenGenerationOptions options;
+  options.guidance_scale = c.guidance;
+  options.attention = mode.attention;
+  options.use_kv_cache = mode.kv_cache;
+  options.cuda_graphs = mode.graphs;
+  const Run cpu = run(*cpu_, c, tokens, options);
+  const Run gpu = run(*cuda_, c, tokens, options);
+  EXPECT_EQ(gpu.tokens, cpu.tokens);
+  if (mode.kv_cache || mode.attention == AttentionMode::kCausal) {
+    const char* fixture = mode.attention == AttentionMode::kCausal ? ".causal" : ".refkv";
+    EXPECT_EQ(gpu.tokens, ids(name_ + fixture + ".tokens")) << "against the reference";
+  }
+  EXPECT_LT(relative_error(gpu.trace.raw_logits, cpu.trace.raw_logits), kBackendTolerance);
+  EXPECT_LT(relative_error(gpu.trace.combined_logits, cpu.trace.combined_logits), kBackendTolerance);
+}
+
+std::string case_and_mode(const ::testing::TestParamInfo<std::tuple<const char*, int>>& info) {
+  static const char* const modes[] = {"causal_graph", "causal_eager", "causal_no_cache", "reference_graph"};
+  return std::string(std::get<0>(info.param)) + "_" + modes[std::get<1>(info.param)];
+}
+
+std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, int>>& info) {
+  return std::get<0>(info.param);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCaseAndMode, CudaSessionModes,
+                         ::testing::Combine(::testing::Values("cfg_bbox", "cfg", "nocfg"), ::testing::Range(0, 4)),
+                         case_and_mode);
+
+class CudaSessionForcing : public CudaSessionModes {};
+
+TEST_P(CudaSessionForcing, TeacherForcedLogitsEqualTheCpuBackend) {
+  const Condition c = condition(name_);
+  const int tokens = int(ids(name_ + ".causal.tokens").size());
+  // Tokens the model would not choose, so every fed embedding comes from the forced list.
+  std::mt19937 generator(7);
+  std::vector<int> forced(static_cast<size_t>(tokens));
+  for (int& token : forced) token = int(generator() % unsigned(model_->config().codes));
+  for (AttentionMode attention : {AttentionMode::kCausal, AttentionMode::kReference}) {
+    SCOPED_TRACE(attention == AttentionMode::kCausal ? "causal" : "reference KV quirk");
+    TokenGenerationOptions options;
+    options.guidance_scale = c.guidance;
+    options.attention = attention;
+    const Run cpu = run(*cpu_, c, tokens, options, forced);
+    const Run gpu = run(*cuda_, c, tokens, options, forced);
+    EXPECT_EQ(gpu.tokens, cpu.tokens);
+    EXPECT_LT(relative_error(gpu.trace.raw_logits, cpu.trace.raw_logits), kBackendTolerance);
+    EXPECT_LT(relative_error(gpu.trace.combined_logits, cpu.trace.combined_logits), kBackendTolerance);
+  }
+  // The reference's own teacher-forced run: its causal tokens fed in the quirk mode.
+  TokenGenerationOptions options;
+  options.guidance_scale = c.guidance;
+  options.attention = AttentionMode::kReference;
+  const auto causal = ids(name_ + ".causal.tokens");
+  const Run gpu = run(*cuda_, c, tokens, options, causal);
+  EXPECT_LT(relative_error(gpu.trace.combined_logits, tensor(name_ + ".refkv_forced.logits")), kOracleTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCase, CudaSessionForcing,
+                         ::testing::Combine(::testing::Values("cfg_bbox", "cfg", "nocfg"), ::testing::Values(0)),
+                         case_name);
+
+TEST_F(CudaSessionOracle, Bf16CacheTokenAgreementIsReported) {
+  const std::string name = cases().front();
+  const Condition c = condition(name);
+  const int tokens = int(ids(name + ".causal.tokens").size());
+  TokenGenerationOptions options;
+  options.guidance_scale = c.guidance;
+  const Run exact = run(*cpu_, c, tokens, options);  // what the f32 cache gives (the tests above)
+  options.kv_cache_type = DType::kBF16;
+  const Run half = run(*cuda_, c, tokens, options);
+  ASSERT_EQ(half.tokens.size(), exact.tokens.size());
+  int agree = 0;
+  for (size_t i = 0; i < exact.tokens.size(); ++i) {
+    ASSERT_GE(half.tokens[i], 0);
+    ASSERT_LT(half.tokens[i], model_->config().codes);
+    if (half.tokens[i] != exact.tokens[i]) break;  // later tokens follow a different prefix
+    ++agree;
+  }
+  const double logit_error = relative_error(half.trace.raw_logits, exact.trace.raw_logits);
+  std::printf("[bf16 cache] %s: first %d of %d tokens equal the f32 cache's; logits relative error %.2e\n",
+              name.c_str(), agree, tokens, logit_error);
+  RecordProperty("bf16_cache_tokens_agreeing", agree);
+  // bf16 keys and values round at 2^-8: the logits move by about that, not more.
+  EXPECT_LT(logit_error, 2e-2);
+}
+
+TEST_F(CudaSessionOracle, CancelStopsWithinOneToken) {
+  const std::string name = cases().front();
+  const Condition c = condition(name);
+  TokenGenerationOptions options;
+  options.guidance_scale = c.guidance;
+  int seen = 0;
+  auto tokens = generate_tokens(*cuda_, c.cond, c.uncond, 4, options, [&](const TokenEvent&) { return ++seen < 3; });
+  ASSERT_FALSE(tokens.ok());
+  EXPECT_EQ(tokens.error().code, ErrorCode::kCancelled);
+  EXPECT_EQ(seen, 3);
+}
+
+TEST_F(CudaSessionOracle, SampledTokensAreSeededAndInTheVocabulary) {
+  const std::string name = cases().front();
+  const Condition c = condition(name);
+  TokenGenerationOptions options;
+  options.guidance_scale = c.guidance;
+  options.sampling = {.greedy = false, .temperature = 1.0f, .top_k = 20, .top_p = 0.9f, .seed = 11};
+  auto first = generate_tokens(*cuda_, c.cond, c.uncond, 6, options);
+  auto second = generate_tokens(*cuda_, c.cond, c.uncond, 6, options);
+  ASSERT_TRUE(first.ok()) << first.error().to_string();
+  ASSERT_TRUE(second.ok()) << second.error().to_string();
+  EXPECT_EQ(*first, *second);
+  for (int token : *first) {
+    EXPECT_GE(token, 0);
+    EXPECT_LT(token, model_->config().codes);
+  }
+}
+
+TEST_F(CudaSessionOracle, SessionsReportLaunchesPerStepAndGraphReplay) {
+  const GptConfig& config = model_->config();
+  const int blocks = config.dual_layers + config.single_layers;
+  for (bool graphs : {true, false}) {
+    TokenSessionOptions options;
+    options.tokens = 4;
+    options.cond_length = 3;
+    options.cuda_graphs = graphs;
+    auto session = cuda_->open_session(options);
+    ASSERT_TRUE(session.ok()) << session.error().to_string();
+    std::vector<float> cond(size_t(options.batch()) * options.cond_length * config.width, 0.25f);
+    ASSERT_TRUE((*session)->prefill(cond).ok());
+    ASSERT_TRUE((*session)->enqueue_steps(3).ok());
+    std::vector<int> tokens;
+    while (tokens.size() < 4) {
+      ASSERT_TRUE((*session)->wait_for_token().ok());
+      ASSERT_TRUE((*session)->read_tokens(tokens).ok());
+    }
+    const TokenSessionStats stats = (*session)->stats();
+    EXPECT_EQ(stats.graph_replay, graphs && cuda_graphs_enabled_by_environment());
+    // Per block: q|k|v (ln_1 fused), attention (q/k norm, RoPE, cache write
+    // and the split merge fused), c_proj, gate|up SwiGLU (ln_3 fused), down;
+    // then lm_head (ln_f fused) and sampling.
+    EXPECT_EQ(stats.kernel_launches_per_step, 5 * blocks + 2);
+    EXPECT_GT(stats.device_memory_bytes, 0.0);
+  }
+}
+
+// The built-in model's recorded prompts: the CUDA backend gives the CPU's tokens.
+TEST(CudaSessionBuiltinModel, RecordedPromptsGiveTheCpuTokens) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto text = read_file_text(CUBEFORGE_BUILTIN_REFERENCE);
+  ASSERT_TRUE(text.ok()) << text.error().to_string();
+  const auto reference = nlohmann::json::parse(*text);
+  auto selected = select_token_backend(BackendChoice::kCuda, model->gpt());
+  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+  const auto cpu = make_cpu_token_backend(model->gpt());
+  TokenGenerationOptions options;
+  options.guidance_scale = reference.at("guidance").get<float>();
+  int checked = 0;
+  for (const auto& entry : reference.at("greedy")) {
+    if (checked == 1) break;  // a full generation of the built-in model is minutes on the emulator
+    const std::string prompt = entry.at("prompt");
+    auto cond = encode_prompt(*model, prompt, std::nullopt);
+    auto uncond = encode_prompt(*model, "", std::nullopt);
+    ASSERT_TRUE(cond.ok() && uncond.ok());
+    TokenTrace cpu_trace, gpu_trace;
+    auto cpu_tokens = generate_tokens(*cpu, *cond, *uncond, model->shape_tokens(), options, {}, &cpu_trace);
+    auto gpu_tokens =
+        generate_tokens(*selected->backend, *cond, *uncond, model->shape_tokens(), options, {}, &gpu_trace);
+    ASSERT_TRUE(cpu_tokens.ok() && gpu_tokens.ok());
+    EXPECT_EQ(*gpu_tokens, *cpu_tokens) << prompt;
+    EXPECT_EQ(*gpu_tokens, entry.at("tokens").get<std::vector<int>>()) << prompt;
+    EXPECT_LT(relative_error(gpu_trace.raw_logits, cpu_trace.raw_logits), kBackendTolerance) << prompt;
+    ++checked;
+  }
+}
+
+// Converted or quantised weights and KV cache forms the device does not
+// have are refused, naming the CPU backend, which `auto` then takes.
+TEST(CudaSessionBuiltinModel, WeightFormatsAndKvOptionsRunOnTheCpu) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  auto q8 = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR, {}, WeightOptions{WeightFormat::kQ8, 32});
+  ASSERT_TRUE(q8.ok()) << q8.error().to_string();
+  auto refused = select_token_backend(BackendChoice::kCuda, q8->gpt());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("CPU backend"), std::string::npos) << refused.error().to_string();
+  auto fallback = select_token_backend(BackendChoice::kAuto, q8->gpt());
+  ASSERT_TRUE(fallback.ok()) << fallback.error().to_string();
+  EXPECT_EQ(fallback->backend->kind(), BackendKind::kCpu) << fallback->reason;
+
+  auto exact = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
+  ASSERT_TRUE(exact.ok()) << exact.error().to_string();
+  auto cuda = select_token_backend(BackendChoice::kCuda, exact->gpt());
+  ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
+  TokenSessionOptions options;
+  options.tokens = 4;
+  options.cond_length = exact->gpt().condition_length(77);
+  options.kv_cache.format = cpu::KvFormat::kFp8;
+  auto session = cuda->backend->open_session(options);
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.error().message.find("CPU backend"), std::string::npos) << session.error().to_string();
+}
+
+// The whole pipeline over the seam: generate_shape with the CUDA backend, on
+// the fixture's model folder (CLIP, GPT and shape tokenizer).
+TEST(CudaSessionPipeline, GenerateShapeRunsOnTheCudaBackend) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_REQUIRE_ORACLE();
+  auto model = CubeModel::load(oracle_dir());
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto selected = select_token_backend(BackendChoice::kAuto, model->gpt());
+  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+  EXPECT_EQ(selected->backend->kind(), BackendKind::kCuda) << selected->reason;
+  GenerationRequest request;
+  request.prompt = "a red dragon";
+  request.resolution = 5;
+  request.backend = BackendChoice::kCuda;
+  request.token_backend = selected->backend;
+  auto on_gpu = generate_shape(*model, request);
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.error().to_string();
+  request.backend = BackendChoice::kCpu;
+  request.token_backend = nullptr;
+  auto on_cpu = generate_shape(*model, request);
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.error().to_string();
+  EXPECT_EQ(on_gpu->tokens, on_cpu->tokens);
+  EXPECT_EQ(on_gpu->mesh.face_count(), on_cpu->mesh.face_count());
+  // Asking for CUDA without opening it is an error, not a quiet CPU run.
+  request.backend = BackendChoice::kCuda;
+  EXPECT_FALSE(generate_shape(*model, request).ok());
+}
+
+}  // namespace
+}  // namespace cubeforge::cuda::testing
