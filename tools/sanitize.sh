@@ -26,6 +26,7 @@ targets=(cubeforge-cli test_core test_tensor test_cpu test_model test_text test_
 cmake --build "$build_dir" --parallel "${CUBEFORGE_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1
+export LSAN_OPTIONS="suppressions=$PWD/tools/lsan-suppressions.txt:print_suppressions=0"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The AVX-512 rerun of the pipeline tests repeats them with other BLAS kernels;
 # once is enough to find memory errors.
