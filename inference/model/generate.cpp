@@ -76,7 +76,7 @@ Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<c
     }
     out.push_back(token);
     fed.push_back(forced_tokens.empty() ? token : forced_tokens[size_t(step)]);
-    if (on_token && !on_token(TokenEvent{step, token, step_ms}))
+    if (on_token && !on_token(TokenEvent{step, token, step_ms, step}))
       return make_error(ErrorCode::kCancelled, "generation cancelled after " + std::to_string(step + 1) + " tokens");
   }
   return out;
