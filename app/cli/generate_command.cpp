@@ -1,6 +1,8 @@
 // `cubeforge-cli generate`: a prompt to a mesh file.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <iostream>
 #include <unistd.h>
@@ -30,6 +32,14 @@ struct GenerateOptions {
   int resolution = 8;
   std::string attention = "causal";
   bool no_kv_cache = false;
+  std::string decoding = "sequential";
+  float threshold = DiffusionOptions{}.threshold;
+  float factor = 0.f;
+  std::string diffusion_cache = "dual";
+  int block_size = 0;
+  int sub_block_size = 0;
+  int guesses = JacobiOptions{}.max_guesses;
+  float guess_cost = JacobiOptions{}.position_cost;
   bool dense = false;
   bool reference_mapping = false;
   bool keep_floaters = false;
@@ -43,6 +53,69 @@ nlohmann::json timings_json(const StageTimings& t) {
   return {{"text_ms", t.text_ms},           {"prefill_ms", t.prefill_ms},     {"decode_ms", t.decode_ms},
           {"shape_decode_ms", t.shape_decode_ms}, {"occupancy_ms", t.occupancy_ms}, {"meshing_ms", t.meshing_ms},
           {"cleanup_ms", t.cleanup_ms},     {"total_ms", t.total_ms()}};
+}
+
+nlohmann::json decoding_json(const DecodingStats& stats, const DecodingOptions& options) {
+  nlohmann::json j = {{"mode", decoding_mode_name(stats.mode)},
+                      {"model_evaluations", stats.model_evaluations},
+                      {"tokens_per_evaluation", stats.tokens_per_evaluation()},
+                      {"tokens_per_step", stats.tokens_per_step},
+                      {"positions_per_step", stats.positions_per_step}};
+  if (stats.mode == DecodingMode::kJacobi) {
+    j["max_guesses"] = options.jacobi.max_guesses;
+    j["guess_cost"] = options.jacobi.position_cost;
+    j["guessed"] = stats.guessed;
+    j["guesses_accepted"] = stats.guesses_accepted;
+  } else if (stats.mode == DecodingMode::kDiffusion) {
+    j["cache"] = diffusion_cache_name(options.diffusion.cache);
+    if (options.diffusion.factor > 0.f)
+      j["factor"] = options.diffusion.factor;
+    else
+      j["threshold"] = options.diffusion.threshold;
+  }
+  return j;
+}
+
+// Exact parallel decoding's speed-up, measured in the same run: the prompt's
+// tokens decoded sequentially and in parallel, alternating, three times each
+// (the medians), and whether the sequential tokens equal the generation's.
+struct SequentialComparison {
+  double sequential_ms = 0, parallel_ms = 0;
+  bool tokens_equal = false;
+};
+
+Result<SequentialComparison> compare_with_sequential(const CubeModel& model, const GenerationRequest& request,
+                                                     const std::vector<int>& tokens) {
+  std::optional<std::array<float, 3>> bbox;
+  if (request.bbox) {
+    CUBEFORGE_ASSIGN_OR_RETURN(bbox, normalize_bbox(*request.bbox));
+  }
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, request.prompt, bbox));
+  std::vector<float> uncond;
+  if (request.guidance_scale > 0.f) {
+    CUBEFORGE_ASSIGN_OR_RETURN(uncond, encode_prompt(model, "", std::nullopt));
+  }
+  TokenGenerationOptions generation;
+  generation.guidance_scale = request.guidance_scale;
+  generation.attention = request.attention;
+  DecodingOptions sequential_decoding = request.decoding;
+  sequential_decoding.mode = DecodingMode::kSequential;
+  std::vector<double> times[2];
+  SequentialComparison comparison;
+  for (int round = 0; round < 3; ++round)
+    for (int parallel = 0; parallel < 2; ++parallel) {
+      const auto start = std::chrono::steady_clock::now();
+      CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded,
+                                 decode_tokens(model.gpt(), cond, uncond, model.shape_tokens(), generation,
+                                               parallel ? request.decoding : sequential_decoding));
+      times[parallel].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      if (!parallel) comparison.tokens_equal = decoded.tokens == tokens;
+    }
+  for (auto& t : times) std::sort(t.begin(), t.end());
+  comparison.sequential_ms = times[0][1];
+  comparison.parallel_ms = times[1][1];
+  return comparison;
 }
 
 int run_generate(GenerateOptions o) {
@@ -71,6 +144,14 @@ int run_generate(GenerateOptions o) {
   request.resolution = o.resolution;
   request.attention = o.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = !o.no_kv_cache;
+  request.decoding.mode = *parse_decoding_mode(o.decoding);
+  request.decoding.jacobi.max_guesses = o.guesses;
+  request.decoding.jacobi.position_cost = o.guess_cost;
+  request.decoding.diffusion.threshold = o.threshold;
+  request.decoding.diffusion.factor = o.factor;
+  request.decoding.diffusion.cache = *parse_diffusion_cache(o.diffusion_cache);
+  request.decoding.diffusion.block_size = o.block_size;
+  request.decoding.diffusion.sub_block_size = o.sub_block_size;
   request.coarse_to_fine = !o.dense;
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
@@ -94,6 +175,15 @@ int run_generate(GenerateOptions o) {
   if (!saved.ok()) {
     std::fprintf(stderr, "generate: %s\n", saved.error().to_string().c_str());
     return 1;
+  }
+  std::optional<SequentialComparison> sequential;
+  if (request.decoding.mode == DecodingMode::kJacobi) {
+    auto compared = compare_with_sequential(*model, request, result->tokens);
+    if (!compared.ok()) {
+      std::fprintf(stderr, "generate: %s\n", compared.error().to_string().c_str());
+      return 1;
+    }
+    sequential = *compared;
   }
   // Watertightness is what 3D printing and boolean tools need; say it for the mesh as written.
   const MeshTopology topology = analyze_topology(result->mesh);
@@ -124,9 +214,22 @@ int run_generate(GenerateOptions o) {
           {"components", topology.components}}},
         {"output", o.out},
     };
+    nlohmann::json& decoding = report["decoding"] = decoding_json(result->decoding, request.decoding);
+    if (sequential) {
+      decoding["sequential_token_ms"] = sequential->sequential_ms;
+      decoding["parallel_token_ms"] = sequential->parallel_ms;
+      decoding["speedup_over_sequential"] = sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms);
+      decoding["tokens_equal_sequential"] = sequential->tokens_equal;
+    }
     std::cout << report.dump() << std::endl;
   } else {
     print_timing_table(*result, stdout);
+    if (sequential)
+      std::printf("exact parallel decoding: %.1f ms for the tokens against %.1f ms sequentially (%.2fx, medians of "
+                  "3 alternating), %s\n",
+                  sequential->parallel_ms, sequential->sequential_ms,
+                  sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms),
+                  sequential->tokens_equal ? "the same tokens" : "DIFFERENT TOKENS");
     std::printf("wrote %s (%lld faces, %s)\n", o.out.c_str(), static_cast<long long>(topology.faces),
                 topology.closed_and_oriented() ? "watertight" : "not watertight");
   }
@@ -152,6 +255,26 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)")
       ->check(CLI::IsMember({"causal", "reference"}));
   cmd->add_flag("--no-kv-cache", o->no_kv_cache, "Recompute the whole sequence every step");
+  cmd->add_option("--decoding", o->decoding,
+                  "sequential (default), jacobi (exact parallel decoding of an autoregressive model, greedy) or "
+                  "diffusion (a block-diffusion model folder)")
+      ->check(CLI::IsMember({"sequential", "jacobi", "diffusion"}));
+  cmd->add_option("--guesses", o->guesses, "Jacobi: tokens guessed ahead at most")->check(CLI::Range(0, 64));
+  cmd->add_option("--guess-cost", o->guess_cost,
+                  "Jacobi: what one more position costs in an evaluation, relative to one (0: always guess)")
+      ->check(CLI::Range(0.0, 100.0));
+  auto* threshold = cmd->add_option("--threshold", o->threshold,
+                                    "Diffusion: accept every position whose confidence exceeds this")
+                        ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--factor", o->factor, "Diffusion: the factor rule instead of a threshold")
+      ->check(CLI::PositiveNumber)
+      ->excludes(threshold);
+  cmd->add_option("--diffusion-cache", o->diffusion_cache, "Diffusion key-value cache: none, prefix or dual (default)")
+      ->check(CLI::IsMember({"none", "prefix", "dual"}));
+  cmd->add_option("--block-size", o->block_size, "Diffusion: positions per block (default: the model's)")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--sub-block", o->sub_block_size, "Diffusion, dual cache: positions per sub-block (default: half a block)")
+      ->check(CLI::Range(1, 4096));
   cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
   cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");

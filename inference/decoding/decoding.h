@@ -41,8 +41,10 @@ struct JacobiOptions {
   // The cost of one more position in an evaluation, as a fraction of a
   // one-token evaluation. Guesses are made only while the acceptance seen so
   // far makes them pay at this price; otherwise the strategy decodes one
-  // token per evaluation and tries one guess now and then.
-  float position_cost = 0.5f;
+  // token per evaluation and tries one guess now and then. The default is the
+  // CPU session's (`cubeforge-cli bench-decoding` measures it); 0 guesses at
+  // every evaluation.
+  float position_cost = 0.75f;
   int probe_interval = 32;  // evaluations without guesses between two probes
 };
 

@@ -56,6 +56,45 @@ TEST(Cli, GenerateJsonGivesReferenceTokensAndWritesTheMesh) {
   std::filesystem::remove_all(out.parent_path());
 }
 
+// Every decoding reports its model evaluations; exact parallel decoding gives
+// the reference's tokens and says so against a sequential decode of its own;
+// block diffusion is refused on an autoregressive model.
+TEST(Cli, DecodingModesReportTheirEvaluations) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  auto meta = nlohmann::json::parse(*read_file_text(oracle_dir() / "meta.json"));
+  auto expected = SafetensorsFile::open(oracle_dir() / "expected.safetensors");
+  const auto tokens = *expected->read_i64("cfg.causal.tokens");
+  const auto out = scratch("decoded.ply");
+  const std::string base = "generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
+                           "' --resolution 4 --out '" + out.string() + "' --json";
+  auto sequential = run(base);
+  ASSERT_EQ(sequential.exit_code, 0) << sequential.out;
+  auto report = nlohmann::json::parse(sequential.out.substr(sequential.out.find('{')));
+  EXPECT_EQ(report["decoding"]["mode"], "sequential");
+  EXPECT_EQ(report["decoding"]["model_evaluations"].get<int>(), int(tokens.size()));
+  EXPECT_EQ(report["decoding"]["tokens_per_evaluation"].get<double>(), 1.0);
+  auto jacobi = run(base + " --decoding jacobi --guess-cost 0");
+  ASSERT_EQ(jacobi.exit_code, 0) << jacobi.out;
+  report = nlohmann::json::parse(jacobi.out.substr(jacobi.out.find('{')));
+  EXPECT_EQ(report["tokens"].get<std::vector<int64_t>>(), tokens);
+  const auto& decoding = report["decoding"];
+  EXPECT_EQ(decoding["mode"], "jacobi");
+  EXPECT_TRUE(decoding["tokens_equal_sequential"].get<bool>());
+  EXPECT_GT(decoding["speedup_over_sequential"].get<double>(), 0.0);
+  EXPECT_GT(decoding["guessed"].get<int>(), 0);
+  int accepted = 0;
+  for (int n : decoding["tokens_per_step"].get<std::vector<int>>()) accepted += n;
+  EXPECT_EQ(accepted, int(tokens.size()));
+  EXPECT_EQ(int(decoding["tokens_per_step"].size()), decoding["model_evaluations"].get<int>());
+  auto diffusion = run(base + " --decoding diffusion --threshold 0.9");
+  EXPECT_NE(diffusion.exit_code, 0);
+  EXPECT_NE(diffusion.out.find("autoregressive"), std::string::npos) << diffusion.out;
+  auto sampled_jacobi = run(base + " --decoding jacobi --sample");
+  EXPECT_NE(sampled_jacobi.exit_code, 0);
+  EXPECT_NE(sampled_jacobi.out.find("greedy"), std::string::npos) << sampled_jacobi.out;
+  std::filesystem::remove_all(out.parent_path());
+}
+
 TEST(Cli, UnwritableOutputIsAClearErrorAndLeavesNothing) {
   CUBEFORGE_REQUIRE_ORACLE();
   auto r = run("generate --model '" + oracle_dir().string() +
