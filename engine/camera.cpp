@@ -17,10 +17,27 @@ glm::vec3 OrbitCamera::eye() const {
 
 glm::mat4 OrbitCamera::view() const { return glm::lookAt(eye(), target, glm::vec3(0.f, 1.f, 0.f)); }
 
+namespace {
+
+// The region's own width / height, from the whole target's.
+float region_aspect(const ViewRegion& region, float aspect) {
+  return region.height() > 0.f ? aspect * region.width() / region.height() : aspect;
+}
+
+}  // namespace
+
 glm::mat4 OrbitCamera::projection(float aspect) const {
-  glm::mat4 p = glm::perspective(glm::radians(fov_y_degrees), aspect, near_plane, far_plane);
+  glm::mat4 p = glm::perspective(glm::radians(fov_y_degrees), region_aspect(region, aspect), near_plane, far_plane);
   p[1][1] *= -1.f;  // Vulkan's framebuffer y points down
-  return p;
+  if (region == ViewRegion{}) return p;
+  // Clip x' = sx*x + cx*w (and y alike) puts the region's [-1, 1] at its place
+  // in the whole target's normalised coordinates (y down in Vulkan).
+  glm::mat4 place(1.f);
+  place[0][0] = region.width();
+  place[1][1] = region.height();
+  place[3][0] = region.left + region.right - 1.f;
+  place[3][1] = region.top + region.bottom - 1.f;
+  return place * p;
 }
 
 void OrbitCamera::orbit(float delta_yaw_degrees, float delta_pitch_degrees) {
@@ -51,7 +68,7 @@ void OrbitCamera::frame(const Bounds3& bounds, float aspect, float margin) {
   target = (lo + hi) * 0.5f;
   float radius = std::max(glm::length(hi - lo) * 0.5f, 1e-4f);
   float half_fov_y = glm::radians(fov_y_degrees) * 0.5f;
-  float half_fov_x = std::atan(std::tan(half_fov_y) * aspect);
+  float half_fov_x = std::atan(std::tan(half_fov_y) * region_aspect(region, aspect));
   float half_fov = std::min(half_fov_y, half_fov_x);
   distance = radius * margin / std::sin(half_fov);
   near_plane = std::max(distance - radius * 2.f, distance * 0.01f);

@@ -11,6 +11,19 @@
 
 namespace cubeforge::engine {
 
+// The part of the target the view is framed for, as fractions of its width
+// and height from the top-left corner. The scene still fills the whole target;
+// the projection moves and scales so that the view's centre and framing fall
+// in this part (the desktop app's free area between its panels).
+struct ViewRegion {
+  float left = 0.f, top = 0.f, right = 1.f, bottom = 1.f;
+  float width() const { return right - left; }
+  float height() const { return bottom - top; }
+  bool operator==(const ViewRegion& o) const {
+    return left == o.left && top == o.top && right == o.right && bottom == o.bottom;
+  }
+};
+
 struct OrbitCamera {
   glm::vec3 target{0.f, 0.f, 0.f};
   float distance = 3.f;
@@ -19,10 +32,12 @@ struct OrbitCamera {
   float fov_y_degrees = 45.f;
   float near_plane = 0.01f;
   float far_plane = 100.f;
+  ViewRegion region;
 
   glm::vec3 eye() const;
   glm::mat4 view() const;
-  glm::mat4 projection(float aspect) const;  // Vulkan clip space
+  // Vulkan clip space; aspect is the whole target's width / height.
+  glm::mat4 projection(float aspect) const;
   glm::mat4 view_projection(float aspect) const { return projection(aspect) * view(); }
 
   // Mouse-style controls; angles in degrees, pan in fractions of the view height.
@@ -31,8 +46,8 @@ struct OrbitCamera {
   void zoom(float steps);  // positive moves closer; each step scales distance by 0.9
 
   // Centres on `bounds` and moves back until its bounding sphere fits the
-  // vertical and horizontal field of view with `margin` (1 = touching);
-  // near/far planes follow the sphere.
+  // vertical and horizontal field of view of the region with `margin`
+  // (1 = touching); near/far planes follow the sphere. aspect: the whole target's.
   void frame(const Bounds3& bounds, float aspect, float margin = 1.15f);
 };
 

@@ -9,13 +9,18 @@ layout(location = 0) out vec4 out_color;
 
 void main() {
   vec3 to_eye = normalize(frame.camera_position.xyz - in_world_position);
-  vec3 normal;
-  if (frame.shading_mode == 1u) {
-    normal = normalize(cross(dFdx(in_world_position), dFdy(in_world_position)));
-  } else {
+  // The face's own normal, turned towards the eye: the side being seen.
+  vec3 face = normalize(cross(dFdx(in_world_position), dFdy(in_world_position)));
+  if (dot(face, to_eye) < 0.0) face = -face;
+  vec3 normal = face;
+  if (frame.shading_mode != 1u && dot(in_normal, in_normal) > 1e-12) {
+    // Smooth: the interpolated normal, flipped only when it belongs to the
+    // other side of the surface (inconsistent winding). Flipping it by the
+    // view direction instead turned pixels near silhouettes, where a smooth
+    // normal leans slightly away from the eye, into dark specks.
     normal = normalize(in_normal);
+    if (dot(normal, face) < 0.0) normal = -normal;
   }
-  if (dot(normal, to_eye) < 0.0) normal = -normal;
 
   vec3 albedo = frame.base_color.rgb;
   float up = normal.y * 0.5 + 0.5;

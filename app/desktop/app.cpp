@@ -45,6 +45,8 @@ void App::start_generation() {
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   state.generation.preview_uploads = 0;
+  state.generation.first_mesh_ms.reset();
+  state.generation.requested = Clock::now();
   log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
       std::to_string(request.resolution) + ")");
 }
@@ -58,11 +60,76 @@ void App::start_latency_demo() {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
-  state.latency.bars.clear();
-  state.latency.running = true;
+  state.latency = LatencyDemoState{};
+  state.latency.runs = latency_demo_runs();
+  state.latency.results.resize(state.latency.runs.size());
+  state.latency.running = state.latency.shown = true;
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
-  log("latency demo: the same prompt without and with the KV cache");
+  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has");
+}
+
+void App::start_candidates(int count) {
+  if (!worker.has_model()) {
+    log_error("no model loaded: choose a model folder in Settings first");
+    return;
+  }
+  GenerationRequest request = make_request(state.settings);
+  if (!worker.generate_candidates(request, count)) {
+    log_error("a job is already running; wait for it or cancel it");
+    return;
+  }
+  CandidateState& candidates = state.candidates;
+  candidates = CandidateState{};
+  candidates.running = candidates.shown = true;
+  candidates.count = count;
+  candidates.prompt = request.prompt;
+  state.generation.generating = true;
+  state.frames.while_generating_ms.clear();
+  log("trying " + std::to_string(count) + " seeds of \"" + request.prompt + "\" from seed " +
+      std::to_string(request.seed) + " at resolution " + std::to_string(candidate_request(request, 0).resolution));
+}
+
+void App::pick_candidate(int index) {
+  CandidateState& candidates = state.candidates;
+  if (index < 0 || index >= static_cast<int>(candidates.items.size())) return;
+  candidates.picked = index;
+  const Candidate& picked = candidates.items[size_t(index)];
+  state.current = {picked.mesh, picked.request.prompt, picked.request.seed};
+  // The settings that make it again: refining is the same tokens at a higher resolution.
+  AppSettings& settings = state.settings;
+  settings.prompt = picked.request.prompt;
+  settings.seed = picked.request.seed;
+  settings.sampling = true;
+  settings.temperature = picked.request.sampling.temperature;
+  settings.top_k = picked.request.sampling.top_k;
+  settings.top_p = picked.request.sampling.top_p;
+  show_mesh(state.current.mesh, true);
+  log("picked seed " + std::to_string(picked.request.seed) + " (" + std::to_string(picked.mesh.face_count()) +
+      " faces)");
+}
+
+void App::refine_candidate() {
+  if (state.candidates.picked < 0) return;
+  state.candidates.shown = false;
+  start_generation();
+}
+
+Result<ThumbnailMosaic> App::render_thumbnail(int cells) {
+  engine::Renderer& renderer = *viewport.renderer;
+  if (!viewport.thumbnails) {
+    CUBEFORGE_ASSIGN_OR_RETURN(viewport.thumbnails,
+                               engine::OffscreenTarget::create(renderer, engine::OffscreenOptions{160, 160}));
+  }
+  engine::OrbitCamera view;
+  view.yaw_degrees = 30.f;
+  view.pitch_degrees = 20.f;
+  view.frame(renderer.mesh_bounds(), 1.f, 1.05f);
+  engine::SceneSettings scene = state.view.scene;
+  scene.grid = false;
+  scene.wireframe = false;
+  CUBEFORGE_ASSIGN_OR_RETURN(engine::RenderedImage image, viewport.thumbnails->render_and_read(view, scene));
+  return mosaic_from_pixels(image.rgba.data(), int(image.width), int(image.height), cells);
 }
 
 Status App::export_current(const std::string& path) {
@@ -92,6 +159,7 @@ void App::show_mesh(const Mesh& mesh, bool frame_camera) {
     log_error("viewport upload: " + uploaded.error().to_string());
     return;
   }
+  state.view.shown_faces = mesh.face_count();
   if (frame_camera && !mesh.empty()) {
     VkExtent2D extent = viewport.target->extent();
     float aspect = extent.height > 0 ? float(extent.width) / float(extent.height) : 1.f;
@@ -99,39 +167,67 @@ void App::show_mesh(const Mesh& mesh, bool frame_camera) {
   }
 }
 
-void App::restore_history(const HistoryEntry& entry) {
+namespace {
+
+// The entry's settings with what belongs to this machine and window kept.
+Result<AppSettings> settings_of_entry(const AppSettings& current, const HistoryEntry& entry) {
+  CUBEFORGE_ASSIGN_OR_RETURN(AppSettings merged, settings_from_json(entry.settings));
+  merged.model_folder = current.model_folder;
+  merged.recent_folders = current.recent_folders;
+  merged.export_folder = current.export_folder;
+  merged.export_template = current.export_template;
+  merged.window_width = current.window_width;
+  merged.window_height = current.window_height;
+  merged.prompt = entry.prompt;
+  merged.seed = entry.seed;
+  return merged;
+}
+
+}  // namespace
+
+bool App::restore_changes_settings(const HistoryEntry& entry) const {
+  auto merged = settings_of_entry(state.settings, entry);
+  if (!merged.ok()) return entry.prompt != state.settings.prompt;
+  return settings_to_json(*merged) != settings_to_json(state.settings);
+}
+
+void App::restore_history(const HistoryEntry& entry, bool take_settings) {
   auto mesh = state.history.store->load_mesh(entry);
   if (!mesh.ok()) {
     log_error("history entry " + entry.id + ": " + mesh.error().to_string());
     return;
   }
-  AppSettings& settings = state.settings;
-  auto restored = settings_from_json(entry.settings);
-  if (restored.ok()) {
-    // Keep what is about this machine and window, take what made the shape.
-    AppSettings merged = *restored;
-    merged.model_folder = settings.model_folder;
-    merged.recent_folders = settings.recent_folders;
-    merged.export_folder = settings.export_folder;
-    merged.export_template = settings.export_template;
-    merged.window_width = settings.window_width;
-    merged.window_height = settings.window_height;
-    settings = merged;
-  } else {
-    log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
+  if (take_settings) {
+    auto restored = settings_of_entry(state.settings, entry);
+    if (restored.ok()) state.settings = *restored;
+    else log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
   }
   state.current = {std::move(*mesh), entry.prompt, entry.seed};
   show_mesh(state.current.mesh, true);
-  log("restored " + entry.id + ": \"" + entry.prompt + "\"");
+  log("restored " + entry.id + ": \"" + entry.prompt + "\"" +
+      (take_settings ? std::string() : " (the shape only; your prompt and settings stay)"));
 }
 
 void App::reset_camera() {
   engine::OrbitCamera& camera = state.view.camera;
+  const engine::ViewRegion region = camera.region;
   camera = engine::OrbitCamera{};
+  camera.region = region;
   camera.pitch_degrees = 20.f;
+  camera.yaw_degrees = 30.f;
+  frame_object();
+}
+
+void App::frame_object() {
   VkExtent2D extent = viewport.target->extent();
-  if (!viewport.renderer->mesh_bounds().empty && extent.height > 0)
-    camera.frame(viewport.renderer->mesh_bounds(), float(extent.width) / extent.height);
+  if (viewport.renderer->mesh_bounds().empty || extent.height == 0) return;
+  state.view.camera.frame(viewport.renderer->mesh_bounds(), float(extent.width) / extent.height);
+}
+
+void App::toggle_panels() {
+  state.layout.panels_hidden = !state.layout.panels_hidden;
+  state.layout.place_panels = true;
+  update_layout(*this);  // the panels drawn after this need their places now
 }
 
 void App::save_settings_now() {

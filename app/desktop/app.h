@@ -6,7 +6,8 @@
 // own file:
 //   handle_worker_messages()  worker_messages.cpp  the worker's news -> state
 //   step_script()             script_runner.cpp    the next script command
-//   handle_viewport_input()   panels/viewport_input.cpp  mouse on the 3D view
+//   update_layout()           panels/viewport_input.cpp  panel places, free view
+//   handle_viewport_input()   panels/viewport_input.cpp  mouse and keys on the 3D view
 //   draw_panels()             panels/panels.cpp    one file per panel
 #pragma once
 
@@ -36,6 +37,7 @@ struct Viewport {
   std::unique_ptr<engine::Renderer> renderer;
   std::unique_ptr<engine::WindowTarget> target;
   std::unique_ptr<engine::OffscreenTarget> capture;  // screenshots
+  std::unique_ptr<engine::OffscreenTarget> thumbnails;  // candidates' thumbnails
   std::unique_ptr<ImGuiOverlay> imgui;
 };
 
@@ -51,12 +53,26 @@ struct App {
   void load_model(const std::string& folder);
   void start_generation();
   void start_latency_demo();
+  // Candidates: several seeds of the prompt in a grid; pick one; refine it.
+  void start_candidates(int count);
+  void pick_candidate(int index);
+  void refine_candidate();
+  // The engine's render of the mesh on screen from the standard view, as a mosaic.
+  Result<ThumbnailMosaic> render_thumbnail(int cells);
   Status export_current(const std::string& path);
   Status screenshot(const std::string& path);
   // Uploads the mesh to the viewport; frame_camera fits the camera to it.
   void show_mesh(const Mesh& mesh, bool frame_camera);
-  void restore_history(const HistoryEntry& entry);
+  // Shows the entry's mesh; take_settings also puts back its prompt and settings.
+  void restore_history(const HistoryEntry& entry, bool take_settings = true);
+  // Whether restoring the entry would change the typed prompt or the settings.
+  bool restore_changes_settings(const HistoryEntry& entry) const;
   void reset_camera();
+  // Fits the object into the free part of the view, keeping the angles (F, Home).
+  void frame_object();
+  // Every panel back to its place for the window's size.
+  void reset_layout() { state.layout.place_panels = true; }
+  void toggle_panels();
   void save_settings_now();
   void log(const std::string& text) { state.log.info(text); }
   void log_error(const std::string& text) { state.log.error(text); }
@@ -67,6 +83,7 @@ void handle_worker_messages(App& app);
 // Counts down `idle N`, else runs the next command once nothing runs
 // (`idle`: the worker was idle when this frame began).
 void step_script(App& app, float frame_ms, bool idle);
+void update_layout(App& app);
 void handle_viewport_input(App& app, float frame_seconds);
 void draw_panels(App& app);
 

@@ -20,6 +20,14 @@ FrameTimeSummary summarise(std::vector<float> times) {
   return s;
 }
 
+float wireframe_opacity(size_t faces, float radius_pixels) {
+  if (faces == 0) return 0.9f;
+  // About half the faces face the eye, sharing the projected disc.
+  const double pixels_per_face = 3.14159265 * double(radius_pixels) * radius_pixels / (0.5 * double(faces));
+  const double edge_pixels = std::sqrt(2.0 * pixels_per_face);
+  return static_cast<float>(std::clamp((edge_pixels - 2.0) / 10.0, 0.15, 0.9));
+}
+
 void FrameTimes::add(float frame_ms, bool generating) {
   recent_ms.push_back(frame_ms);
   if (recent_ms.size() > kWindow) recent_ms.pop_front();
@@ -31,7 +39,8 @@ void AppLog::add(bool error, const std::string& text) {
   if (lines.size() > 2000) lines.erase(lines.begin(), lines.begin() + 500);
   if (error) {
     ++errors;
-    popup_message = text;
+    popup_messages.push_back(text);
+    if (popup_messages.size() > 50) popup_messages.erase(popup_messages.begin());
     popup_pending = true;
   }
   const char* tag = error ? "error: " : "";

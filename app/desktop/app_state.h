@@ -6,6 +6,7 @@
 // and no Vulkan handles, so a new panel or message starts from here.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -18,9 +19,13 @@
 #include <vector>
 
 #include "app/desktop/core/app_settings.h"
+#include "app/desktop/core/export_target.h"
 #include "app/desktop/core/generation_progress.h"
 #include "app/desktop/core/generation_worker.h"
 #include "app/desktop/core/history_store.h"
+#include "app/desktop/core/model_card.h"
+#include "app/desktop/core/panel_layout.h"
+#include "app/desktop/core/save_dialog.h"
 #include "app/desktop/core/script.h"
 #include "app/desktop/thumbnail_mosaic.h"
 #include "engine/renderer.h"
@@ -48,6 +53,7 @@ struct ModelState {
   std::string load_step;
   double load_fraction = 0;
   std::string status;          // the last load's outcome, shown under the buttons
+  std::optional<ModelCard> card;  // what the loaded model says it knows (card.json), if anything
 };
 
 // The current shape, which export writes and the viewport shows between runs:
@@ -62,16 +68,41 @@ struct CurrentShape {
 struct GenerationState {
   bool generating = false;  // a generation or the latency demo runs
   GenerationProgress progress;
+  Clock::time_point run_started;  // when the worker started the current run
   int preview_uploads = 0;  // previews shown during this run
+  std::string preview_shown;  // what the mesh on screen is while the run goes on
+  std::optional<double> first_mesh_ms;  // from Generate to the first mesh on screen
+  Clock::time_point requested;          // when Generate was pressed
   PreviewCost last_preview_cost;
   std::optional<double> last_decode_ms_without_preview;
   std::optional<double> last_decode_ms_with_preview;
 };
 
-// The latency demo's bar groups, as they arrive.
+// Several seeds of one prompt side by side (a 2x2 grid), to pick one.
+constexpr int kCandidateCells = 56;  // thumbnail mosaic cells per side
+struct Candidate {
+  GenerationRequest request;  // what made it
+  Mesh mesh;
+  ThumbnailMosaic thumbnail;  // the engine's render of it
+  double wall_ms = 0;
+};
+struct CandidateState {
+  bool running = false;
+  bool shown = false;  // the grid is open
+  int count = 0;       // asked for
+  int picked = -1;
+  std::string prompt;
+  std::vector<Candidate> items;
+};
+
+// The latency demo, a view of its own: its runs, which one is going, and
+// each one's result as it arrives.
 struct LatencyDemoState {
   bool running = false;
-  std::vector<worker_message::LatencyResult> bars;
+  bool shown = false;
+  int current = -1;  // the run in progress
+  std::vector<LatencyRun> runs;
+  std::vector<std::optional<worker_message::LatencyResult>> results;  // by run
 };
 
 // Frame times: recent frames for the plot, and the frames of the current run.
@@ -80,20 +111,34 @@ struct FrameTimes {
   std::deque<float> recent_ms;             // the last kWindow frames
   std::vector<float> while_generating_ms;  // frames while the current run generates
   FrameTimeSummary last_generation;
+  // From a key press reaching the app to the end of the frame that shows it.
+  std::vector<float> key_to_frame_ms, key_to_frame_generating_ms;
 
   void add(float frame_ms, bool generating);
 };
 
 struct HistoryState {
   std::optional<HistoryStore> store;  // empty when the history folder cannot be read
+  // Why the history could not be read or the last run could not be kept:
+  // shown in the History panel until a later write succeeds.
+  std::string problem;
   // Thumbnails read so far by entry id; empty when the PNG could not be read.
   std::map<std::string, ThumbnailMosaic> thumbnails;
+  // An entry picked while the prompt or settings differ from its: the panel
+  // asks before replacing them.
+  std::optional<HistoryEntry> pending_restore;
+  bool open_restore_question = false;
 };
 
-// The last export or screenshot from the Export panel.
+// The Export panel: the last export's or screenshot's outcome, an export
+// waiting for the person to confirm (create its folder, replace a file), and
+// the desktop's Save-as dialog.
 struct ExportState {
   std::string result;
   bool failed = false;
+  std::optional<ExportTarget> pending;
+  bool open_confirmation = false;  // open the confirmation popup this frame
+  SaveDialog dialog;
 };
 
 struct LogLine {
@@ -101,13 +146,15 @@ struct LogLine {
   std::string text;
 };
 
-// The log: kept for the Log panel, written to the data folder's log file and
-// to stdout/stderr. An error also raises the message popup.
+// The log: kept for the Log panel, written to the data folder's log file
+// (the previous run's kept beside it as cubeforge.log.1) and to
+// stdout/stderr. Errors also go to the message popup, every one of them
+// until the person closes it.
 struct AppLog {
   std::ofstream file;
   std::vector<LogLine> lines;
   int errors = 0;
-  std::string popup_message;
+  std::vector<std::string> popup_messages;  // errors not yet seen in the popup
   bool popup_pending = false;
 
   void info(const std::string& text) { add(false, text); }
@@ -119,6 +166,27 @@ struct AppLog {
 struct ViewState {
   engine::OrbitCamera camera;
   engine::SceneSettings scene;
+  // The mouse button dragging the view (-1: none) and where the cursor was
+  // when it last moved the camera: a drag moves by what happened since it
+  // began in the view, never by where the cursor was before the press.
+  int drag_button = -1;
+  float drag_x = 0, drag_y = 0;
+  size_t shown_faces = 0;  // faces of the mesh on screen
+};
+
+// The wireframe's opacity for a mesh of `faces` faces whose bounding sphere
+// covers `radius_pixels` on screen: dense where edges are far apart, faint
+// where thousands of edges would fill every pixel (20,000 faces seen whole).
+float wireframe_opacity(size_t faces, float radius_pixels);
+
+// The panels' places and the part of the window they leave free.
+struct LayoutState {
+  bool place_panels = true;     // put every panel at its layout place this frame
+  bool panels_hidden = false;   // Tab: the view alone
+  float width = 0, height = 0;  // the window size the layout was made for
+  PanelLayout layout;
+  // Named widgets' places in the last frame, for scripts (`click generate`).
+  std::map<std::string, Rect> targets;
 };
 
 // The script (--script) and where it has got to.
@@ -127,20 +195,25 @@ struct ScriptState {
   size_t next = 0;
   int idle_frames_left = 0;  // `idle N`: frames still to count
   std::vector<float> idle_frame_ms;
+  int settle_frames = 0;     // frames to let pass after input before the next command
+  std::array<int, 2> resize_to{0, 0};
+  int resize_frames_left = 0;  // `resize`: frames left to reach resize_to
 };
 
 struct AppState {
-  std::filesystem::path data_folder;  // settings, window layout, log, history
+  std::filesystem::path data_folder;  // settings, log, history
   AppSettings settings;
   ModelState model;
   CurrentShape current;
   GenerationState generation;
   LatencyDemoState latency;
+  CandidateState candidates;
   FrameTimes frames;
   HistoryState history;
   ExportState export_status;
   AppLog log;
   ViewState view;
+  LayoutState layout;
   bool script_mode = false;  // a script drives the app (and its errors fail the run)
   ScriptState script;
   bool quit = false;

@@ -2,14 +2,15 @@
 // app knows is in app_state.h, what it can do in app.h, the panels in panels/.
 //
 // Main loop in Dear ImGui's order: poll -> drain the worker's messages ->
-// next script command when idle -> new frame -> viewport mouse controls ->
-// panels -> render -> draw_frame (rebuild the swapchain if flagged, skip while
+// next script command -> new frame (this frame's share of the queued input)
+// -> layout -> viewport mouse and keys -> panels -> render -> draw_frame (rebuild the swapchain if flagged, skip while
 // minimised, scene + ImGui overlay, present). Everything here runs on the UI
 // thread; only GenerationWorker's job runs elsewhere.
 #include "app/desktop/desktop_app.h"
 
 #include <imgui.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -34,7 +35,10 @@ bool load_state(App& app) {
   state.data_folder = resolve_data_folder(options.data_folder);
   std::error_code ec;
   std::filesystem::create_directories(state.data_folder, ec);
-  state.log.file.open(state.data_folder / "cubeforge.log", std::ios::trunc);
+  // The previous run's log stays beside the new one.
+  const auto log_path = state.data_folder / "cubeforge.log";
+  if (std::filesystem::exists(log_path, ec)) std::filesystem::rename(log_path, state.data_folder / "cubeforge.log.1", ec);
+  state.log.file.open(log_path, std::ios::trunc);
   if (!state.log.file) std::fprintf(stderr, "cubeforge: cannot write the log in '%s'\n", state.data_folder.c_str());
 
   auto settings = load_settings(state.data_folder / "settings.json");
@@ -102,9 +106,9 @@ bool start_window_and_engine(App& app) {
   }
   engine::WindowOptions window_options;
   window_options.vsync = !script_mode;  // scripts run as fast as the machine allows
-  // On a software rasteriser (lavapipe) 4x MSAA of the whole window costs more
-  // frame time than the UI can spare while generation shares the cores.
-  if (viewport.context->properties().deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU)
+  // Anti-aliased edges (4x MSAA where offered). CUBEFORGE_MSAA=1 turns it off,
+  // for a software rasteriser on a machine whose cores generation needs.
+  if (const char* msaa = std::getenv("CUBEFORGE_MSAA"); msaa && std::string(msaa) == "1")
     window_options.samples = VK_SAMPLE_COUNT_1_BIT;
   auto target = engine::WindowTarget::create(*viewport.renderer, viewport.window, window_options);
   if (!target.ok()) {
@@ -115,8 +119,9 @@ bool start_window_and_engine(App& app) {
   app.log("viewport on " + viewport.context->device_name() +
           (viewport.context->validation_enabled() ? std::string(" (Vulkan validation layer on)") : std::string()));
 
-  auto imgui = ImGuiOverlay::create(*viewport.context, *viewport.target, viewport.window,
-                                    (app.state.data_folder / "imgui.ini").string());
+  // No imgui.ini: the panels' places are computed for the window's size
+  // (core/panel_layout.h), so no saved arrangement can bring back a broken one.
+  auto imgui = ImGuiOverlay::create(*viewport.context, *viewport.target, viewport.window);
   if (!imgui.ok()) {
     app.log_error("ImGui: " + imgui.error().to_string());
     return false;
@@ -132,8 +137,14 @@ bool start_window_and_engine(App& app) {
 void open_history_and_model(App& app) {
   AppState& state = app.state;
   auto history = HistoryStore::open(state.data_folder / "history");
-  if (history.ok()) state.history.store = std::move(*history);
-  else app.log_error(history.error().to_string());
+  if (history.ok()) {
+    state.history.store = std::move(*history);
+    for (const std::string& problem : state.history.store->problems()) app.log_error(problem);
+  } else {
+    state.history.problem = "The history cannot be read, and new shapes will not be kept: " +
+                            history.error().to_string();
+    app.log_error(state.history.problem);
+  }
 
   state.view.scene.shading = state.settings.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
   state.view.camera.pitch_degrees = 20.f;
@@ -155,8 +166,8 @@ void main_loop(App& app) {
   while (!glfwWindowShouldClose(viewport.window) && !state.quit) {
     // A person's idle app waits for input (at most a tenth of a second) instead
     // of drawing frames nobody needs; anything running keeps frames coming.
-    const bool nothing_moves =
-        !state.script_mode && !app.worker.busy() && !state.settings.turntable && !state.log.popup_pending;
+    const bool nothing_moves = !state.script_mode && !app.worker.busy() && !state.settings.turntable &&
+                               !state.log.popup_pending && viewport.imgui->input().empty();
     if (nothing_moves) glfwWaitEventsTimeout(0.1);
     else glfwPollEvents();
     const auto now = Clock::now();
@@ -169,17 +180,33 @@ void main_loop(App& app) {
     step_script(app, frame_ms, idle);
 
     viewport.imgui->new_frame();
+    update_layout(app);
     handle_viewport_input(app, frame_ms / 1000.f);
     draw_panels(app);
     engine::SceneSettings& scene = state.view.scene;
     scene.wireframe = state.settings.wireframe && viewport.renderer->supports_wireframe();
     scene.shading = state.settings.flat_shading ? engine::ShadingMode::kFlat : engine::ShadingMode::kSmooth;
     scene.grid = state.settings.grid;
+    if (scene.wireframe) {
+      const Bounds3 bounds = viewport.renderer->mesh_bounds();
+      const engine::OrbitCamera& camera = state.view.camera;
+      float radius = 0.f;
+      for (int a = 0; a < 3; ++a) radius += (bounds.max[a] - bounds.min[a]) * (bounds.max[a] - bounds.min[a]);
+      radius = 0.5f * std::sqrt(radius);
+      const float half_view = camera.distance * std::tan(camera.fov_y_degrees * 3.14159265f / 360.f);
+      const float pixels = radius / std::max(half_view, 1e-6f) * 0.5f * state.layout.height * camera.region.height();
+      scene.wire_color[3] = wireframe_opacity(state.view.shown_faces, pixels);
+    }
     const engine::OverlayRecorder overlay = viewport.imgui->render();
     auto status = viewport.target->draw_frame(state.view.camera, scene, overlay);
     if (!status.ok()) {
       app.log_error("drawing the window: " + status.error().to_string());
       break;
+    }
+    for (double pressed : viewport.imgui->take_key_press_times()) {
+      const float latency = static_cast<float>(glfwGetTime() * 1000.0 - pressed);
+      state.frames.key_to_frame_ms.push_back(latency);
+      if (app.worker.busy()) state.frames.key_to_frame_generating_ms.push_back(latency);
     }
     if (*status == engine::FrameStatus::kMinimised) glfwWaitEventsTimeout(0.05);
     // Without vsync (scripts) frames are paced to 60 per second as a display
@@ -204,6 +231,12 @@ int finish(App& app) {
   std::snprintf(line, sizeof line, "frame times of the last %d frames: mean %.1f ms, p95 %.1f ms, max %.1f ms",
                 recent.frames, recent.mean_ms, recent.p95_ms, recent.max_ms);
   app.log(line);
+  if (!state.frames.key_to_frame_ms.empty()) {
+    FrameTimeSummary keys = summarise(state.frames.key_to_frame_ms);
+    std::snprintf(line, sizeof line, "key press to frame: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d presses)",
+                  keys.mean_ms, keys.p95_ms, keys.max_ms, keys.frames);
+    app.log(line);
+  }
   int width = 0, height = 0;
   glfwGetWindowSize(viewport.window, &width, &height);
   if (!state.script_mode && width > 0 && height > 0) {
@@ -227,6 +260,7 @@ void shutdown(App& app) {
   if (viewport.context) viewport.context->wait_idle();
   viewport.imgui.reset();
   viewport.capture.reset();
+  viewport.thumbnails.reset();
   viewport.target.reset();
   viewport.renderer.reset();
   viewport.context.reset();

@@ -5,6 +5,8 @@
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_vulkan.h>
 
+#include <cfloat>
+
 namespace cubeforge::app {
 
 namespace {
@@ -17,6 +19,36 @@ void abort_on_vulkan_error(VkResult result) {
 
 // ImGui 1.86 allocates one descriptor set, for its font texture; the rest is room.
 constexpr uint32_t kDescriptorSets = 16;
+
+// ImGui's context is global, so there is one overlay; the GLFW callbacks find it here.
+ImGuiOverlay* g_overlay = nullptr;
+
+double now_ms() { return glfwGetTime() * 1000.0; }
+
+void queue_key(GLFWwindow*, int key, int, int action, int) {
+  if (!g_overlay) return;
+  if (action != GLFW_REPEAT) g_overlay->input().push({InputEvent::Kind::kKey, key, action == GLFW_PRESS, 0, 0, now_ms()});
+  // A held key repeats: as a press while it is down (what ImGui 1.86 counts as repeats).
+  if (action == GLFW_REPEAT) {
+    g_overlay->input().push({InputEvent::Kind::kKey, key, false, 0, 0, now_ms()});
+    g_overlay->input().push({InputEvent::Kind::kKey, key, true, 0, 0, now_ms()});
+  }
+}
+void queue_char(GLFWwindow*, unsigned int c) {
+  if (g_overlay) g_overlay->input().push({InputEvent::Kind::kChar, static_cast<int>(c)});
+}
+void queue_mouse_button(GLFWwindow*, int button, int action, int) {
+  if (g_overlay) g_overlay->input().push({InputEvent::Kind::kMouseButton, button, action == GLFW_PRESS});
+}
+void queue_cursor(GLFWwindow*, double x, double y) {
+  if (g_overlay) g_overlay->input().push({InputEvent::Kind::kCursor, 0, false, x, y});
+}
+void queue_scroll(GLFWwindow*, double x, double y) {
+  if (g_overlay) g_overlay->input().push({InputEvent::Kind::kScroll, 0, false, x, y});
+}
+void cursor_enter(GLFWwindow*, int entered) {
+  if (g_overlay) g_overlay->input().push({InputEvent::Kind::kCursorInside, 0, entered != 0});
+}
 
 }  // namespace
 
@@ -37,9 +69,17 @@ Result<std::unique_ptr<ImGuiOverlay>> ImGuiOverlay::create(engine::Context& cont
   overlay->imgui_context_ = true;
   overlay->ini_path_ = ini_path;
   ImGui::GetIO().IniFilename = overlay->ini_path_.empty() ? nullptr : overlay->ini_path_.c_str();
-  if (!ImGui_ImplGlfw_InitForVulkan(window, true))
+  if (!ImGui_ImplGlfw_InitForVulkan(window, false))
     return make_error(ErrorCode::kInternal, "ImGui's GLFW backend did not start");
   overlay->glfw_backend_ = true;
+  overlay->window_ = window;
+  g_overlay = overlay.get();
+  glfwSetKeyCallback(window, queue_key);
+  glfwSetCharCallback(window, queue_char);
+  glfwSetMouseButtonCallback(window, queue_mouse_button);
+  glfwSetCursorPosCallback(window, queue_cursor);
+  glfwSetScrollCallback(window, queue_scroll);
+  glfwSetCursorEnterCallback(window, cursor_enter);
 
   engine::WindowVulkanHandles handles = target.vulkan_handles();
   ImGui_ImplVulkan_InitInfo info{};
@@ -67,6 +107,15 @@ Result<std::unique_ptr<ImGuiOverlay>> ImGuiOverlay::create(engine::Context& cont
 
 ImGuiOverlay::~ImGuiOverlay() {
   context_.wait_idle();
+  if (g_overlay == this) {
+    g_overlay = nullptr;
+    glfwSetKeyCallback(window_, nullptr);
+    glfwSetCharCallback(window_, nullptr);
+    glfwSetMouseButtonCallback(window_, nullptr);
+    glfwSetCursorPosCallback(window_, nullptr);
+    glfwSetScrollCallback(window_, nullptr);
+    glfwSetCursorEnterCallback(window_, nullptr);
+  }
   if (vulkan_backend_) ImGui_ImplVulkan_Shutdown();
   if (glfw_backend_) ImGui_ImplGlfw_Shutdown();
   if (imgui_context_) ImGui::DestroyContext();
@@ -79,8 +128,47 @@ void ImGuiOverlay::new_frame() {
     ImGui_ImplVulkan_SetMinImageCount(min_image_count_);
   }
   ImGui_ImplVulkan_NewFrame();
-  ImGui_ImplGlfw_NewFrame();
+  ImGui_ImplGlfw_NewFrame();  // display size, time, cursor shape; the mouse is replaced next
+  apply(input_.take_frame());
   ImGui::NewFrame();
+}
+
+void ImGuiOverlay::apply(const std::vector<InputEvent>& events) {
+  ImGuiIO& io = ImGui::GetIO();
+  for (const InputEvent& event : events) {
+    switch (event.kind) {
+      case InputEvent::Kind::kKey:
+        ImGui_ImplGlfw_KeyCallback(window_, event.code, 0, event.down ? GLFW_PRESS : GLFW_RELEASE, 0);
+        if (event.down && event.time_ms > 0) key_press_times_.push_back(event.time_ms);
+        break;
+      case InputEvent::Kind::kChar:
+        io.AddInputCharacter(static_cast<unsigned int>(event.code));
+        break;
+      case InputEvent::Kind::kMouseButton:
+        if (event.code >= 0 && event.code < 5) mouse_down_[event.code] = event.down;
+        break;
+      case InputEvent::Kind::kCursor:
+        cursor_x_ = event.x;
+        cursor_y_ = event.y;
+        cursor_known_ = cursor_inside_ = true;
+        break;
+      case InputEvent::Kind::kCursorInside:
+        cursor_inside_ = event.down;
+        break;
+      case InputEvent::Kind::kScroll:
+        io.MouseWheelH += static_cast<float>(event.x);
+        io.MouseWheel += static_cast<float>(event.y);
+        break;
+    }
+  }
+  bool any_down = false;
+  for (int b = 0; b < 5; ++b) {
+    io.MouseDown[b] = mouse_down_[b];
+    any_down |= mouse_down_[b];
+  }
+  // A drag that leaves the window still follows the cursor.
+  if (cursor_known_ && (cursor_inside_ || any_down)) io.MousePos = ImVec2(float(cursor_x_), float(cursor_y_));
+  else io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
 }
 
 engine::OverlayRecorder ImGuiOverlay::render() {

@@ -9,11 +9,19 @@
 // Per frame: new_frame() -> ImGui calls -> render(), whose recorder goes to
 // WindowTarget::draw_frame() as the overlay (drawn inside the window's render
 // pass, after the scene).
+//
+// Input: the window's keyboard and mouse callbacks are ours, not the GLFW
+// backend's. They queue every event (core/input_queue.h) and new_frame()
+// hands ImGui one frame's share, so no key press or click is lost however
+// long a frame takes; input() lets a script push the same events.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "app/desktop/core/input_queue.h"
 #include "engine/context.h"
 #include "engine/window_target.h"
 #include "inference/core/result.h"
@@ -35,6 +43,13 @@ class ImGuiOverlay {
   // Ends the ImGui frame; the recorder draws it into draw_frame's render pass.
   engine::OverlayRecorder render();
 
+  // Events not yet handed to ImGui; a script pushes its input here too.
+  InputQueue& input() { return input_; }
+  // When the key presses handed to ImGui since the last call were delivered
+  // (glfwGetTime, ms), to measure how long a press takes to reach the screen.
+  std::vector<double> take_key_press_times() { return std::exchange(key_press_times_, {}); }
+
+
  private:
   ImGuiOverlay(engine::Context& context, engine::WindowTarget& target) : context_(context), target_(target) {}
 
@@ -44,6 +59,15 @@ class ImGuiOverlay {
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   bool imgui_context_ = false, glfw_backend_ = false, vulkan_backend_ = false;
   uint32_t min_image_count_ = 0;
+
+  // The mouse as the events handed over so far leave it.
+  void apply(const std::vector<InputEvent>& events);
+  InputQueue input_;
+  GLFWwindow* window_ = nullptr;
+  bool cursor_known_ = false, cursor_inside_ = true;
+  double cursor_x_ = 0, cursor_y_ = 0;
+  bool mouse_down_[5] = {};
+  std::vector<double> key_press_times_;
 };
 
 }  // namespace cubeforge::app

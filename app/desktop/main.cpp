@@ -13,11 +13,12 @@ void print_usage() {
       "usage: cubeforge [--model DIR] [--prompt TEXT] [--data-dir DIR] [--size WxH] [--script FILE]\n"
       "  --model DIR     model folder to load at start (default: the last one used, else the built-in model)\n"
       "  --prompt TEXT   prompt to start with\n"
-      "  --data-dir DIR  settings, window layout, log and history (default: $CUBEFORGE_DATA_DIR,\n"
+      "  --data-dir DIR  settings, log and history (default: $CUBEFORGE_DATA_DIR,\n"
       "                  else $XDG_DATA_HOME/cubeforge, else ~/.local/share/cubeforge)\n"
       "  --size WxH      window size in pixels\n"
       "  --script FILE   run commands from FILE (model, prompt, set, generate, latency, cancel,\n"
-      "                  wait, idle, export, screenshot, quit), one per line\n");
+      "                  wait, idle, export, screenshot, quit, click, drag, key, type, resize,\n"
+      "                  reset-layout, dump), one per line\n");
 }
 
 }  // namespace

@@ -1,12 +1,170 @@
-// The script mode's steps (--script): one command per idle frame, and the
-// frame-time count of `idle N`. The commands are described in core/script.h.
+// The script mode's steps (--script): the next command once the app is ready
+// for it, the frame-time count of `idle N`, input pushed into the window's
+// input queue, and `dump`, which writes what the window shows for tests to
+// check. The commands are described in core/script.h.
+#include <imgui.h>
+#include <imgui_internal.h>  // the panels' places and content sizes for `dump`
+
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "app/desktop/app.h"
+#include "inference/core/file_io.h"
 
 namespace cubeforge::app {
 
 namespace {
+
+constexpr int kLeftButton = 0, kRightButton = 1;
+// A resize that the window system has not carried out after this many frames fails.
+constexpr int kResizeFrames = 600;
+
+nlohmann::json rect_json(const Rect& r) { return {{"x", r.x}, {"y", r.y}, {"width", r.width}, {"height", r.height}}; }
+
+// What the window shows, as the tests read it.
+nlohmann::json window_state(App& app) {
+  AppState& state = app.state;
+  nlohmann::json out;
+  out["window"] = {{"width", state.layout.width}, {"height", state.layout.height}};
+  out["panels_hidden"] = state.layout.panels_hidden;
+  out["free_view"] = rect_json(state.layout.layout.free_view);
+  nlohmann::json panels = nlohmann::json::object();
+  for (int p = 0; p < kPanelCount; ++p) {
+    ImGuiWindow* window = ImGui::FindWindowByName(panel_title(Panel(p)));
+    if (!window || !window->WasActive) continue;
+    nlohmann::json panel = rect_json({window->Pos.x, window->Pos.y, window->Size.x, window->Size.y});
+    // Content wider than the room inside the panel is text or widgets cut off at its right edge.
+    panel["content_width"] = window->ContentSize.x;
+    panel["room_width"] = window->InnerRect.GetWidth() - 2 * window->WindowPadding.x;
+    panel["collapsed"] = window->Collapsed;
+    panels[panel_title(Panel(p))] = panel;
+  }
+  out["panels"] = panels;
+  nlohmann::json targets = nlohmann::json::object();
+  for (const auto& [name, rect] : state.layout.targets) targets[name] = rect_json(rect);
+  out["targets"] = targets;
+  const engine::OrbitCamera& camera = state.view.camera;
+  out["camera"] = {{"yaw", camera.yaw_degrees},
+                   {"pitch", camera.pitch_degrees},
+                   {"distance", camera.distance},
+                   {"target", {camera.target.x, camera.target.y, camera.target.z}}};
+  out["prompt"] = state.settings.prompt;
+  if (state.model.card) {
+    const PromptCheck check = check_prompt(*state.model.card, state.settings.prompt);
+    out["prompt_check"] = {{"message", check.message},
+                           {"unknown_words", check.unknown_words},
+                           {"completions", complete_word(*state.model.card, state.settings.prompt)}};
+  }
+  out["mesh_faces"] = state.current.mesh.face_count();
+  out["busy"] = app.worker.busy();
+  out["preview_uploads"] = state.generation.preview_uploads;
+  nlohmann::json candidates = nlohmann::json::array();
+  for (const Candidate& c : state.candidates.items)
+    candidates.push_back({{"seed", c.request.seed}, {"faces", c.mesh.face_count()},
+                          {"thumbnail_cells", c.thumbnail.cells}});
+  out["candidates"] = {{"shown", state.candidates.shown},
+                       {"picked", state.candidates.picked},
+                       {"items", candidates}};
+  out["seed"] = state.settings.seed;
+  nlohmann::json latency = nlohmann::json::array();
+  for (size_t i = 0; i < state.latency.runs.size(); ++i) {
+    const auto& result = state.latency.results[i];
+    latency.push_back({{"name", state.latency.runs[i].name},
+                       {"available", state.latency.runs[i].unavailable_reason.empty()},
+                       {"done", result.has_value() && result->available},
+                       {"tpot_ms", result ? result->mean_tpot_ms : 0.0},
+                       {"total_ms", result ? result->total_ms : 0.0},
+                       {"stages_ms", result ? result->stages.total_ms() : 0.0}});
+  }
+  out["latency"] = {{"shown", state.latency.shown}, {"running", state.latency.running}, {"runs", latency}};
+  out["current_seed"] = state.current.seed;
+  const HistoryState& history = state.history;
+  out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},
+                    {"problem", history.problem},
+                    {"problems", history.store ? history.store->problems() : std::vector<std::string>{}},
+                    {"pending_restore", history.pending_restore.has_value()}};
+  const ExportState& exported = state.export_status;
+  out["export"] = {{"result", exported.result},
+                   {"failed", exported.failed},
+                   {"pending", !exported.pending                 ? ""
+                               : exported.pending->folder_missing ? "create-folder"
+                                                                  : "replace"}};
+  GenerationState& generation = state.generation;
+  GenerationProgress& progress = generation.progress;
+  const double elapsed_ms = ms_between(generation.run_started, Clock::now());
+  const char* outcomes[] = {"running", "done", "cancelled", "failed"};
+  nlohmann::json stages = nlohmann::json::object();
+  for (int s = 0; s < kAppStageCount; ++s) {
+    const AppStage stage = AppStage(s);
+    std::string shown = progress.stage_ms()[s] ? "done" : "-";
+    if (progress.current_stage() == stage) shown = "running";
+    else if (!progress.stage_ms()[s] && progress.stopped_stage() == stage) shown = outcomes[int(progress.outcome())];
+    stages[app_stage_name(stage)] = shown;
+  }
+  out["run"] = {{"status", progress.status(elapsed_ms)},
+                {"outcome", outcomes[int(progress.outcome())]},
+                {"fraction", progress.fraction(elapsed_ms)},
+                {"stages", stages},
+                {"first_mesh_ms", generation.first_mesh_ms ? *generation.first_mesh_ms : -1.0}};
+  nlohmann::json errors = nlohmann::json::array();
+  for (const LogLine& line : state.log.lines)
+    if (line.error) errors.push_back(line.text);
+  out["errors"] = errors;
+  out["error_popup"] = state.log.popup_messages;
+  return out;
+}
+
+ImVec2 point_of(App& app, const ScriptCommand& command, bool& found) {
+  found = true;
+  if (command.target.empty()) return ImVec2(command.x, command.y);
+  auto target = app.state.layout.targets.find(command.target);
+  if (target == app.state.layout.targets.end()) {
+    found = false;
+    return ImVec2();
+  }
+  const Rect& r = target->second;
+  return ImVec2(r.x + r.width / 2, r.y + r.height / 2);
+}
+
+// Pushes a command's input events, all at once.
+void push_input(App& app, const ScriptCommand& command, const std::string& where) {
+  InputQueue& input = app.viewport.imgui->input();
+  using K = ScriptCommand::Kind;
+  auto cursor = [&](float x, float y) { input.push({InputEvent::Kind::kCursor, 0, false, x, y}); };
+  auto button = [&](int b, bool down) { input.push({InputEvent::Kind::kMouseButton, b, down}); };
+  switch (command.kind) {
+    case K::kClick:
+    case K::kDrag:
+    case K::kDragRight: {
+      bool found = false;
+      ImVec2 at = point_of(app, command, found);
+      if (!found) {
+        app.log_error(where + "no widget named '" + command.target + "' in the window");
+        return;
+      }
+      const int b = command.kind == K::kDragRight ? kRightButton : kLeftButton;
+      cursor(at.x, at.y);
+      button(b, true);
+      // A drag moves in steps, as a hand does.
+      constexpr int kSteps = 4;
+      for (int step = 1; command.kind != K::kClick && step <= kSteps; ++step)
+        cursor(at.x + command.dx * step / kSteps, at.y + command.dy * step / kSteps);
+      button(b, false);
+      break;
+    }
+    case K::kKey:
+      for (int key : command.keys) input.push({InputEvent::Kind::kKey, key, true});
+      for (auto key = command.keys.rbegin(); key != command.keys.rend(); ++key)
+        input.push({InputEvent::Kind::kKey, *key, false});
+      break;
+    case K::kType:
+      for (unsigned char c : command.argument) input.push({InputEvent::Kind::kChar, c});
+      break;
+    default:
+      break;
+  }
+}
 
 void run_command(App& app, const ScriptCommand& command) {
   AppState& state = app.state;
@@ -59,7 +217,58 @@ void run_command(App& app, const ScriptCommand& command) {
     case ScriptCommand::Kind::kQuit:
       state.quit = true;
       break;
+    case ScriptCommand::Kind::kClick:
+    case ScriptCommand::Kind::kDrag:
+    case ScriptCommand::Kind::kDragRight:
+    case ScriptCommand::Kind::kKey:
+    case ScriptCommand::Kind::kType:
+      push_input(app, command, where);
+      break;
+    case ScriptCommand::Kind::kResize:
+      glfwSetWindowSize(app.viewport.window, command.width, command.height);
+      state.script.resize_to = {command.width, command.height};
+      state.script.resize_frames_left = kResizeFrames;
+      break;
+    case ScriptCommand::Kind::kResetLayout:
+      app.reset_layout();
+      break;
+    case ScriptCommand::Kind::kDump: {
+      Status written = write_file_atomically(command.argument, window_state(app).dump(1) + "\n");
+      if (!written.ok()) app.log_error(where + "dump: " + written.error().to_string());
+      break;
+    }
   }
+}
+
+// True while the last command's effect is still under way: input not yet
+// handed over (and the frames after it, for the panels to act on it), or a
+// resize the window has not reached.
+bool still_settling(App& app) {
+  ScriptState& script = app.state.script;
+  if (!app.viewport.imgui->input().empty()) {
+    script.settle_frames = 2;
+    return true;
+  }
+  if (script.settle_frames > 0) {
+    --script.settle_frames;
+    return true;
+  }
+  if (script.resize_frames_left > 0) {
+    const VkExtent2D extent = app.viewport.target->extent();
+    const ImVec2 display = ImGui::GetIO().DisplaySize;
+    const bool reached = int(extent.width) == script.resize_to[0] && int(extent.height) == script.resize_to[1] &&
+                         int(display.x) == script.resize_to[0] && int(display.y) == script.resize_to[1];
+    if (reached) {
+      script.resize_frames_left = 0;
+      script.settle_frames = 2;  // the layout and the camera follow in the next frame
+      return true;
+    }
+    if (--script.resize_frames_left == 0)
+      app.log_error("the window did not reach " + std::to_string(script.resize_to[0]) + "x" +
+                    std::to_string(script.resize_to[1]) + " pixels");
+    return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -76,10 +285,17 @@ void step_script(App& app, float frame_ms, bool idle) {
                     s.mean_ms, s.p95_ms, s.max_ms, s.frames);
       app.log(line);
     }
-  } else if (state.script_mode && idle) {
-    if (script.next < script.commands.size()) run_command(app, script.commands[script.next++]);
-    else state.quit = true;
+    return;
   }
+  if (!state.script_mode || still_settling(app)) return;
+  if (script.next >= script.commands.size()) {
+    if (idle) state.quit = true;
+    return;
+  }
+  const ScriptCommand& command = script.commands[script.next];
+  if (command.waits_for_idle() && !idle) return;
+  ++script.next;
+  run_command(app, command);
 }
 
 }  // namespace cubeforge::app

@@ -16,7 +16,12 @@ Result<ThumbnailMosaic> load_thumbnail_mosaic(const std::filesystem::path& png, 
   std::unique_ptr<stbi_uc, void (*)(void*)> owned(pixels, stbi_image_free);
   if (width < cells || height < cells)
     return make_error(ErrorCode::kCorruptFile, "thumbnail '" + png.string() + "' is smaller than its mosaic");
+  return mosaic_from_pixels(pixels, width, height, cells);
+}
+
+ThumbnailMosaic mosaic_from_pixels(const uint8_t* pixels, int width, int height, int cells) {
   ThumbnailMosaic mosaic;
+  if (cells <= 0 || width < cells || height < cells) return mosaic;
   mosaic.cells = cells;
   mosaic.colors.resize(size_t(cells) * cells);
   for (int cy = 0; cy < cells; ++cy) {

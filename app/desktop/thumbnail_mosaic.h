@@ -18,5 +18,7 @@ struct ThumbnailMosaic {
 };
 
 Result<ThumbnailMosaic> load_thumbnail_mosaic(const std::filesystem::path& png, int cells);
+// The same from RGBA pixels in memory ([height, width, 4], row 0 at the top).
+ThumbnailMosaic mosaic_from_pixels(const uint8_t* rgba, int width, int height, int cells);
 
 }  // namespace cubeforge::app

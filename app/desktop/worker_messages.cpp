@@ -33,9 +33,11 @@ void add_to_history(App& app, const worker_message::RunFinished& finished, const
   entry.settings["run"] = finished.label;
   auto added = state.history.store->add(entry, state.current.mesh);
   if (!added.ok()) {
-    app.log_error("history: " + added.error().to_string());
+    state.history.problem = "This shape could not be kept in the history: " + added.error().to_string();
+    app.log_error(state.history.problem);
     return;
   }
+  state.history.problem.clear();
   // The thumbnail: a small offscreen render of the framed mesh.
   engine::Renderer& renderer = *app.viewport.renderer;
   auto thumbnail = engine::OffscreenTarget::create(renderer, engine::OffscreenOptions{128, 128});
@@ -71,6 +73,10 @@ struct MessageHandler {
                   m.summary.shape_tokens);
     state.model.status = line;
     app.log(state.model.status + " (" + m.summary.folder + ")");
+    auto card = load_model_card(m.summary.folder);
+    state.model.card.reset();
+    if (card.ok()) state.model.card = *card;
+    else app.log_error(card.error().to_string() + " (the prompt is not checked against it)");
   }
 
   void operator()(worker_message::LoadFailed& m) {
@@ -85,14 +91,38 @@ struct MessageHandler {
     }
   }
 
-  void operator()(worker_message::RunStarted&) { state.generation.progress.reset(); }
+  void operator()(worker_message::RunStarted&) {
+    state.generation.progress.reset();
+    state.generation.run_started = Clock::now();
+    state.generation.preview_shown.clear();
+  }
 
   void operator()(worker_message::Event& m) { state.generation.progress.apply(m.event, m.elapsed_ms); }
+
+  void operator()(worker_message::PassStarted& m) {
+    state.generation.progress.start_pass(m.name, m.resolution, m.final_pass, m.estimate_ms, m.elapsed_ms);
+  }
 
   void operator()(worker_message::Preview& m) {
     GenerationState& generation = state.generation;
     app.show_mesh(m.mesh, generation.preview_uploads == 0 && state.current.mesh.empty());
     ++generation.preview_uploads;
+    char what[96];
+    if (m.coarse) std::snprintf(what, sizeof what, "coarse preview at resolution %d", kCoarseResolution);
+    else std::snprintf(what, sizeof what, "preview from %d tokens", m.tokens_known);
+    generation.preview_shown = what;
+    note_first_mesh(what);
+  }
+
+  // Logs the time from Generate to the first mesh of this run on screen.
+  void note_first_mesh(const std::string& what) {
+    GenerationState& generation = state.generation;
+    if (generation.first_mesh_ms) return;
+    generation.first_mesh_ms = ms_between(generation.requested, Clock::now());
+    char line[160];
+    std::snprintf(line, sizeof line, "first mesh on screen %.0f ms after Generate (%s)", *generation.first_mesh_ms,
+                  what.c_str());
+    app.log(line);
   }
 
   void operator()(worker_message::RunFinished& finished) {
@@ -107,8 +137,21 @@ struct MessageHandler {
                     frames.mean_ms, frames.p95_ms, frames.max_ms, frames.frames);
       app.log(line);
     }
+    if (!state.frames.key_to_frame_generating_ms.empty()) {
+      const FrameTimeSummary keys = summarise(state.frames.key_to_frame_generating_ms);
+      char line[200];
+      std::snprintf(line, sizeof line,
+                    "key press to frame while generating: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d presses)",
+                    keys.mean_ms, keys.p95_ms, keys.max_ms, keys.frames);
+      app.log(line);
+      state.frames.key_to_frame_generating_ms.clear();
+    }
+    const double elapsed_ms = ms_between(generation.run_started, Clock::now());
+    generation.preview_shown.clear();
     if (!finished.result.ok()) {
-      if (finished.result.error().code == ErrorCode::kCancelled) app.log("generation cancelled");
+      const bool cancelled = finished.result.error().code == ErrorCode::kCancelled;
+      generation.progress.finish(cancelled ? RunOutcome::kCancelled : RunOutcome::kFailed, elapsed_ms);
+      if (cancelled) app.log("generation cancelled: " + generation.progress.status(elapsed_ms));
       else app.log_error("generation failed: " + finished.result.error().to_string());
       // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
       if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
@@ -116,6 +159,7 @@ struct MessageHandler {
     }
     GenerationResult& result = *finished.result;
     if (!result.stats.has_surface) {
+      generation.progress.finish(RunOutcome::kFailed, elapsed_ms);
       app.log_error("the decoded shape has no surface at resolution " + std::to_string(finished.request.resolution) +
                     "; try another seed or prompt");
       if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
@@ -126,6 +170,8 @@ struct MessageHandler {
     auto upload_started = Clock::now();
     app.show_mesh(state.current.mesh, first_mesh || generation.preview_uploads > 0);
     generation.progress.set_upload_ms(ms_between(upload_started, Clock::now()));
+    generation.progress.finish(RunOutcome::kDone, finished.wall_ms);
+    note_first_mesh("the final mesh");
 
     if (finished.preview.previews > 0 || finished.preview.skipped > 0) {
       generation.last_preview_cost = finished.preview;
@@ -142,8 +188,12 @@ struct MessageHandler {
     if (state.history.store) add_to_history(app, finished, result);
   }
 
+  void operator()(worker_message::LatencyRunStarted& m) { state.latency.current = m.index; }
+
   void operator()(worker_message::LatencyResult& m) {
-    state.latency.bars.push_back(m);
+    LatencyDemoState& latency = state.latency;
+    if (m.index >= 0 && m.index < static_cast<int>(latency.results.size())) latency.results[size_t(m.index)] = m;
+    if (latency.current == m.index) latency.current = -1;
     if (m.available) {
       char line[200];
       std::snprintf(line, sizeof line, "latency demo, %s: TPOT %.2f ms, first token %.1f ms, total %.0f ms",
@@ -156,7 +206,34 @@ struct MessageHandler {
 
   void operator()(worker_message::LatencyDemoFinished&) {
     state.latency.running = false;
+    state.latency.current = -1;
     state.generation.generating = false;
+  }
+
+  void operator()(worker_message::CandidateReady& m) {
+    CandidateState& candidates = state.candidates;
+    Candidate candidate{m.request, std::move(m.mesh), {}, m.wall_ms};
+    // The viewport shows each as it arrives; its thumbnail is rendered from there.
+    app.show_mesh(candidate.mesh, state.current.mesh.empty() && candidates.items.empty());
+    auto thumbnail = app.render_thumbnail(kCandidateCells);
+    if (thumbnail.ok()) candidate.thumbnail = std::move(*thumbnail);
+    else app.log_error("candidate thumbnail: " + thumbnail.error().to_string());
+    candidates.items.push_back(std::move(candidate));
+    char line[160];
+    std::snprintf(line, sizeof line, "candidate %d, seed %llu: %zu faces in %.0f ms", m.index + 1,
+                  static_cast<unsigned long long>(m.request.seed), candidates.items.back().mesh.face_count(),
+                  m.wall_ms);
+    app.log(line);
+  }
+
+  void operator()(worker_message::CandidatesFinished& m) {
+    CandidateState& candidates = state.candidates;
+    candidates.running = false;
+    state.generation.generating = false;
+    if (m.cancelled) app.log("candidates cancelled after " + std::to_string(m.made));
+    else if (!m.error.empty()) app.log_error("candidates: " + m.error);
+    // Until one is picked, the view goes back to the current shape.
+    if (!state.current.mesh.empty()) app.show_mesh(state.current.mesh, false);
   }
 
   void operator()(worker_message::Log& m) { state.log.add(m.error, m.text); }

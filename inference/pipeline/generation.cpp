@@ -203,6 +203,12 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
 
 Result<GenerationResult> generate_shape(const CubeModel& model, const GenerationRequest& request,
                                         const GenerationEventSink& events, const std::atomic<bool>* cancel) {
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult tokens, generate_shape_tokens(model, request, events, cancel));
+  return mesh_shape_tokens(model, request, tokens, events, cancel);
+}
+
+Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const GenerationRequest& request,
+                                               const GenerationEventSink& events, const std::atomic<bool>* cancel) {
   if (request.backend == Backend::kCuda)
     return make_error(ErrorCode::kUnsupported,
                       "the CUDA backend is not available for whole generations in this build; use the CPU backend");
@@ -263,24 +269,35 @@ Result<GenerationResult> generate_shape(const CubeModel& model, const Generation
   std::vector<int> tokens = std::move(decoded.tokens);
   if (decode_clock) timings.decode_ms = decode_clock->finish();
   if (cancelled(cancel)) return cancelled_error("after the last token");
-
-  MeshingOptions meshing;
-  meshing.resolution = request.resolution;
-  meshing.coarse_to_fine = request.coarse_to_fine;
-  meshing.vertex_mapping = request.vertex_mapping;
-  meshing.remove_floaters = request.remove_floaters;
-  meshing.target_faces = request.target_faces;
-  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, tokens_to_mesh(model, tokens, meshing, events, cancel));
-  timings.shape_decode_ms = result.timings.shape_decode_ms;
-  timings.occupancy_ms = result.timings.occupancy_ms;
-  timings.meshing_ms = result.timings.meshing_ms;
-  timings.cleanup_ms = result.timings.cleanup_ms;
+  GenerationResult result;
+  result.tokens = std::move(tokens);
   result.timings = timings;
   result.time_to_first_token_ms = timings.text_ms + timings.prefill_ms;
   const int decoded_after_prefill = count - (decoded.stats.tokens_per_step.empty() ? 1 : decoded.stats.tokens_per_step[0]);
   result.tokens_per_second =
       decoded_after_prefill > 0 && timings.decode_ms > 0 ? decoded_after_prefill / (timings.decode_ms / 1000.0) : 0.0;
   result.decoding = std::move(decoded.stats);
+  return result;
+}
+
+Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const GenerationRequest& request,
+                                           const GenerationResult& tokens, const GenerationEventSink& events,
+                                           const std::atomic<bool>* cancel) {
+  MeshingOptions meshing;
+  meshing.resolution = request.resolution;
+  meshing.coarse_to_fine = request.coarse_to_fine;
+  meshing.vertex_mapping = request.vertex_mapping;
+  meshing.remove_floaters = request.remove_floaters;
+  meshing.target_faces = request.target_faces;
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, tokens_to_mesh(model, tokens.tokens, meshing, events, cancel));
+  StageTimings timings = tokens.timings;
+  timings.shape_decode_ms = result.timings.shape_decode_ms;
+  timings.occupancy_ms = result.timings.occupancy_ms;
+  timings.meshing_ms = result.timings.meshing_ms;
+  timings.cleanup_ms = result.timings.cleanup_ms;
+  result.timings = timings;
+  result.time_to_first_token_ms = tokens.time_to_first_token_ms;
+  result.tokens_per_second = tokens.tokens_per_second;
   return result;
 }
 

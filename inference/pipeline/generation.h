@@ -93,10 +93,22 @@ struct GenerationResult {
 // The reference's bounding-box normalisation: largest side becomes 1.925.
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size);
 
-// Runs the whole pipeline.
+// Runs the whole pipeline: generate_shape_tokens() then mesh_shape_tokens().
 Result<GenerationResult> generate_shape(const CubeModel& model, const GenerationRequest& request,
                                         const GenerationEventSink& events = {},
                                         const std::atomic<bool>* cancel = nullptr);
+
+// The first half alone: prompt → shape tokens, with the text, prefill and
+// decode timings, time to first token and tokens/s; no mesh. The app shows a
+// coarse mesh of these tokens before the full-resolution pass.
+Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const GenerationRequest& request,
+                                               const GenerationEventSink& events = {},
+                                               const std::atomic<bool>* cancel = nullptr);
+// The second half: the tokens of generate_shape_tokens() → the request's mesh,
+// keeping the first half's timings.
+Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const GenerationRequest& request,
+                                           const GenerationResult& tokens, const GenerationEventSink& events = {},
+                                           const std::atomic<bool>* cancel = nullptr);
 
 // The second half alone: shape tokens → mesh (used by tokenisation round
 // trips and progressive previews). Fills timings/stats of the shape stages.

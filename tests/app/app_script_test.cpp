@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <array>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <stb_image.h>
@@ -44,6 +46,42 @@ int run_app(const std::string& arguments) {
   std::string command = std::string("CUBEFORGE_SYNC_VALIDATION=1 '") + CUBEFORGE_APP_PATH + "' " + arguments;
   int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+nlohmann::json read_dump(const std::filesystem::path& path) {
+  auto text = read_file_text(path);
+  EXPECT_TRUE(text.ok()) << "no dump at " << path;
+  return text.ok() ? nlohmann::json::parse(*text) : nlohmann::json::object();
+}
+
+// Every panel of a dump inside its window and none on another.
+void expect_panels_inside_and_apart(const nlohmann::json& dump, const std::string& when) {
+  const float width = dump["window"]["width"], height = dump["window"]["height"];
+  std::vector<std::pair<std::string, std::array<float, 4>>> rects;
+  for (const auto& [name, panel] : dump["panels"].items()) {
+    const float x = panel["x"], y = panel["y"], w = panel["width"], h = panel["height"];
+    EXPECT_GE(x, 0.f) << name << " " << when;
+    EXPECT_GE(y, 0.f) << name << " " << when;
+    EXPECT_LE(x + w, width) << name << " " << when;
+    EXPECT_LE(y + h, height) << name << " " << when;
+    rects.push_back({name, {x, y, x + w, y + h}});
+  }
+  EXPECT_EQ(rects.size(), 5u) << when;
+  for (size_t a = 0; a < rects.size(); ++a)
+    for (size_t b = a + 1; b < rects.size(); ++b) {
+      const auto& p = rects[a].second;
+      const auto& q = rects[b].second;
+      EXPECT_FALSE(p[0] < q[2] && q[0] < p[2] && p[1] < q[3] && q[1] < p[3])
+          << rects[a].first << " on " << rects[b].first << " " << when;
+    }
+}
+
+// The panels' places alone (their content sizes change as they fill).
+nlohmann::json places(const nlohmann::json& dump) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [name, panel] : dump["panels"].items())
+    out[name] = {panel["x"], panel["y"], panel["width"], panel["height"]};
+  return out;
 }
 
 class AppScript : public ::testing::Test {
@@ -139,6 +177,7 @@ TEST_F(AppScript, ErrorsAreLoggedAndTheAppCarriesOn) {
                                     << "wait\n"
                                     << "export /nonexistent-dir/out.glb\n"
                                     << "export " << (dir / "fine.obj").string() << "\n"
+                                    << "dump " << (dir / "errors.json").string() << "\n"
                                     << "quit\n";
   const auto data = dir / "data";
   int code = run_app("--script '" + (dir / "errors.txt").string() + "' --data-dir '" + data.string() +
@@ -153,6 +192,371 @@ TEST_F(AppScript, ErrorsAreLoggedAndTheAppCarriesOn) {
   auto obj = import_mesh(dir / "fine.obj");
   ASSERT_TRUE(obj.ok()) << obj.error().to_string() << "\n" << *log;
   EXPECT_GT(obj->face_count(), 0u);
+  // The error popup holds all three errors, not only the last.
+  const auto state = read_dump(dir / "errors.json");
+  EXPECT_EQ(state["error_popup"].size(), 3u) << state["error_popup"];
+
+  // The next run keeps this run's log beside its own.
+  std::ofstream(dir / "quit.txt") << "quit\n";
+  EXPECT_EQ(run_app("--script '" + (dir / "quit.txt").string() + "' --data-dir '" + data.string() + "'"), 0);
+  auto previous = read_file_text(data / "cubeforge.log.1");
+  ASSERT_TRUE(previous.ok()) << "the previous run's log was not kept";
+  EXPECT_EQ(*previous, *log);
+  auto current = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(current.ok());
+  EXPECT_EQ(current->find("nothing to export yet"), std::string::npos);
+}
+
+// Real input through the window's input queue, each command's events in one
+// burst (a slow frame): the layout survives shrinking and growing the window,
+// a click after using a panel does not turn the view, a tapped chord is not
+// lost, Tab hides the panels, and a panel dragged away comes back.
+TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "input.txt") << "model " << model_.string() << "\n"
+                                   << "prompt a red dragon\n"
+                                   << "set resolution 4\n"
+                                   << "generate\n"
+                                   << "wait\n"
+                                   << dump("start") << "resize 960 600\n"
+                                   << dump("small") << "resize 1600 1000\n"
+                                   << dump("restored")
+                                   // A click on a panel's button, then one in the view.
+                                   << "click reset-camera\n"
+                                   << dump("reset") << "click viewport\n"
+                                   << dump("clicked") << "drag viewport 100 0\n"
+                                   << dump("dragged")
+                                   // Select the prompt's text with a tapped Ctrl+A and type over it.
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "type a cat\n"
+                                   << dump("typed") << "click viewport\n"
+                                   << "key tab\n"
+                                   << dump("hidden") << "key tab\n"
+                                   // The Generate panel's title bar dragged far off to the right.
+                                   << "drag 60 16 3000 0\n"
+                                   << dump("moved") << "reset-layout\n"
+                                   << dump("reset-layout") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "input.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1600x1000");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto start = read_dump(dir / "start.json"), small = read_dump(dir / "small.json"),
+             restored = read_dump(dir / "restored.json");
+  EXPECT_EQ(small["window"]["width"], 960);
+  expect_panels_inside_and_apart(start, "at 1600x1000");
+  expect_panels_inside_and_apart(small, "at 960x600");
+  expect_panels_inside_and_apart(restored, "after growing back");
+  EXPECT_EQ(places(restored), places(start)) << "growing back does not restore the layout";
+  EXPECT_FALSE(std::filesystem::exists(data / "imgui.ini")) << "a saved arrangement would come back on restart";
+
+  // Reset camera's angles; the click in the view right after it keeps them.
+  const auto reset = read_dump(dir / "reset.json"), clicked = read_dump(dir / "clicked.json");
+  EXPECT_FLOAT_EQ(reset["camera"]["yaw"], 30.f);
+  EXPECT_FLOAT_EQ(reset["camera"]["pitch"], 20.f);
+  EXPECT_EQ(clicked["camera"], reset["camera"]) << "a click without a drag turned the view";
+  // A drag of 100 pixels turns the view by 100 * 0.4 degrees, no more.
+  const auto dragged = read_dump(dir / "dragged.json");
+  EXPECT_FLOAT_EQ(dragged["camera"]["yaw"], 30.f - 40.f);
+  EXPECT_FLOAT_EQ(dragged["camera"]["pitch"], 20.f);
+
+  EXPECT_EQ(read_dump(dir / "typed.json")["prompt"], "a cat") << "the tapped Ctrl+A was lost";
+
+  const auto hidden = read_dump(dir / "hidden.json");
+  EXPECT_TRUE(hidden["panels_hidden"]);
+  EXPECT_TRUE(hidden["panels"].empty());
+  EXPECT_EQ(hidden["free_view"]["width"], 1600);
+
+  // Dragged away, the panel stays inside the window; Reset layout puts it back.
+  const auto moved = read_dump(dir / "moved.json");
+  EXPECT_GT(float(moved["panels"]["Generate"]["x"]), 400.f) << "the drag did not move the panel";
+  EXPECT_LE(float(moved["panels"]["Generate"]["x"]) + float(moved["panels"]["Generate"]["width"]), 1600.f);
+  EXPECT_EQ(places(read_dump(dir / "reset-layout.json")), places(start));
+}
+
+// The built-in model with the default settings: a mesh is on screen long
+// before the requested resolution is done (progressive previews during the
+// tokens, then the coarse pass), the run says how it went, and Cancel leaves
+// nothing "running" and the previous shape in place.
+TEST_F(AppScript, ShowsAMeshEarlyAndCancelSaysSo) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "progress.txt") << "model " << builtin.string() << "\n"
+                                      << "prompt a tall chair\n"
+                                      << "set resolution 6\n"
+                                      << "generate\n"
+                                      << "wait\n"
+                                      << "dump " << (dir / "done.json").string() << "\n"
+                                      << "set resolution 8\n"
+                                      << "generate\n"
+                                      << "click cancel\n"
+                                      << "wait\n"
+                                      << "dump " << (dir / "cancelled.json").string() << "\n"
+                                      << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "progress.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto done = read_dump(dir / "done.json");
+  EXPECT_GE(int(done["preview_uploads"]), 2) << "a progressive preview and the coarse pass\n" << *log;
+  const size_t first_mesh = log->find("first mesh on screen"), finished = log->find("generate done");
+  ASSERT_NE(first_mesh, std::string::npos) << *log;
+  EXPECT_LT(first_mesh, finished);
+  EXPECT_NE(log->find("(preview from 8 tokens)"), std::string::npos) << "the progressive preview showed nothing\n"
+                                                                      << *log;
+  EXPECT_EQ(done["run"]["outcome"], "done");
+  EXPECT_EQ(done["run"]["status"].get<std::string>().rfind("Done in", 0), 0u) << done["run"];
+  EXPECT_GT(double(done["run"]["first_mesh_ms"]), 0.0);
+
+  const auto cancelled = read_dump(dir / "cancelled.json");
+  EXPECT_EQ(cancelled["run"]["outcome"], "cancelled") << *log;
+  EXPECT_EQ(cancelled["run"]["status"].get<std::string>().rfind("Cancelled", 0), 0u) << cancelled["run"];
+  for (const auto& [stage, shown] : cancelled["run"]["stages"].items())
+    EXPECT_NE(shown, "running") << stage << " still says running after Cancel";
+  EXPECT_EQ(cancelled["mesh_faces"], done["mesh_faces"]) << "the previous shape did not stay";
+  EXPECT_FALSE(cancelled["busy"]);
+}
+
+// The Export panel asks before creating a folder and before replacing a
+// file, says where it wrote by the absolute path, and at 960x600, 1280x720
+// and 1600x1000, with every settings section open and an export's outcome
+// shown, no panel's content is wider than the panel (nothing cut off).
+TEST_F(AppScript, ExportAsksBeforeReplacingAndNothingIsCutOff) {
+  const auto dir = folder_.path();
+  std::filesystem::create_directories(dir / "existing");
+  std::ofstream(dir / "existing" / "a-red-dragon-0.obj") << "marker\n";
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "export.txt") << "model " << model_.string() << "\n"
+                                    << "prompt a red dragon\n"
+                                    << "set resolution 4\n"
+                                    << "set export_template {prompt}-{seed}.glb\n"
+                                    << "set export_folder " << (dir / "existing").string() << "\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "click export-obj\n"
+                                    << dump("replace") << "click cancel-export\n"
+                                    << dump("kept") << "click export-obj\n"
+                                    << "click confirm-export\n"
+                                    << dump("replaced")
+                                    << "set export_folder " << (dir / "new" / "deeper").string() << "\n"
+                                    << "click export-stl\n"
+                                    << dump("create") << "click confirm-export\n"
+                                    << dump("created") << "click section-preview\n"
+                                    << "click section-speed\n"
+                                    << "click section-model\n"
+                                    << "resize 960 600\n"
+                                    << dump("960") << "resize 1280 720\n"
+                                    << dump("1280") << "resize 1600 1000\n"
+                                    << dump("1600") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "export.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto existing = dir / "existing" / "a-red-dragon-0.obj";
+  EXPECT_EQ(read_dump(dir / "replace.json")["export"]["pending"], "replace");
+  EXPECT_EQ(read_dump(dir / "kept.json")["export"]["pending"], "");
+  const auto replaced = read_dump(dir / "replaced.json");
+  EXPECT_EQ(replaced["export"]["result"], "wrote " + existing.string());
+  auto obj = import_mesh(existing);
+  ASSERT_TRUE(obj.ok()) << "the confirmed export did not replace the file: " << obj.error().to_string();
+  EXPECT_GT(obj->face_count(), 0u);
+  EXPECT_NE(log->find("left as it was"), std::string::npos) << *log;
+
+  EXPECT_EQ(read_dump(dir / "create.json")["export"]["pending"], "create-folder");
+  const auto created = dir / "new" / "deeper" / "a-red-dragon-0.stl";
+  EXPECT_EQ(read_dump(dir / "created.json")["export"]["result"], "wrote " + created.string());
+  EXPECT_TRUE(import_mesh(created).ok());
+
+  for (const char* size : {"960", "1280", "1600"}) {
+    const auto state = read_dump(dir / (std::string(size) + ".json"));
+    EXPECT_EQ(state["panels"].size(), 5u) << size;
+    for (const auto& [name, panel] : state["panels"].items())
+      EXPECT_LE(float(panel["content_width"]), float(panel["room_width"]) + 0.5f)
+          << name << " is cut off at width " << size;
+  }
+}
+
+// The built-in model's card in the window: "a cat" is said plainly to be a
+// guess, and typing offers the card's words, which a click completes.
+TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "prompt.txt") << "model " << builtin.string() << "\n"
+                                    << "click prompt\n"
+                                    << "key ctrl+a\n"
+                                    << "type a cat\n"
+                                    << "dump " << (dir / "cat.json").string() << "\n"
+                                    << "key ctrl+a\n"
+                                    << "type a ta\n"
+                                    << "dump " << (dir / "partial.json").string() << "\n"
+                                    << "click complete-1\n"
+                                    << "dump " << (dir / "completed.json").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "prompt.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto cat = read_dump(dir / "cat.json");
+  EXPECT_EQ(cat["prompt"], "a cat");
+  const std::string message = cat["prompt_check"]["message"];
+  EXPECT_NE(message.find("\"cat\""), std::string::npos) << message;
+  EXPECT_NE(message.find("guess"), std::string::npos) << message;
+  EXPECT_TRUE(cat["targets"].contains("prompt-check")) << "the warning is not in the window";
+  const auto partial = read_dump(dir / "partial.json");
+  EXPECT_EQ(partial["prompt_check"]["completions"][1], "table") << partial["prompt_check"];
+  const auto completed = read_dump(dir / "completed.json");
+  EXPECT_EQ(completed["prompt"], "a table ");
+  EXPECT_EQ(completed["prompt_check"]["message"], "");
+}
+
+// A malformed history entry does not hide the others and is named in the
+// History panel in words; picking an entry while another prompt is typed
+// asks first, and "the shape only" keeps the typed prompt.
+TEST_F(AppScript, ACorruptHistoryEntryHidesNothingAndRestoringAsksFirst) {
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::ofstream(dir / "make.txt") << "model " << model_.string() << "\n"
+                                  << "prompt a red dragon\n"
+                                  << "set resolution 4\n"
+                                  << "generate\nwait\n"
+                                  << "set seed 1\n"
+                                  << "generate\nwait\n"
+                                  << "set seed 2\n"
+                                  << "generate\nwait\nquit\n";
+  ASSERT_EQ(run_app("--script '" + (dir / "make.txt").string() + "' --data-dir '" + data.string() + "'"), 0);
+  // The middle entry's seed becomes text.
+  auto index_text = read_file_text(data / "history" / "index.json");
+  ASSERT_TRUE(index_text.ok());
+  auto index = nlohmann::json::parse(*index_text);
+  ASSERT_EQ(index["entries"].size(), 3u);
+  index["entries"][1]["seed"] = "seven";
+  std::ofstream(data / "history" / "index.json") << index.dump(1);
+
+  std::ofstream(dir / "restore.txt") << "model " << model_.string() << "\n"
+                                     << "dump " << (dir / "opened.json").string() << "\n"
+                                     << "prompt a blue chair\n"
+                                     << "click history-0\n"
+                                     << "dump " << (dir / "asked.json").string() << "\n"
+                                     << "click restore-shape\n"
+                                     << "dump " << (dir / "shape-only.json").string() << "\n"
+                                     << "click history-0\n"
+                                     << "click restore-all\n"
+                                     << "dump " << (dir / "restored.json").string() << "\n"
+                                     << "quit\n";
+  int code = run_app("--script '" + (dir / "restore.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1600x1000");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 1) << "the unreadable entry is an error in the log\n" << *log;
+  EXPECT_EQ(log->find("json.exception"), std::string::npos) << *log;
+
+  const auto opened = read_dump(dir / "opened.json");
+  EXPECT_EQ(opened["history"]["entries"], 2) << "one bad entry hid others";
+  ASSERT_EQ(opened["history"]["problems"].size(), 1u);
+  EXPECT_NE(opened["history"]["problems"][0].get<std::string>().find("'seed'"), std::string::npos);
+  EXPECT_TRUE(opened["targets"].contains("history-problem")) << "the problem is not said in the window";
+
+  EXPECT_TRUE(read_dump(dir / "asked.json")["history"]["pending_restore"]);
+  const auto shape_only = read_dump(dir / "shape-only.json");
+  EXPECT_EQ(shape_only["prompt"], "a blue chair");
+  EXPECT_GT(int(shape_only["mesh_faces"]), 0);
+  EXPECT_FALSE(shape_only["history"]["pending_restore"]);
+  const auto restored = read_dump(dir / "restored.json");
+  EXPECT_EQ(restored["prompt"], "a red dragon");
+  // The entry kept in the index as it was.
+  auto after = read_file_text(data / "history" / "index.json");
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->find("seven"), std::string::npos);
+}
+
+// Candidates: "Try 4 seeds" makes four sampled seeds side by side with the
+// engine's thumbnails; a click picks one, which becomes the shape exported.
+TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "candidates.txt") << "model " << builtin.string() << "\n"
+                                        << "prompt a tall chair\n"
+                                        << "set resolution 5\n"
+                                        << "set seed 10\n"
+                                        << "click candidates\n"
+                                        << "wait\n"
+                                        << "dump " << (dir / "made.json").string() << "\n"
+                                        << "click candidate-2\n"
+                                        << "dump " << (dir / "picked.json").string() << "\n"
+                                        << "export " << (dir / "picked.glb").string() << "\n"
+                                        << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "candidates.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto made = read_dump(dir / "made.json");
+  ASSERT_EQ(made["candidates"]["items"].size(), 4u) << *log;
+  std::set<size_t> face_counts;
+  for (int i = 0; i < 4; ++i) {
+    const auto& item = made["candidates"]["items"][i];
+    EXPECT_EQ(item["seed"], 10 + i);
+    EXPECT_GT(int(item["faces"]), 0);
+    EXPECT_GT(int(item["thumbnail_cells"]), 0) << "candidate " << i << " has no thumbnail";
+    face_counts.insert(item["faces"].get<size_t>());
+  }
+  EXPECT_GT(face_counts.size(), 1u) << "four seeds gave the same shape: candidates must sample";
+  EXPECT_TRUE(made["targets"].contains("candidate-3"));
+
+  const auto picked = read_dump(dir / "picked.json");
+  EXPECT_EQ(picked["candidates"]["picked"], 2);
+  EXPECT_EQ(picked["current_seed"], 12);
+  EXPECT_EQ(picked["seed"], 12) << "the seed to refine with";
+  EXPECT_EQ(picked["mesh_faces"], made["candidates"]["items"][2]["faces"]);
+  auto exported = import_mesh(dir / "picked.glb");
+  ASSERT_TRUE(exported.ok()) << exported.error().to_string();
+  EXPECT_EQ(exported->face_count(), made["candidates"]["items"][2]["faces"].get<size_t>());
+}
+
+// The latency demo in its own view: the runs named in order, the ones this
+// build cannot do said to be unavailable, and both cache runs measured.
+TEST_F(AppScript, TheLatencyDemoHasItsOwnViewWithNamedRuns) {
+  const auto dir = folder_.path();
+  std::ofstream(dir / "latency.txt") << "model " << model_.string() << "\n"
+                                     << "prompt a red dragon\n"
+                                     << "set resolution 4\n"
+                                     << "latency\n"
+                                     << "wait\n"
+                                     << "dump " << (dir / "latency.json").string() << "\n"
+                                     << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "latency.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto state = read_dump(dir / "latency.json");
+  EXPECT_TRUE(state["latency"]["shown"]);
+  EXPECT_TRUE(state["targets"].contains("latency-view")) << "the view is not in the window";
+  const auto& runs = state["latency"]["runs"];
+  ASSERT_GE(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["name"], "No cache");
+  EXPECT_EQ(runs[1]["name"], "KV cache");
+  EXPECT_TRUE(runs[0]["done"]);
+  EXPECT_TRUE(runs[1]["done"]);
+  EXPECT_GT(double(runs[0]["tpot_ms"]), double(runs[1]["tpot_ms"])) << "the cache did not make tokens cheaper";
+  for (size_t i = 2; i < runs.size(); ++i) EXPECT_EQ(runs[i]["available"], runs[i]["done"]) << runs[i];
 }
 
 }  // namespace

@@ -93,5 +93,70 @@ TEST(GenerationProgress, ResetStartsANewRunAndBadIndicesAreIgnored) {
   for (const auto& ms : p.stage_ms()) EXPECT_FALSE(ms.has_value());
 }
 
+// What a person waiting reads: the tokens, then each pass with the time left,
+// and a bar that never goes back although occupancy levels restart.
+TEST(GenerationProgress, StatusNamesEachPassWithTheTimeLeftAndTheBarOnlyMovesForward) {
+  GenerationProgress p;
+  EXPECT_EQ(p.status(0), "Reading the prompt");
+  p.apply(token(0, 1, 4, 5.0), 10);
+  p.apply(token(1, 2, 4, 5.0), 15);
+  EXPECT_EQ(p.status(15), "Shape tokens: 2 of 4");
+  const float at_half_tokens = p.fraction(15);
+  p.apply(token(2, 3, 4, 5.0), 20);
+  p.apply(token(3, 4, 4, 5.0), 25);
+  const float tokens_done = p.fraction(25);
+  EXPECT_GT(tokens_done, at_half_tokens);
+
+  p.start_pass("coarse preview", 5, false, 40.0, 25);
+  EXPECT_EQ(p.status(35), "Coarse preview at resolution 5: about 30 ms left");
+  const float coarse = p.fraction(60);
+  EXPECT_GT(coarse, tokens_done);
+  EXPECT_LT(coarse, tokens_done + 0.1f);  // a preview pass is a small part of the way
+
+  p.start_pass("refining", 8, true, 8000.0, 65);
+  EXPECT_EQ(p.status(2065), "Refining at resolution 8: about 6.0 s left");
+  // Occupancy levels restart their point counts; the bar does not follow them back.
+  GenerationEvent e;
+  e.kind = GenerationEvent::Kind::kOccupancyProgress;
+  float last = p.fraction(2065);
+  for (int level = 0; level < 3; ++level) {
+    for (int64_t done : {100, 600, 900}) {
+      e.points_done = done;
+      e.points_planned = 1000 * (level + 1);
+      p.apply(e, 2100 + level * 1000 + done);
+      const float now = p.fraction(2100 + level * 1000 + done);
+      EXPECT_GE(now, last);
+      last = now;
+    }
+  }
+  EXPECT_LT(last, 1.f);
+  EXPECT_EQ(p.status(9000), "Refining at resolution 8: taking longer than estimated");
+  EXPECT_LT(p.fraction(20000), 1.f);  // not there until it is done
+  p.finish(RunOutcome::kDone, 9500);
+  EXPECT_EQ(p.status(9500), "Done in 9.5 s");
+  EXPECT_FLOAT_EQ(p.fraction(9500), 1.f);
+}
+
+TEST(GenerationProgress, ACancelledRunSaysWhereItStoppedAndLeavesNothingRunning) {
+  GenerationProgress p;
+  p.apply(stage(GenerationEvent::Kind::kStageStarted, Stage::kDecode), 5);
+  p.apply(token(0, 1, 64, 5.0), 10);
+  p.apply(token(1, 2, 64, 5.0), 15);
+  const float before = p.fraction(15);
+  p.finish(RunOutcome::kCancelled, 16);
+  EXPECT_EQ(p.status(20), "Cancelled at token 2 of 64; the previous shape stays");
+  EXPECT_FALSE(p.current_stage().has_value());
+  EXPECT_EQ(p.stopped_stage(), AppStage::kDecode);
+  EXPECT_FLOAT_EQ(p.fraction(5000), before);  // frozen where it stopped, not creeping on
+
+  GenerationProgress q;
+  for (int i = 0; i < 3; ++i) q.apply(token(i, i, 3, 1.0), i);
+  q.start_pass("refining", 8, true, std::nullopt, 10);
+  q.apply(stage(GenerationEvent::Kind::kStageStarted, Stage::kOccupancy), 11);
+  q.finish(RunOutcome::kCancelled, 50);
+  EXPECT_EQ(q.status(60), "Cancelled while refining; the previous shape stays");
+  EXPECT_EQ(q.stopped_stage(), AppStage::kOccupancy);
+}
+
 }  // namespace
 }  // namespace cubeforge::app

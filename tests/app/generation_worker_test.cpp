@@ -87,15 +87,53 @@ TEST_F(WorkerOnFixture, StreamsEveryTokenAndMatchesADirectGeneration) {
   EXPECT_EQ(direct->mesh.face_count(), finished[0].result->mesh.face_count());
 
   // Due previews at tokens 4, 8, ..., 20. Nothing has measured a preview's
-  // cost yet, so the first run skips them rather than guess.
-  EXPECT_EQ(finished[0].preview.previews, 0);
-  EXPECT_EQ(finished[0].preview.skipped, 5);
-  EXPECT_TRUE(finished[0].preview.without_estimate);
-  EXPECT_TRUE(only<worker_message::Preview>(messages).empty());
+  // cost yet, so the first one runs and measures it; the budget decides the rest.
+  EXPECT_GE(finished[0].preview.previews, 1);
+  EXPECT_EQ(finished[0].preview.previews + finished[0].preview.skipped, 5);
+  auto previews = only<worker_message::Preview>(messages);
+  ASSERT_FALSE(previews.empty());
+  EXPECT_EQ(previews[0].tokens_known, 4);
+  EXPECT_FALSE(previews[0].coarse);
+  // At resolution 4 there is no coarser pass to show first.
+  for (const auto& pass : only<worker_message::PassStarted>(messages)) EXPECT_TRUE(pass.final_pass);
+}
+
+TEST_F(WorkerOnFixture, ACoarseMeshOfAllTokensComesFirstThenTheRequestedResolution) {
+  GenerationRequest fine = request();
+  fine.resolution = 6;
+  for (int run = 0; run < 2; ++run) {
+    ASSERT_TRUE(worker_.generate(fine, PreviewOptions{}));
+    auto messages = wait_for(worker_);
+    auto passes = only<worker_message::PassStarted>(messages);
+    ASSERT_EQ(passes.size(), 2u);
+    EXPECT_EQ(passes[0].name, "coarse preview");
+    EXPECT_EQ(passes[0].resolution, kCoarseResolution);
+    EXPECT_FALSE(passes[0].final_pass);
+    EXPECT_EQ(passes[1].name, "refining");
+    EXPECT_EQ(passes[1].resolution, 6);
+    EXPECT_TRUE(passes[1].final_pass);
+    // The refining pass has an estimate: scaled from the coarse pass, then measured.
+    EXPECT_TRUE(passes[1].estimate_ms.has_value());
+    EXPECT_EQ(passes[0].estimate_ms.has_value(), run > 0);
+    auto previews = only<worker_message::Preview>(messages);
+    ASSERT_EQ(previews.size(), 1u);
+    EXPECT_TRUE(previews[0].coarse);
+    EXPECT_EQ(previews[0].tokens_known, 24);
+    EXPECT_GT(previews[0].mesh.face_count(), 0u);
+    auto finished = only<worker_message::RunFinished>(messages);
+    ASSERT_EQ(finished.size(), 1u);
+    ASSERT_TRUE(finished[0].result.ok());
+    // The coarse mesh is coarser than the final one, and came before it.
+    EXPECT_LT(previews[0].mesh.face_count(), finished[0].result->mesh.face_count());
+    EXPECT_LT(previews[0].elapsed_ms, finished[0].wall_ms);
+  }
 }
 
 TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
-  ASSERT_TRUE(worker_.generate(request(), PreviewOptions{}));  // gives the first cost estimate
+  PreviewOptions measure;
+  measure.enabled = true;
+  measure.every_tokens = 4;
+  ASSERT_TRUE(worker_.generate(request(), measure));  // measures a preview's cost
   wait_for(worker_);
 
   PreviewOptions unlimited;
@@ -104,11 +142,18 @@ TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
   unlimited.max_decode_overhead = 1e9;
   ASSERT_TRUE(worker_.generate(request(), unlimited));
   auto messages = wait_for(worker_);
+  // Five previews run; those with a surface reach the viewport (an empty one
+  // would blank it), in order of the tokens they saw.
   auto previews = only<worker_message::Preview>(messages);
-  ASSERT_EQ(previews.size(), 5u);
-  for (size_t i = 0; i < previews.size(); ++i) {
-    EXPECT_EQ(previews[i].tokens_known, 4 * int(i + 1));
-    EXPECT_GT(previews[i].decode_ms, 0.0);
+  ASSERT_GE(previews.size(), 1u);
+  ASSERT_LE(previews.size(), 5u);
+  int last_known = 0;
+  for (const auto& preview : previews) {
+    EXPECT_EQ(preview.tokens_known % 4, 0);
+    EXPECT_GT(preview.tokens_known, last_known);
+    last_known = preview.tokens_known;
+    EXPECT_GT(preview.decode_ms, 0.0);
+    EXPECT_GT(preview.mesh.face_count(), 0u);
   }
   auto finished = only<worker_message::RunFinished>(messages);
   ASSERT_EQ(finished.size(), 1u);
@@ -116,8 +161,8 @@ TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
   EXPECT_EQ(finished[0].preview.previews, 5);
   EXPECT_GT(finished[0].preview.decode_ms, finished[0].preview.preview_ms);  // previews run inside decode
 
-  // With the default 10% budget the previews' share stays near it; the slack
-  // covers a preview that costs more than the last one measured.
+  // With the default budget (half the decode time) the previews' share stays
+  // near it; the slack covers a preview that costs more than the last one measured.
   PreviewOptions budgeted;
   budgeted.enabled = true;
   budgeted.every_tokens = 4;
@@ -126,8 +171,7 @@ TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
   ASSERT_EQ(budgeted_run.size(), 1u);
   const PreviewCost& cost = budgeted_run[0].preview;
   EXPECT_EQ(cost.previews + cost.skipped, 5);
-  EXPECT_FALSE(cost.without_estimate);
-  EXPECT_LE(cost.overhead(), 0.15) << cost.previews << " previews took " << cost.preview_ms << " ms of "
+  EXPECT_LE(cost.overhead(), 0.75) << cost.previews << " previews took " << cost.preview_ms << " ms of "
                                    << cost.decode_ms << " ms decode";
 }
 
@@ -153,13 +197,23 @@ TEST_F(WorkerOnFixture, LatencyDemoComparesWithAndWithoutTheKvCache) {
   ASSERT_TRUE(worker_.run_latency_demo(request()));
   auto messages = wait_for(worker_);
   auto bars = only<worker_message::LatencyResult>(messages);
-  ASSERT_EQ(bars.size(), 3u);
+  const auto runs_listed = latency_demo_runs();
+  ASSERT_EQ(bars.size(), runs_listed.size());
+  EXPECT_EQ(bars[0].label, "No cache");
   EXPECT_TRUE(bars[0].available);
   EXPECT_TRUE(bars[1].available);
   EXPECT_GT(bars[0].mean_tpot_ms, 0.0);
   EXPECT_GT(bars[1].total_ms, 0.0);
-  EXPECT_FALSE(bars[2].available);
-  EXPECT_FALSE(bars[2].unavailable_reason.empty());
+  // The object's time split by stage adds up to at most the wall time.
+  EXPECT_GT(bars[1].stages.occupancy_ms, 0.0);
+  EXPECT_LE(bars[1].stages.total_ms(), bars[1].total_ms + 1.0);
+  // The runs this build cannot do say why, and are not run.
+  for (size_t i = 2; i < bars.size(); ++i) {
+    EXPECT_EQ(bars[i].index, int(i));
+    EXPECT_FALSE(bars[i].available);
+    EXPECT_FALSE(bars[i].unavailable_reason.empty());
+  }
+  EXPECT_EQ(only<worker_message::LatencyRunStarted>(messages).size(), 2u);
   auto runs = only<worker_message::RunFinished>(messages);
   ASSERT_EQ(runs.size(), 2u);
   ASSERT_TRUE(runs[0].result.ok() && runs[1].result.ok());

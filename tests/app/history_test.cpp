@@ -89,5 +89,38 @@ TEST(HistoryStore, CorruptIndexIsAnErrorNamingTheFile) {
   EXPECT_FALSE(history_entry_from_json(escaping).ok());
 }
 
+// One malformed entry (a seed written as text) among good ones: the others
+// are listed, the bad one is named in words (not the JSON library's text),
+// and it is kept in the index when the history is written again.
+TEST(HistoryStore, AMalformedEntryIsLeftOutAndNamedWithoutHidingTheRest) {
+  testing::TemporaryFolder folder;
+  nlohmann::json good = {{"id", "a"}, {"prompt", "a chair"}, {"seed", 1}, {"mesh_file", "a.glb"}};
+  nlohmann::json bad = {{"id", "b"}, {"prompt", "a mug"}, {"seed", "seven"}, {"mesh_file", "b.glb"}};
+  nlohmann::json later = {{"id", "c"}, {"prompt", "a vase"}, {"seed", 3}, {"mesh_file", "c.glb"}};
+  nlohmann::json index = {{"version", 1}, {"entries", {good, bad, later}}};
+  ASSERT_TRUE(write_file_atomically(folder.path() / "index.json", index.dump()).ok());
+  auto store = HistoryStore::open(folder.path());
+  ASSERT_TRUE(store.ok()) << store.error().to_string();
+  ASSERT_EQ(store->entries().size(), 2u);
+  EXPECT_EQ(store->entries()[0].prompt, "a chair");
+  EXPECT_EQ(store->entries()[1].prompt, "a vase");
+  ASSERT_EQ(store->problems().size(), 1u);
+  EXPECT_NE(store->problems()[0].find("'b'"), std::string::npos) << store->problems()[0];
+  EXPECT_NE(store->problems()[0].find("'seed'"), std::string::npos) << store->problems()[0];
+  EXPECT_EQ(store->problems()[0].find("json.exception"), std::string::npos) << store->problems()[0];
+
+  HistoryEntry lamp;
+  lamp.prompt = "a lamp";
+  lamp.seed = 4;
+  ASSERT_TRUE(store->add(lamp, tetrahedron(1.f)).ok());
+  auto written = read_file_text(folder.path() / "index.json");
+  ASSERT_TRUE(written.ok());
+  EXPECT_NE(written->find("\"seven\""), std::string::npos) << "the unreadable entry was dropped";
+  auto reopened = HistoryStore::open(folder.path());
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(reopened->entries().size(), 3u);
+  EXPECT_EQ(reopened->problems().size(), 1u);
+}
+
 }  // namespace
 }  // namespace cubeforge::app

@@ -33,6 +33,46 @@ TEST(Script, ParsesEveryCommandSkippingCommentsAndBlanks) {
   EXPECT_EQ((*script)[2].argument, "resolution 5");
 }
 
+TEST(Script, InputCommandsTakeAWidgetOrPixelsAndKeyChords) {
+  auto script = parse_script(
+      "click generate\n"
+      "click 120 48.5\n"
+      "drag viewport 200 -30\n"
+      "drag-right 10 20 5 5\n"
+      "key ctrl+a\n"
+      "key F\n"
+      "type a cat\n"
+      "resize 960 600\n"
+      "reset-layout\n"
+      "dump state.json\n");
+  ASSERT_TRUE(script.ok()) << script.error().to_string();
+  ASSERT_EQ(script->size(), 10u);
+  const auto& s = *script;
+  EXPECT_EQ(s[0].target, "generate");
+  EXPECT_TRUE(s[1].target.empty());
+  EXPECT_FLOAT_EQ(s[1].y, 48.5f);
+  EXPECT_EQ(s[2].target, "viewport");
+  EXPECT_FLOAT_EQ(s[2].dx, 200.f);
+  EXPECT_FLOAT_EQ(s[2].dy, -30.f);
+  EXPECT_EQ(s[3].kind, ScriptCommand::Kind::kDragRight);
+  EXPECT_FLOAT_EQ(s[3].x, 10.f);
+  EXPECT_FLOAT_EQ(s[3].dx, 5.f);
+  EXPECT_EQ(s[4].keys, (std::vector<int>{341, 65}));  // GLFW_KEY_LEFT_CONTROL, GLFW_KEY_A
+  EXPECT_EQ(s[5].keys, (std::vector<int>{70}));
+  EXPECT_EQ(s[6].argument, "a cat");
+  EXPECT_EQ(s[7].width, 960);
+  EXPECT_EQ(s[7].height, 600);
+  // Input and window commands run at once; the rest waits for an idle app.
+  EXPECT_FALSE(s[0].waits_for_idle());
+  EXPECT_FALSE(s[9].waits_for_idle());
+  EXPECT_TRUE(parse_script("generate\n")->front().waits_for_idle());
+
+  EXPECT_FALSE(parse_script("key ctrl+banana\n").ok());
+  EXPECT_FALSE(parse_script("drag viewport 10\n").ok());
+  EXPECT_FALSE(parse_script("click 10\n").ok());
+  EXPECT_FALSE(parse_script("resize 10 10\n").ok());
+}
+
 TEST(Script, ErrorsNameTheLine) {
   auto unknown = parse_script("wait\nfly away\n");
   ASSERT_FALSE(unknown.ok());

@@ -60,6 +60,10 @@ TEST(AppSettings, WrongTypesAndRangesAreErrorsNamingTheKey) {
   auto wrong_type = settings_from_json(nlohmann::json{{"resolution", "high"}});
   ASSERT_FALSE(wrong_type.ok());
   EXPECT_NE(wrong_type.error().message.find("resolution"), std::string::npos);
+  // Said in words, never as the JSON library's exception text.
+  EXPECT_NE(wrong_type.error().message.find("should be a number, not string"), std::string::npos)
+      << wrong_type.error().message;
+  EXPECT_EQ(wrong_type.error().message.find("json.exception"), std::string::npos) << wrong_type.error().message;
   auto out_of_range = settings_from_json(nlohmann::json{{"top_p", 1.5}});
   ASSERT_FALSE(out_of_range.ok());
   EXPECT_NE(out_of_range.error().message.find("top_p"), std::string::npos);

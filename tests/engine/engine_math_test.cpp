@@ -50,6 +50,37 @@ TEST(OrbitCamera, FramingFitsTheBoundingSphere) {
   EXPECT_GT(camera.far_plane, camera.distance + radius);
 }
 
+// A view framed for a region of the window (the app's free area between its
+// panels) is the pinhole camera of that region's size, moved to its place.
+TEST(OrbitCamera, ARegionIsThePinholeViewOfThatPartOfTheWindow) {
+  const int w = 400, h = 200;
+  OrbitCamera camera;
+  camera.distance = 4.f;
+  camera.yaw_degrees = 30.f;
+  camera.pitch_degrees = 15.f;
+  camera.fov_y_degrees = 40.f;
+  camera.region = {0.25f, 0.1f, 0.75f, 0.6f};  // 200 x 100 pixels from (100, 20)
+  Pinhole pinhole({0, 0, 0}, 4.0, 30.0, 15.0, 40.0, 200, 100);
+  glm::mat4 vp = camera.view_projection(float(w) / h);
+  for (Vec3d p : {Vec3d{0, 0, 0}, Vec3d{0.3, 0.2, -0.1}, Vec3d{-0.7, 0.5, 0.4}}) {
+    glm::vec4 clip = vp * glm::vec4(float(p.x), float(p.y), float(p.z), 1.f);
+    double u = (clip.x / clip.w * 0.5 + 0.5) * w, v = (clip.y / clip.w * 0.5 + 0.5) * h;
+    auto expected = pinhole.project(p);
+    EXPECT_NEAR(u, expected[0] + 100, 1e-3);
+    EXPECT_NEAR(v, expected[1] + 20, 1e-3);
+  }
+  // Framing fits the region's own aspect: a tall region (40 x 160 pixels) of a
+  // wide window, so the horizontal field limits.
+  Bounds3 bounds;
+  bounds.min = {-1.f, -1.f, -1.f};
+  bounds.max = {1.f, 1.f, 1.f};
+  bounds.empty = false;
+  camera.region = {0.4f, 0.1f, 0.5f, 0.9f};
+  camera.frame(bounds, float(w) / h, 1.0f);
+  const double half_fov_x = std::atan(std::tan(kPi * 40.0 / 360.0) * 0.25);
+  EXPECT_NEAR(camera.distance, std::sqrt(3.0) / std::sin(half_fov_x), 1e-3);
+}
+
 TEST(OrbitCamera, ControlsMoveAsDocumented) {
   OrbitCamera camera;
   camera.orbit(10.f, 200.f);

@@ -11,7 +11,7 @@ Held out from training, for measuring generalisation:
     (the words are all known; the word order is new).
 """
 
-import numpy as np
+import json
 
 NOUNS = {
     "chair": ["chair", "seat"], "stool": ["stool", "bar stool"], "table": ["table", "desk"],
@@ -92,7 +92,40 @@ def corpus(rng, count=20000):
     return out
 
 
+# Words of the caption grammar that name nothing (they only hold the phrasings together).
+FILLER_WORDS = ["a", "an", "with", "legs", "that", "is", "and", "3d", "model", "of", "render", "simple", "shape"]
+
+EXAMPLES = ["a tall chair", "a round table with four legs", "render of a short mug", "a wide sofa",
+            "a narrow tower", "a round vase", "a tall tree", "a square house"]
+
+
+def model_card():
+    """What the model was trained on, for the app (MODEL/card.json): the categories with the words
+    that name each, the attribute words, and example prompts. Every word a caption can contain is
+    here, so a prompt word missing from the card is one the model never saw."""
+    return {
+        "description": "Built-in model: trained only on procedural shapes of these categories, "
+                       "described with these words.",
+        "categories": NOUNS,
+        "attributes": {**ADJECTIVES, "three legs": LEG_WORDS[3], "four legs": LEG_WORDS[4]},
+        "other_words": FILLER_WORDS,
+        "examples": EXAMPLES,
+    }
+
+
+def write_model_card(path):
+    with open(path, "w") as f:
+        json.dump(model_card(), f, indent=1)
+        f.write("\n")
+
+
 if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--card":
+        write_model_card(sys.argv[2])
+        sys.exit(0)
+    import numpy as np
     import shapes
 
     rng = np.random.default_rng(1)

@@ -479,6 +479,7 @@ def export(out, p, shape_model, gpt, clip):
               f"  num_decoder_layers: {a['num_decoder_layers']}", f"  num_codes: {a['num_codes']}", "",
               'text_model_pretrained_model_name_or_path: "clip"', ""]
     open(os.path.join(out, "config.yaml"), "w").write("\n".join(lines))
+    captions.write_model_card(os.path.join(out, "card.json"))
     log(f"export: model folder written to {out}")
 
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <sstream>
+#include <type_traits>
 
 #include "inference/core/file_io.h"
 
@@ -70,6 +71,15 @@ Result<bool> parse_bool(const std::string& key, const std::string& text) {
   return make_error(ErrorCode::kInvalidArgument, "setting '" + key + "' takes on or off, not '" + text + "'");
 }
 
+// What a setting's value must be, for a person reading the error.
+template <class T>
+const char* kind_of(const T&) {
+  if constexpr (std::is_same_v<T, bool>) return "true or false";
+  else if constexpr (std::is_arithmetic_v<T>) return "a number";
+  else if constexpr (std::is_same_v<T, std::string>) return "text";
+  else return "a list";
+}
+
 }  // namespace
 
 nlohmann::json settings_to_json(const AppSettings& settings) {
@@ -88,8 +98,9 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
     if (found == json.end() || !failure.empty()) return;
     try {
       found->get_to(field);
-    } catch (const nlohmann::json::exception& e) {
-      failure = std::string("setting '") + key + "' has the wrong type (" + e.what() + ")";
+    } catch (const nlohmann::json::exception&) {
+      // In words, not the JSON library's exception text.
+      failure = std::string("setting '") + key + "' should be " + kind_of(field) + ", not " + found->type_name();
     }
   });
   if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);

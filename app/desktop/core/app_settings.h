@@ -41,8 +41,8 @@ struct AppSettings {
   int resolution = 8;
   int64_t target_faces = 0;                // 0: automatic, < 0: no simplification
   // Progressive preview
-  bool progressive_preview = false;
-  int preview_every = 4;                   // tokens between previews
+  bool progressive_preview = true;
+  int preview_every = 8;                   // tokens between previews
   int preview_resolution = 4;
   // Export
   std::string export_folder = ".";

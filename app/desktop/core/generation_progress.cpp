@@ -1,6 +1,10 @@
 // Reduction of generation events to panel state: see generation_progress.h.
 #include "app/desktop/core/generation_progress.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <numeric>
 
 namespace cubeforge::app {
@@ -61,6 +65,97 @@ std::vector<int> GenerationProgress::tokens_so_far() const {
     prefix.push_back(token);
   }
   return prefix;
+}
+
+void GenerationProgress::start_pass(const std::string& name, int resolution, bool final_pass,
+                                    std::optional<double> estimate_ms, double elapsed_ms) {
+  fraction_at_pass_start_ = std::max(last_fraction_, fraction(elapsed_ms));
+  pass_name_ = name;
+  pass_resolution_ = resolution;
+  final_pass_ = final_pass;
+  pass_estimate_ms_ = estimate_ms;
+  pass_started_ms_ = elapsed_ms;
+  points_done_ = points_planned_ = 0;
+}
+
+void GenerationProgress::finish(RunOutcome outcome, double elapsed_ms) {
+  outcome_ = outcome;
+  finished_ms_ = elapsed_ms;
+  if (outcome != RunOutcome::kDone) stopped_stage_ = current_stage_;
+  current_stage_.reset();
+}
+
+namespace {
+
+std::string seconds_text(double ms) {
+  char text[32];
+  if (ms < 1000) std::snprintf(text, sizeof text, "%.0f ms", ms);
+  else if (ms < 10000) std::snprintf(text, sizeof text, "%.1f s", ms / 1000);
+  else std::snprintf(text, sizeof text, "%.0f s", ms / 1000);
+  return text;
+}
+
+}  // namespace
+
+std::string GenerationProgress::status(double elapsed_ms) const {
+  char line[160];
+  const bool tokens_done = token_count() > 0 && tokens_done_ == token_count();
+  switch (outcome_) {
+    case RunOutcome::kDone:
+      return "Done in " + seconds_text(finished_ms_);
+    case RunOutcome::kFailed:
+      return "Failed (see the Log); the previous shape stays";
+    case RunOutcome::kCancelled:
+      if (!tokens_done && token_count() > 0) {
+        std::snprintf(line, sizeof line, "Cancelled at token %d of %d; the previous shape stays", tokens_done_,
+                      token_count());
+        return line;
+      }
+      return pass_name_.empty() ? std::string("Cancelled; the previous shape stays")
+                                : "Cancelled while " + pass_name_ + "; the previous shape stays";
+    case RunOutcome::kRunning:
+      break;
+  }
+  if (!pass_name_.empty()) {
+    std::snprintf(line, sizeof line, "%c%s at resolution %d", std::toupper(static_cast<unsigned char>(pass_name_[0])),
+                  pass_name_.c_str() + 1, pass_resolution_);
+    std::string text = line;
+    if (pass_estimate_ms_) {
+      const double left = *pass_estimate_ms_ - (elapsed_ms - pass_started_ms_);
+      text += left > 0 ? ": about " + seconds_text(left) + " left" : ": taking longer than estimated";
+    } else if (points_planned_ > 0) {
+      std::snprintf(line, sizeof line, ": %.0f%% of this level's points", 100.0 * occupancy_fraction());
+      text += line;
+    }
+    return text;
+  }
+  if (token_count() > 0) {
+    std::snprintf(line, sizeof line, "Shape tokens: %d of %d", tokens_done_, token_count());
+    return line;
+  }
+  return "Reading the prompt";
+}
+
+float GenerationProgress::fraction(double elapsed_ms) {
+  float f = last_fraction_;
+  if (outcome_ == RunOutcome::kDone) {
+    f = 1.f;
+  } else if (outcome_ == RunOutcome::kRunning) {
+    if (!pass_name_.empty()) {
+      // Time against the estimate; without one, a slow approach that never arrives.
+      const double in_pass = elapsed_ms - pass_started_ms_;
+      const double share = pass_estimate_ms_ && *pass_estimate_ms_ > 0
+                               ? std::min(0.97, in_pass / *pass_estimate_ms_)
+                               : 1.0 - std::exp(-in_pass / 5000.0);
+      const float room = (1.f - fraction_at_pass_start_) * (final_pass_ ? 1.f : 0.1f);
+      f = fraction_at_pass_start_ + room * static_cast<float>(share);
+    } else if (token_count() > 0) {
+      // The tokens are the first fifth of the way: meshing at full resolution dominates.
+      f = 0.2f * static_cast<float>(tokens_done_) / static_cast<float>(token_count());
+    }
+  }
+  last_fraction_ = std::max(last_fraction_, f);
+  return last_fraction_;
 }
 
 }  // namespace cubeforge::app

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -127,14 +128,12 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
     if (!preview.enabled || known % std::max(1, preview.every_tokens) != 0 || known >= token_count) return;
     // Budget: the previews so far plus the next one must stay within the
     // allowed share of the time spent on tokens. The next one's cost is the
-    // last measured preview, else the shape stages of the last finished run
-    // (an overestimate at preview resolution); with neither, no preview runs.
+    // last measured preview; with none measured yet, this one runs and measures it.
     const double pure_decode_ms = ms_since(decode_started) - cost.preview_ms;
     std::optional<double> estimate = preview_estimate_ms_;
-    if (!estimate || preview_estimate_resolution_ != preview.resolution) estimate = last_shape_stages_ms_;
-    if (!estimate || cost.preview_ms + *estimate > preview.max_decode_overhead * pure_decode_ms) {
+    if (preview_estimate_resolution_ != preview.resolution) estimate.reset();
+    if (estimate && cost.preview_ms + *estimate > preview.max_decode_overhead * pure_decode_ms) {
       ++cost.skipped;
-      cost.without_estimate = !estimate;
       return;
     }
     // The shape decoder needs all N tokens: the missing ones repeat the latest.
@@ -150,18 +149,53 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
     ++cost.previews;
     preview_estimate_ms_ = preview_ms;
     preview_estimate_resolution_ = preview.resolution;
-    if (mesh.ok()) messages_.push(worker_message::Preview{run, std::move(mesh->mesh), known, preview_ms});
+    if (mesh.ok() && !mesh->mesh.empty())
+      messages_.push(worker_message::Preview{run, std::move(mesh->mesh), known, preview_ms, false, ms_since(started)});
   };
   worker_message::RunFinished finished;
   finished.run = run;
   finished.label = label;
   finished.request = request;
-  finished.result = generate_shape(model, request, sink, &cancel_);
-  if (finished.result.ok())
-    last_shape_stages_ms_ = finished.result->timings.shape_decode_ms + finished.result->timings.occupancy_ms;
+  finished.result = mesh_in_passes(model, request, preview, run, started, sink);
   finished.preview = cost;
   finished.wall_ms = ms_since(started);
   return finished;
+}
+
+Result<GenerationResult> GenerationWorker::mesh_in_passes(const CubeModel& model, const GenerationRequest& request,
+                                                          const PreviewOptions& preview, int run,
+                                                          Clock::time_point started,
+                                                          const GenerationEventSink& sink) {
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult tokens, generate_shape_tokens(model, request, sink, &cancel_));
+  if (preview.coarse_pass && request.resolution > kCoarseResolution) {
+    messages_.push(worker_message::PassStarted{run, "coarse preview", kCoarseResolution, false, coarse_pass_ms_,
+                                               ms_since(started)});
+    MeshingOptions coarse;
+    coarse.resolution = kCoarseResolution;
+    coarse.coarse_to_fine = request.coarse_to_fine;
+    coarse.vertex_mapping = request.vertex_mapping;
+    coarse.remove_floaters = request.remove_floaters;
+    coarse.target_faces = -1;
+    const auto pass_started = Clock::now();
+    // Its stage events stay here: the statistics show the final pass's stages.
+    auto mesh = tokens_to_mesh(model, tokens.tokens, coarse, {}, &cancel_);
+    if (!mesh.ok()) return mesh.take_error();
+    coarse_pass_ms_ = ms_since(pass_started);
+    if (!mesh->mesh.empty())
+      messages_.push(worker_message::Preview{run, std::move(mesh->mesh), static_cast<int>(tokens.tokens.size()),
+                                             *coarse_pass_ms_, true, ms_since(started)});
+  }
+  // The final pass's estimate: its last time at this resolution, else the
+  // coarse pass's scaled by how the surface's cells grow (4x per level).
+  std::optional<double> estimate;
+  if (auto known = final_pass_ms_.find(request.resolution); known != final_pass_ms_.end()) estimate = known->second;
+  else if (coarse_pass_ms_ && request.resolution > kCoarseResolution)
+    estimate = *coarse_pass_ms_ * std::pow(4.0, request.resolution - kCoarseResolution);
+  messages_.push(worker_message::PassStarted{run, "refining", request.resolution, true, estimate, ms_since(started)});
+  const auto final_started = Clock::now();
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, mesh_shape_tokens(model, request, tokens, sink, &cancel_));
+  final_pass_ms_[request.resolution] = ms_since(final_started);
+  return result;
 }
 
 bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview) {
@@ -172,28 +206,83 @@ bool GenerationWorker::generate(const GenerationRequest& request, const PreviewO
   });
 }
 
+GenerationRequest candidate_request(GenerationRequest request, int index) {
+  request.seed += static_cast<uint64_t>(index);
+  if (request.sampling.greedy) {
+    // Greedy decoding ignores the seed; candidates sample as the reference's
+    // sampling path does (top-p 0.9).
+    request.sampling.greedy = false;
+    request.sampling.temperature = 1.f;
+    request.sampling.top_k = 0;
+    request.sampling.top_p = 0.9f;
+  }
+  request.resolution = std::min(request.resolution, kCandidateResolution);
+  return request;
+}
+
+bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count) {
+  auto loaded = model();
+  if (!loaded || count < 1) return false;
+  return start([this, loaded, request, count] {
+    worker_message::CandidatesFinished done;
+    for (int i = 0; i < count; ++i) {
+      const GenerationRequest one = candidate_request(request, i);
+      const auto started = Clock::now();
+      auto result = generate_shape(*loaded, one, {}, &cancel_);
+      if (!result.ok()) {
+        done.cancelled = result.error().code == ErrorCode::kCancelled;
+        if (!done.cancelled) done.error = result.error().to_string();
+        break;
+      }
+      messages_.push(worker_message::CandidateReady{i, one, std::move(result->mesh), ms_since(started)});
+      ++done.made;
+    }
+    messages_.push(done);
+  });
+}
+
+std::vector<LatencyRun> latency_demo_runs() {
+  return {
+      {"No cache", "every token recomputes the whole sequence so far", false, ""},
+      {"KV cache", "every token reuses the keys and values of the tokens before it", true, ""},
+      {"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true,
+       cuda_generation_unavailable_reason()},
+      {"Parallel decoding", "several tokens per step, checked to give the same shape", true,
+       "not in this build yet"},
+  };
+}
+
 bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
   auto loaded = model();
   if (!loaded) return false;
   return start([this, loaded, request] {
-    struct Variant {
-      const char* label;
-      bool kv_cache;
-    };
-    for (Variant variant : {Variant{"no KV cache", false}, Variant{"KV cache", true}}) {
-      GenerationRequest varied = request;
-      varied.use_kv_cache = variant.kv_cache;
-      varied.backend = Backend::kCpu;
-      auto finished = run_generation(*loaded, varied, PreviewOptions{}, variant.label);
-      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
+    const std::vector<LatencyRun> runs = latency_demo_runs();
+    for (size_t index = 0; index < runs.size(); ++index) {
+      const LatencyRun& run = runs[index];
       worker_message::LatencyResult bar;
-      bar.label = variant.label;
+      bar.index = static_cast<int>(index);
+      bar.label = run.name;
+      if (!run.unavailable_reason.empty()) {
+        bar.available = false;
+        bar.unavailable_reason = run.unavailable_reason;
+        messages_.push(bar);
+        continue;
+      }
+      messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index)});
+      GenerationRequest varied = request;
+      varied.use_kv_cache = run.kv_cache;
+      varied.backend = Backend::kCpu;
+      PreviewOptions no_previews;  // the demo times the pipeline alone
+      no_previews.coarse_pass = false;
+      auto finished = run_generation(*loaded, varied, no_previews, run.name);
+      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
       if (finished.result.ok()) {
         const auto& r = *finished.result;
         const double decode_tokens = std::max<size_t>(1, r.tokens.size()) - 1.0;
         bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
         bar.time_to_first_token_ms = r.time_to_first_token_ms;
         bar.total_ms = finished.wall_ms;
+        bar.stages = r.timings;
       } else {
         bar.available = false;
         bar.unavailable_reason = finished.result.error().to_string();
@@ -205,11 +294,6 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
         return;
       }
     }
-    worker_message::LatencyResult graphs;
-    graphs.label = "KV cache + CUDA graphs";
-    graphs.available = false;
-    graphs.unavailable_reason = cuda_generation_unavailable_reason();
-    messages_.push(graphs);
     messages_.push(worker_message::LatencyDemoFinished{false});
   });
 }

@@ -2,7 +2,13 @@
 //
 // One job at a time runs on a std::jthread: loading a model folder, a
 // generation (with optional progressive previews), or the latency demo (the
-// same request with and without the KV cache). Everything a job learns goes
+// same request with and without the KV cache).
+//
+// A generation meshes in passes once its tokens are done: a coarse one at
+// kCoarseResolution (milliseconds on the built-in model) whose mesh goes to
+// the viewport at once, then the requested resolution, which replaces it.
+// Each pass is announced with an estimate of its time: the same pass's last
+// measured time, else the coarse pass's scaled by the surface's growth. Everything a job learns goes
 // to the UI as WorkerMessages through a mutex-protected queue that the UI
 // drains once per frame; every event carries the wall time since its run
 // started. cancel() sets the flag the pipeline checks between tokens and
@@ -13,7 +19,9 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,21 +41,30 @@ struct ModelSummary {
   double load_ms = 0;
 };
 
+// Candidates are meshed this coarsely at most: enough to choose among them.
+constexpr int kCandidateResolution = 6;
+// The request a candidate is made with: sampled, at most kCandidateResolution.
+GenerationRequest candidate_request(GenerationRequest request, int index);
+
+// The coarse pass's resolution: (2^5 + 1)^3 grid points.
+constexpr int kCoarseResolution = 5;
+
 struct PreviewOptions {
   bool enabled = false;
-  int every_tokens = 4;
+  int every_tokens = 8;
   int resolution = 4;
   // Previews run on the decode thread; one is skipped when the time spent on
   // previews, with the next one's estimated cost, would exceed this share of
-  // the pure decode time so far.
-  double max_decode_overhead = 0.10;
+  // the pure decode time so far. The first one always runs: it measures the cost.
+  double max_decode_overhead = 0.5;
+  // A coarse mesh as soon as the tokens are done, before the requested resolution.
+  bool coarse_pass = true;
 };
 
 // What progressive previews cost in one run.
 struct PreviewCost {
   int previews = 0;
   int skipped = 0;         // due previews left out to respect the budget
-  bool without_estimate = false;  // skipped because nothing has measured a preview's cost yet
   double preview_ms = 0;   // total time in preview decodes
   double decode_ms = 0;    // the decode stage, previews included
   double overhead() const { return decode_ms - preview_ms > 0 ? preview_ms / (decode_ms - preview_ms) : 0.0; }
@@ -59,7 +76,25 @@ struct ModelLoaded { ModelSummary summary; };
 struct LoadFailed { Error error; };  // ErrorCode::kCancelled when the user cancelled
 struct RunStarted { int run = 0; std::string label; int token_count = 0; };
 struct Event { int run = 0; GenerationEvent event; double elapsed_ms = 0; };
-struct Preview { int run = 0; Mesh mesh; int tokens_known = 0; double decode_ms = 0; };
+// A mesh to show before the run's own: from the tokens so far (tokens_known <
+// token_count) or the coarse pass of all of them (coarse).
+struct Preview {
+  int run = 0;
+  Mesh mesh;
+  int tokens_known = 0;
+  double decode_ms = 0;
+  bool coarse = false;
+  double elapsed_ms = 0;  // since the run started
+};
+// A meshing pass begins: "coarse preview", then "refining" at the requested resolution.
+struct PassStarted {
+  int run = 0;
+  std::string name;
+  int resolution = 0;
+  bool final_pass = true;
+  std::optional<double> estimate_ms;
+  double elapsed_ms = 0;
+};
 struct RunFinished {
   int run = 0;
   std::string label;
@@ -68,22 +103,47 @@ struct RunFinished {
   PreviewCost preview;
   double wall_ms = 0;
 };
+// One run of the latency demo begins (index into latency_demo_runs()).
+struct LatencyRunStarted { int index = 0; };
 // One bar group of the latency demo.
 struct LatencyResult {
+  int index = 0;
   std::string label;
   bool available = true;
   std::string unavailable_reason;
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
+  StageTimings stages;  // where the object's time went
 };
 struct LatencyDemoFinished { bool cancelled = false; };
+// One of several seeds of one prompt, meshed at the candidates' resolution.
+struct CandidateReady {
+  int index = 0;
+  GenerationRequest request;  // what made it: refining it is this request at a higher resolution
+  Mesh mesh;
+  double wall_ms = 0;
+};
+struct CandidatesFinished { int made = 0; bool cancelled = false; std::string error; };
 struct Log { bool error = false; std::string text; };
 }  // namespace worker_message
 
 using WorkerMessage =
     std::variant<worker_message::LoadProgress, worker_message::ModelLoaded, worker_message::LoadFailed,
                  worker_message::RunStarted, worker_message::Event, worker_message::Preview,
+                 worker_message::PassStarted,
                  worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
-                 worker_message::Log>;
+                 worker_message::CandidateReady, worker_message::CandidatesFinished,
+                 worker_message::LatencyRunStarted, worker_message::Log>;
+
+// The latency demo's runs, in order: each one faster than the last where it
+// exists. A run that this build or machine cannot do has a reason and is
+// shown as such, so the GPU path and parallel decoding slot in when they come.
+struct LatencyRun {
+  std::string name;      // for the audience
+  std::string what;      // one line on what changes
+  bool kv_cache = true;
+  std::string unavailable_reason;  // empty: it runs
+};
+std::vector<LatencyRun> latency_demo_runs();
 
 // Why CUDA generation cannot be chosen, or empty when it can.
 std::string cuda_generation_unavailable_reason();
@@ -102,6 +162,10 @@ class GenerationWorker {
   bool load_model(const std::filesystem::path& folder);
   bool generate(const GenerationRequest& request, const PreviewOptions& preview);
   bool run_latency_demo(const GenerationRequest& request);
+  // `count` seeds from request.seed on, each sampled (a greedy decode gives
+  // every seed the same shape) and meshed at candidate_resolution(), to
+  // compare side by side and pick one to refine.
+  bool generate_candidates(const GenerationRequest& request, int count);
   void cancel() { cancel_.store(true); }
 
   bool busy() const { return busy_.load(); }
@@ -114,6 +178,11 @@ class GenerationWorker {
   std::shared_ptr<const CubeModel> model() const;
   worker_message::RunFinished run_generation(const CubeModel& model, const GenerationRequest& request,
                                              const PreviewOptions& preview, const std::string& label);
+  // Tokens, then the coarse pass (shown at once), then the requested resolution.
+  Result<GenerationResult> mesh_in_passes(const CubeModel& model, const GenerationRequest& request,
+                                          const PreviewOptions& preview, int run,
+                                          std::chrono::steady_clock::time_point started,
+                                          const GenerationEventSink& sink);
 
   MessageQueue<WorkerMessage> messages_;
   std::atomic<bool> busy_{false};
@@ -125,7 +194,8 @@ class GenerationWorker {
   // Preview cost estimates; touched only by jobs, which run one after another.
   std::optional<double> preview_estimate_ms_;
   int preview_estimate_resolution_ = 0;
-  std::optional<double> last_shape_stages_ms_;
+  std::optional<double> coarse_pass_ms_;
+  std::map<int, double> final_pass_ms_;  // by resolution, the last measured
   std::jthread job_;  // last member: joined first on destruction
 };
 

@@ -32,7 +32,53 @@ nlohmann::json history_entry_to_json(const HistoryEntry& e) {
           {"thumbnail_file", e.thumbnail_file}};
 }
 
+namespace {
+
+// Names the field a malformed entry gets wrong, in words, instead of the JSON
+// library's exception text.
+std::string entry_problem(const nlohmann::json& json) {
+  if (!json.is_object()) return "is not an object";
+  struct Field {
+    const char* key;
+    bool (nlohmann::json::*is)() const noexcept;
+    const char* kind;
+    bool required;
+  };
+  static const Field fields[] = {
+      {"id", &nlohmann::json::is_string, "text", true},
+      {"prompt", &nlohmann::json::is_string, "text", true},
+      {"seed", &nlohmann::json::is_number_unsigned, "a whole number >= 0", true},
+      {"mesh_file", &nlohmann::json::is_string, "text", true},
+      {"created", &nlohmann::json::is_string, "text", false},
+      {"thumbnail_file", &nlohmann::json::is_string, "text", false},
+      {"settings", &nlohmann::json::is_object, "an object", false},
+      {"timings", &nlohmann::json::is_object, "an object", false},
+      {"vertices", &nlohmann::json::is_number, "a number", false},
+      {"faces", &nlohmann::json::is_number, "a number", false},
+  };
+  for (const Field& field : fields) {
+    auto found = json.find(field.key);
+    if (found == json.end()) {
+      if (field.required) return std::string("has no '") + field.key + "'";
+      continue;
+    }
+    if (!((*found).*field.is)()) return std::string("has '") + field.key + "' that is not " + field.kind;
+  }
+  if (auto t = json.find("timings"); t != json.end())
+    for (const auto& [key, value] : t->items())
+      if (key != "stages_ms" && !value.is_number()) return "has timing '" + key + "' that is not a number";
+  return "";
+}
+
+}  // namespace
+
 Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
+  if (std::string problem = entry_problem(json); !problem.empty()) {
+    std::string id = json.is_object() && json.contains("id") && json["id"].is_string() ? json["id"].get<std::string>()
+                                                                                        : std::string();
+    return make_error(ErrorCode::kCorruptFile,
+                      "history entry" + (id.empty() ? std::string() : " '" + id + "'") + " " + problem);
+  }
   try {
     HistoryEntry e;
     json.at("id").get_to(e.id);
@@ -56,7 +102,8 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
       return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' names a mesh outside its folder");
     return e;
   } catch (const nlohmann::json::exception& ex) {
-    return make_error(ErrorCode::kCorruptFile, std::string("history entry is malformed: ") + ex.what());
+    // entry_problem() checks every field first; the library's own text means nothing to a person.
+    return make_error(ErrorCode::kCorruptFile, "history entry has a value of the wrong kind");
   }
 }
 
@@ -76,9 +123,12 @@ Result<HistoryStore> HistoryStore::open(const std::filesystem::path& folder) {
                                                    "' is not a valid index; move it away to start a new history");
   for (const auto& item : json["entries"]) {
     auto entry = history_entry_from_json(item);
-    if (!entry.ok())
-      return make_error(ErrorCode::kCorruptFile, "history index '" + index.string() + "': " + entry.error().message);
-    store.entries_.push_back(std::move(*entry));
+    if (entry.ok()) {
+      store.entries_.push_back(std::move(*entry));
+    } else {
+      store.unreadable_.push_back(item);
+      store.problems_.push_back(entry.error().message + " and is left out (it stays in " + index.string() + ")");
+    }
   }
   return store;
 }
@@ -98,6 +148,7 @@ std::string HistoryStore::next_id() const {
 
 Status HistoryStore::save_index() const {
   nlohmann::json json = {{"version", kIndexVersion}, {"entries", nlohmann::json::array()}};
+  for (const auto& entry : unreadable_) json["entries"].push_back(entry);
   for (const auto& entry : entries_) json["entries"].push_back(history_entry_to_json(entry));
   return write_file_atomically(folder_ / kIndexName, json.dump(1) + "\n");
 }

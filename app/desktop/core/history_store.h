@@ -41,12 +41,16 @@ struct HistoryEntry {
 
 class HistoryStore {
  public:
-  // Opens (or creates) the folder and reads its index. A corrupt index is an
-  // error; the caller may show it and start afresh with clear().
+  // Opens (or creates) the folder and reads its index. An index that is not
+  // JSON is an error; an entry that cannot be read is left out and named in
+  // problems(), and kept in the index as it was when the index is rewritten,
+  // so one bad entry neither hides the others nor is lost.
   static Result<HistoryStore> open(const std::filesystem::path& folder);
 
   const std::filesystem::path& folder() const { return folder_; }
   const std::vector<HistoryEntry>& entries() const { return entries_; }  // oldest first
+  // One sentence per entry that could not be read.
+  const std::vector<std::string>& problems() const { return problems_; }
 
   // Saves the mesh, then lists the entry (id, files, created filled in here).
   Result<HistoryEntry> add(HistoryEntry entry, const Mesh& mesh);
@@ -61,6 +65,8 @@ class HistoryStore {
 
   std::filesystem::path folder_;
   std::vector<HistoryEntry> entries_;
+  std::vector<nlohmann::json> unreadable_;  // entries left out, written back unchanged
+  std::vector<std::string> problems_;
 };
 
 nlohmann::json history_entry_to_json(const HistoryEntry& entry);

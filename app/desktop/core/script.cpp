@@ -1,6 +1,9 @@
 // Script parsing: see script.h.
 #include "app/desktop/core/script.h"
 
+#include <cctype>
+#include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "inference/core/file_io.h"
@@ -16,7 +19,104 @@ std::string trim(const std::string& text) {
   return text.substr(begin, end - begin + 1);
 }
 
+std::vector<std::string> words_of(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+bool parse_number(const std::string& text, float& value) {
+  char* end = nullptr;
+  value = std::strtof(text.c_str(), &end);
+  return !text.empty() && end == text.c_str() + text.size();
+}
+
+// GLFW's key codes for the names a chord may use.
+int key_code(const std::string& name) {
+  if (name.size() == 1 && name[0] >= 'a' && name[0] <= 'z') return 'A' + (name[0] - 'a');
+  if (name.size() == 1 && name[0] >= '0' && name[0] <= '9') return name[0];
+  if (name.size() >= 2 && name[0] == 'f' && name.find_first_not_of("0123456789", 1) == std::string::npos) {
+    int n = std::atoi(name.c_str() + 1);
+    if (n >= 1 && n <= 12) return 289 + n;
+  }
+  static const std::map<std::string, int> named = {
+      {"space", 32},   {"enter", 257},     {"return", 257}, {"escape", 256}, {"tab", 258},   {"backspace", 259},
+      {"delete", 261}, {"right", 262},     {"left", 263},   {"down", 264},   {"up", 265},    {"home", 268},
+      {"end", 269},    {"shift", 340},     {"ctrl", 341},   {"alt", 342},    {"super", 343},
+  };
+  auto found = named.find(name);
+  return found == named.end() ? -1 : found->second;
+}
+
+// Fills the command's fields from its argument; an error message, or empty.
+std::string parse_arguments(ScriptCommand& command) {
+  using K = ScriptCommand::Kind;
+  const std::vector<std::string> words = words_of(command.argument);
+  switch (command.kind) {
+    case K::kClick:
+    case K::kDrag:
+    case K::kDragRight: {
+      const size_t moves = command.kind == K::kClick ? 0 : 2;
+      size_t at = 0;
+      if (words.size() == 1 + moves && !parse_number(words[0], command.x)) {
+        command.target = words[0];
+        at = 1;
+      } else if (words.size() == 2 + moves && parse_number(words[0], command.x) && parse_number(words[1], command.y)) {
+        at = 2;
+      } else {
+        return "takes a widget name or X Y" + std::string(moves ? ", then DX DY" : "");
+      }
+      if (moves && !(parse_number(words[at], command.dx) && parse_number(words[at + 1], command.dy)))
+        return "takes DX DY after where it starts";
+      return "";
+    }
+    case K::kKey: {
+      std::string chord = command.argument;
+      for (size_t start = 0; start <= chord.size();) {
+        size_t plus = chord.find('+', start);
+        std::string name = chord.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+        for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        int code = key_code(name);
+        if (code < 0) return "does not know the key '" + name + "'";
+        command.keys.push_back(code);
+        if (plus == std::string::npos) break;
+        start = plus + 1;
+      }
+      return "";
+    }
+    case K::kResize: {
+      float w = 0, h = 0;
+      if (words.size() != 2 || !parse_number(words[0], w) || !parse_number(words[1], h) || w < 64 || h < 64 ||
+          w > 16384 || h > 16384)
+        return "takes a width and a height in pixels (at least 64)";
+      command.width = static_cast<int>(w);
+      command.height = static_cast<int>(h);
+      return "";
+    }
+    default:
+      return "";
+  }
+}
+
 }  // namespace
+
+bool ScriptCommand::waits_for_idle() const {
+  switch (kind) {
+    case Kind::kCancel:
+    case Kind::kClick:
+    case Kind::kDrag:
+    case Kind::kDragRight:
+    case Kind::kKey:
+    case Kind::kType:
+    case Kind::kResize:
+    case Kind::kResetLayout:
+    case Kind::kDump:
+      return false;
+    default:
+      return true;
+  }
+}
 
 Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
   struct Verb {
@@ -31,6 +131,10 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
       {"wait", ScriptCommand::Kind::kWait, false},        {"idle", ScriptCommand::Kind::kIdle, true},
       {"export", ScriptCommand::Kind::kExport, true},
       {"screenshot", ScriptCommand::Kind::kScreenshot, true}, {"quit", ScriptCommand::Kind::kQuit, false},
+      {"click", ScriptCommand::Kind::kClick, true},       {"drag", ScriptCommand::Kind::kDrag, true},
+      {"drag-right", ScriptCommand::Kind::kDragRight, true}, {"key", ScriptCommand::Kind::kKey, true},
+      {"type", ScriptCommand::Kind::kType, true},         {"resize", ScriptCommand::Kind::kResize, true},
+      {"reset-layout", ScriptCommand::Kind::kResetLayout, false}, {"dump", ScriptCommand::Kind::kDump, true},
   };
   std::vector<ScriptCommand> commands;
   std::istringstream in(text);
@@ -60,7 +164,14 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
         (argument.find_first_not_of("0123456789") != std::string::npos || argument.size() > 6))
       return make_error(ErrorCode::kInvalidArgument,
                         "script line " + std::to_string(line) + ": 'idle' takes a number of frames");
-    commands.push_back({match->kind, argument, line});
+    ScriptCommand command;
+    command.kind = match->kind;
+    command.argument = argument;
+    command.line = line;
+    if (std::string problem = parse_arguments(command); !problem.empty())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "script line " + std::to_string(line) + ": '" + verb + "' " + problem);
+    commands.push_back(std::move(command));
   }
   return commands;
 }

@@ -14,9 +14,27 @@
 //   screenshot PATH    save the viewport as PNG
 //   quit               close the app
 //
+// Input, through the same queue as a person's (core/input_queue.h), each
+// command's events in one burst as if they all came during one frame:
+//   click AT           press and release the left button AT
+//   drag AT DX DY      press the left button AT, move by (DX, DY), release
+//                      (drag-right: the right button)
+//   key CHORD          press and release, e.g. ctrl+a, ctrl+enter, f, tab, home
+//   type TEXT          type the characters
+// AT is window pixels "X Y" or a named widget's centre: prompt, generate,
+// cancel, reset-camera, viewport (the free part of the view), and the other
+// names the panels record.
+// The window:
+//   resize W H         resize the window and wait until the swapchain follows
+//   reset-layout       every panel back to its place
+//   dump PATH          write what the window shows as JSON (panel places,
+//                      camera, prompt, progress, log): what tests check
+//
 // Blank lines and lines starting with '#' are ignored. Each command runs when
 // the app is idle (no load or generation running), so `wait` is explicit
-// punctuation, except `cancel`, which runs at once.
+// punctuation, except `cancel`, the input and window commands and `dump`,
+// which run at once; the command after an input command waits until the
+// input has been handed to the panels.
 #pragma once
 
 #include <filesystem>
@@ -28,10 +46,20 @@
 namespace cubeforge::app {
 
 struct ScriptCommand {
-  enum class Kind { kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kIdle, kExport, kScreenshot, kQuit };
+  enum class Kind {
+    kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kIdle, kExport, kScreenshot, kQuit,
+    kClick, kDrag, kDragRight, kKey, kType, kResize, kResetLayout, kDump
+  };
   Kind kind = Kind::kWait;
   std::string argument;  // kSet: "KEY VALUE"
   int line = 0;
+  // kClick, kDrag: where (a widget's name, else window pixels) and how far.
+  std::string target;
+  float x = 0, y = 0, dx = 0, dy = 0;
+  int width = 0, height = 0;  // kResize
+  std::vector<int> keys;      // kKey: GLFW key codes, modifiers first
+  // Runs only once no load or generation runs.
+  bool waits_for_idle() const;
 };
 
 Result<std::vector<ScriptCommand>> parse_script(const std::string& text);

@@ -4,36 +4,103 @@
 
 namespace cubeforge::app {
 
+namespace {
+
+// The run in words and one bar that only moves forward: which pass, about how
+// long is left, what the view shows meanwhile; how the last run ended.
+void draw_run_status(App& app) {
+  GenerationState& generation = app.state.generation;
+  GenerationProgress& progress = generation.progress;
+  if (!generation.generating && progress.outcome() == RunOutcome::kRunning) return;  // nothing run yet
+  const double elapsed_ms = ms_between(generation.run_started, Clock::now());
+  const std::string status = progress.status(elapsed_ms);
+  if (progress.outcome() == RunOutcome::kFailed) ImGui::TextColored(kErrorTextColour, "%s", status.c_str());
+  else ImGui::TextWrapped("%s", status.c_str());
+  ImGui::ProgressBar(progress.fraction(elapsed_ms), ImVec2(-1, 0));
+  remember_item(app, "run-progress");
+  if (!generation.preview_shown.empty()) ImGui::TextDisabled("Showing the %s", generation.preview_shown.c_str());
+}
+
+// What the loaded model knows, next to the prompt: a plain warning when the
+// prompt has words it was never taught, completions from its words, and its
+// example prompts.
+void draw_prompt_help(App& app) {
+  const std::optional<ModelCard>& card = app.state.model.card;
+  if (!card) return;
+  std::string& prompt = app.state.settings.prompt;
+  const PromptCheck check = check_prompt(*card, prompt);
+  if (!check.message.empty()) {
+    const ImVec4 colour = check.names_a_category ? ImVec4(0.95f, 0.8f, 0.4f, 1.f) : kErrorTextColour;
+    ImGui::PushStyleColor(ImGuiCol_Text, colour);
+    ImGui::TextWrapped("%s", check.message.c_str());
+    ImGui::PopStyleColor();
+    remember_item(app, "prompt-check");
+  }
+  const std::vector<std::string> completions = complete_word(*card, prompt);
+  for (size_t i = 0; i < completions.size(); ++i) {
+    if (i > 0) flow_next(ImGui::CalcTextSize(completions[i].c_str()).x + 2 * ImGui::GetStyle().FramePadding.x);
+    ImGui::PushID(static_cast<int>(i));
+    if (ImGui::SmallButton(completions[i].c_str())) prompt = apply_completion(prompt, completions[i]);
+    ImGui::PopID();
+    remember_item(app, "complete-" + std::to_string(i));
+  }
+  if (!card->examples.empty()) {
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::BeginCombo("##examples", "Examples this model knows")) {
+      for (const std::string& example : card->examples)
+        if (ImGui::Selectable(example.c_str())) prompt = example;
+      ImGui::Separator();
+      ImGui::TextDisabled("Objects:");
+      for (const std::string& category : card->categories)
+        if (ImGui::Selectable(category.c_str())) prompt = "a " + category;
+      ImGui::EndCombo();
+    }
+    remember_item(app, "examples");
+    reason_tooltip(card->description);
+  }
+}
+
+}  // namespace
+
 void draw_generate_panel(App& app) {
   AppState& state = app.state;
-  const ImVec2 display = ImGui::GetIO().DisplaySize;
-  ImGui::SetNextWindowPos(ImVec2(8, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(kSideWidth, display.y - kLogHeight - 24), ImGuiCond_FirstUseEver);
-  ImGui::Begin("Generate");
+  begin_panel(app, Panel::kGenerate);
   const bool busy = app.worker.busy();
   ImGui::TextUnformatted("Prompt (Ctrl+Enter generates)");
   if (ImGui::InputTextMultiline("##prompt", &state.settings.prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 4),
                                 ImGuiInputTextFlags_EnterReturnsTrue) &&
       !busy)
     app.start_generation();
+  remember_item(app, "prompt");
   ImGui::BeginDisabled(busy || !app.worker.has_model());
   if (ImGui::Button("Generate")) app.start_generation();
+  remember_item(app, "generate");
   ImGui::EndDisabled();
   if (!app.worker.has_model()) reason_tooltip("load a model first (Settings > Model folder)");
-  ImGui::SameLine();
+  flow_next(button_width("Cancel"));
   ImGui::BeginDisabled(!busy);
   if (ImGui::Button("Cancel")) app.worker.cancel();
+  remember_item(app, "cancel");
   ImGui::EndDisabled();
-  ImGui::SameLine();
+  flow_next(button_width("Try 4 seeds"));
+  ImGui::BeginDisabled(busy || !app.worker.has_model());
+  if (ImGui::Button("Try 4 seeds")) app.start_candidates(4);
+  ImGui::EndDisabled();
+  remember_item(app, "candidates");
+  reason_tooltip("Four seeds of this prompt side by side (sampled, at low detail): pick one, then refine or export it");
+  flow_next(button_width("Latency demo"));
   ImGui::BeginDisabled(busy || !app.worker.has_model());
   if (ImGui::Button("Latency demo")) app.start_latency_demo();
   ImGui::EndDisabled();
   reason_tooltip("Runs this prompt without the KV cache, with it, and with CUDA graphs when available, "
                  "and compares TPOT and total time");
 
+  draw_prompt_help(app);
+  draw_run_status(app);
+
   const ModelState& model = state.model;
   if (!model.loading_folder.empty()) {
-    ImGui::Text("Loading %s", model.loading_folder.c_str());
+    ImGui::TextWrapped("Loading %s", model.loading_folder.c_str());
     ImGui::ProgressBar(static_cast<float>(model.load_fraction), ImVec2(-1, 0), model.load_step.c_str());
   } else if (!model.status.empty()) {
     ImGui::TextWrapped("%s", model.status.c_str());

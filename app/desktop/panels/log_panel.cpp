@@ -1,18 +1,19 @@
 // The Log panel along the bottom (errors in red, following the newest line
 // unless scrolled up), and the popup that shows a person each error.
+#include <algorithm>
+
 #include "app/desktop/panels/panels.h"
 
 namespace cubeforge::app {
 
 void draw_log_panel(App& app) {
-  ImGuiIO& io = ImGui::GetIO();
-  ImGui::SetNextWindowPos(ImVec2(8, io.DisplaySize.y - kLogHeight - 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - 16, kLogHeight), ImGuiCond_FirstUseEver);
-  ImGui::Begin("Log");
+  begin_panel(app, Panel::kLog);
+  ImGui::PushTextWrapPos(0.f);  // long lines wrap at the panel's edge
   for (const LogLine& line : app.state.log.lines) {
     if (line.error) ImGui::TextColored(kErrorTextColour, "%s", line.text.c_str());
     else ImGui::TextUnformatted(line.text.c_str());
   }
+  ImGui::PopTextWrapPos();
   if (ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4) ImGui::SetScrollHereY(1.f);
   ImGui::End();
 }
@@ -25,10 +26,22 @@ void draw_error_popup(App& app) {
     log.popup_pending = false;
   }
   if (ImGui::BeginPopupModal("Error", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-    ImGui::PushTextWrapPos(480.f);
-    ImGui::TextUnformatted(log.popup_message.c_str());
+    // Every error since the popup was last closed, newest last.
+    const float most = ImGui::GetIO().DisplaySize.y * 0.6f;
+    ImGui::BeginChild("errors", ImVec2(ImGui::GetFontSize() * 34, std::min(most, ImGui::GetTextLineHeightWithSpacing() *
+                                                                                  (2.f + 2.f * log.popup_messages.size()))));
+    ImGui::PushTextWrapPos(0.f);
+    for (const std::string& message : log.popup_messages) {
+      ImGui::TextUnformatted(message.c_str());
+      ImGui::Separator();
+    }
     ImGui::PopTextWrapPos();
-    if (ImGui::Button("OK")) ImGui::CloseCurrentPopup();
+    ImGui::SetScrollHereY(1.f);
+    ImGui::EndChild();
+    if (ImGui::Button("OK")) {
+      log.popup_messages.clear();
+      ImGui::CloseCurrentPopup();
+    }
     ImGui::EndPopup();
   }
 }

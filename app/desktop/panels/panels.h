@@ -2,10 +2,11 @@
 // (panels.cpp) in that order. Each reads and edits the App's state and calls
 // its actions; none keeps state of its own between frames.
 //
-// Default layout (first run; then imgui.ini): Generate with the settings on
-// the left, Live statistics and History on the right, Export and view low in
-// the middle, the Log along the bottom, the viewport behind them all with its
-// centre left free.
+// Layout (core/panel_layout.h): Generate with the settings on the left; Live
+// statistics, History and Export on the right; the Log along the bottom; the
+// viewport behind them all, the object framed in the free part between.
+// Each panel opens with begin_panel(), which places it and keeps it inside
+// the window.
 #pragma once
 
 #include <string>
@@ -17,11 +18,6 @@
 
 namespace cubeforge::app {
 
-constexpr float kLogHeight = 110.f;
-constexpr float kSideWidth = 300.f;
-constexpr float kViewPanelHeight = 150.f;
-// Live statistics takes this share of the right column, History the rest.
-constexpr float kStatisticsShare = 0.62f;
 const ImVec4 kErrorTextColour(1.f, 0.45f, 0.4f, 1.f);
 
 void draw_generate_panel(App& app);    // generate_panel.cpp: prompt, run buttons, then the settings
@@ -31,6 +27,24 @@ void draw_history_panel(App& app);     // history_panel.cpp
 void draw_export_panel(App& app);      // export_panel.cpp: export, screenshot and view switches
 void draw_log_panel(App& app);         // log_panel.cpp: the log, and the error popup
 void draw_error_popup(App& app);
+void draw_candidates_panel(App& app);
+void draw_latency_panel(App& app);     // latency_panel.cpp: the latency demo's own view  // candidates_panel.cpp: several seeds side by side
+
+// ImGui::Begin for a panel at its layout place (when the layout says so) and
+// inside the window; End() as usual.
+bool begin_panel(App& app, Panel panel, ImGuiWindowFlags flags = 0);
+// Records the last item's rectangle under `name` (script `click NAME`).
+void remember_item(App& app, const std::string& name);
+
+// Puts the next item on the same line when `width` more still fits the
+// panel, else on the next: rows of buttons that wrap instead of being cut off.
+void flow_next(float width);
+float button_width(const char* label);
+float checkbox_width(const char* label);
+
+// A thumbnail mosaic as `size` pixels square at `origin`: one rectangle per
+// run of equal cells in a row (the background is one colour per row).
+void draw_mosaic(const ThumbnailMosaic& mosaic, ImVec2 origin, float size);
 
 // Tooltip on the last item, shown even when it is disabled (the reason it is).
 void reason_tooltip(const std::string& text);

@@ -1,6 +1,6 @@
 // The Live statistics panel: token progress and the token grid, time to first
 // token, TPOT and tokens/s plots, per-stage times, memory, the cost of
-// progressive previews, frame times, and the latency demo's bars.
+// progressive previews and frame times (the latency demo has its own view).
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -18,8 +18,9 @@ namespace {
 void draw_token_grid(const GenerationProgress& progress) {
   const auto& slots = progress.token_slots();
   if (slots.empty()) return;
-  const int columns = std::min<int>(32, static_cast<int>(slots.size()));
   const float cell = 9.f;
+  const int fit = std::max(1, static_cast<int>(ImGui::GetContentRegionAvail().x / (cell + 1)));
+  const int columns = std::min<int>(std::min(32, fit), static_cast<int>(slots.size()));
   ImVec2 origin = ImGui::GetCursorScreenPos();
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const int rows = (static_cast<int>(slots.size()) + columns - 1) / columns;
@@ -56,6 +57,8 @@ void draw_stage_table(const GenerationProgress& progress) {
     ImGui::TableNextColumn();
     if (const auto& ms = progress.stage_ms()[s]) ImGui::Text("%.1f ms", *ms);
     else if (progress.current_stage() == AppStage(s)) ImGui::TextUnformatted("running");
+    else if (progress.stopped_stage() == AppStage(s))
+      ImGui::TextUnformatted(progress.outcome() == RunOutcome::kCancelled ? "cancelled" : "failed");
     else ImGui::TextDisabled("-");
   }
   ImGui::EndTable();
@@ -64,13 +67,11 @@ void draw_stage_table(const GenerationProgress& progress) {
 void draw_preview_cost(const GenerationState& generation) {
   const PreviewCost& cost = generation.last_preview_cost;
   if (cost.previews == 0 && cost.skipped == 0) return;
-  ImGui::Text("Preview: %d decodes (%d skipped), %.0f ms = %.1f%% of decode", cost.previews, cost.skipped,
-              cost.preview_ms, 100.0 * cost.overhead());
-  if (cost.without_estimate)
-    ImGui::TextWrapped("Previews start once their cost is known (after one finished generation).");
+  ImGui::TextWrapped("Preview: %d decodes (%d skipped), %.0f ms = %.1f%% of decode", cost.previews, cost.skipped,
+                     cost.preview_ms, 100.0 * cost.overhead());
   if (generation.last_decode_ms_without_preview && generation.last_decode_ms_with_preview)
-    ImGui::Text("Decode: %.0f ms with preview, %.0f ms without", *generation.last_decode_ms_with_preview,
-                *generation.last_decode_ms_without_preview);
+    ImGui::TextWrapped("Decode: %.0f ms with preview, %.0f ms without", *generation.last_decode_ms_with_preview,
+                       *generation.last_decode_ms_without_preview);
 }
 
 void draw_frame_times(const FrameTimes& frame_times) {
@@ -83,29 +84,8 @@ void draw_frame_times(const FrameTimes& frame_times) {
                    ImVec2(ImGui::GetContentRegionAvail().x, 40));
   const FrameTimeSummary& generating = frame_times.last_generation;
   if (generating.frames > 0)
-    ImGui::Text("While generating: mean %.1f ms, p95 %.1f ms, max %.1f ms", generating.mean_ms, generating.p95_ms,
-                generating.max_ms);
-}
-
-void draw_latency_bars(const LatencyDemoState& latency) {
-  if (latency.bars.empty()) return;
-  ImGui::Separator();
-  ImGui::TextUnformatted("Latency demo");
-  std::vector<float> tpot_bars, total_bars;
-  for (const auto& bar : latency.bars) {
-    tpot_bars.push_back(bar.available ? static_cast<float>(bar.mean_tpot_ms) : 0.f);
-    total_bars.push_back(bar.available ? static_cast<float>(bar.total_ms) : 0.f);
-  }
-  ImGui::PlotHistogram("TPOT ms", tpot_bars.data(), static_cast<int>(tpot_bars.size()), 0, nullptr, 0.f, FLT_MAX,
-                       ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
-  ImGui::PlotHistogram("total ms", total_bars.data(), static_cast<int>(total_bars.size()), 0, nullptr, 0.f, FLT_MAX,
-                       ImVec2(ImGui::GetContentRegionAvail().x - 70, 50));
-  for (const auto& bar : latency.bars) {
-    if (bar.available)
-      ImGui::Text("%-24s TPOT %7.2f ms  total %7.0f ms", bar.label.c_str(), bar.mean_tpot_ms, bar.total_ms);
-    else
-      ImGui::TextDisabled("%-24s n/a: %s", bar.label.c_str(), bar.unavailable_reason.c_str());
-  }
+    ImGui::TextWrapped("While generating: mean %.1f ms, p95 %.1f ms, max %.1f ms", generating.mean_ms,
+                       generating.p95_ms, generating.max_ms);
 }
 
 }  // namespace
@@ -113,17 +93,14 @@ void draw_latency_bars(const LatencyDemoState& latency) {
 void draw_statistics_panel(App& app) {
   const AppState& state = app.state;
   const GenerationProgress& progress = state.generation.progress;
-  const ImVec2 display = ImGui::GetIO().DisplaySize;
-  ImGui::SetNextWindowPos(ImVec2(display.x - kSideWidth - 8, 8), ImGuiCond_FirstUseEver);
-  ImGui::SetNextWindowSize(ImVec2(kSideWidth, (display.y - kLogHeight - 24) * kStatisticsShare),
-                           ImGuiCond_FirstUseEver);
-  ImGui::Begin("Live statistics");
+  begin_panel(app, Panel::kStatistics);
   const int done = progress.tokens_done(), count = progress.token_count();
   char overlay[64];
   std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
   ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
+  // Coarse-to-fine adds levels as it goes, so this is the current level's share.
   if (progress.current_stage() == AppStage::kOccupancy)
-    ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy");
+    ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy, this level");
   if (auto ttft = progress.time_to_first_token_ms()) ImGui::Text("Time to first token: %.1f ms", *ttft);
   else ImGui::TextDisabled("Time to first token: -");
   const auto& tpot = progress.tpot_ms();
@@ -140,7 +117,6 @@ void draw_statistics_panel(App& app) {
   ImGui::Text("Memory (RSS): %.0f MiB", resident_memory_mib());
   draw_preview_cost(state.generation);
   draw_frame_times(state.frames);
-  draw_latency_bars(state.latency);
   ImGui::End();
 }
 
