@@ -298,6 +298,7 @@ Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const Generat
   result.timings = timings;
   result.time_to_first_token_ms = tokens.time_to_first_token_ms;
   result.tokens_per_second = tokens.tokens_per_second;
+  result.decoding = tokens.decoding;
   return result;
 }
 
