@@ -171,7 +171,7 @@ int run_bench(const BenchOptions& o) {
       {"peak_rss_mb", peak_rss_mb},
   };
   if (o.json) {
-    std::cout << report.dump() << std::endl;
+    std::cout << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     return 0;
   }
   std::printf("model              %s\n", description.c_str());

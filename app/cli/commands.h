@@ -15,5 +15,6 @@ Action add_meshing_bench_command(CLI::App& app);
 Action add_occupancy_bench_command(CLI::App& app);
 Action add_generate_command(CLI::App& app);
 Action add_tokenize_command(CLI::App& app);
+Action add_trace_diff_command(CLI::App& app);
 
 }  // namespace cubeforge::cli

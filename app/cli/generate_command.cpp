@@ -3,26 +3,31 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <iostream>
 #include <unistd.h>
 
 #include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
+#include "app/cli/option_checks.h"
 #include "app/cli/progress.h"
-#include "inference/cpu/ops.h"
+#include "inference/core/system_info.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
+#include "inference/tensor/trace_file.h"
 
 namespace cubeforge::cli {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
+// A closed surface has at least 4 faces (a tetrahedron); simplification may
+// still find no closed mesh that small, which generate_shape reports.
+constexpr int64_t kMinTargetFaces = 4;
 
 struct GenerateOptions {
   std::string model_dir, prompt, out;
-  uint64_t seed = 0;
+  bool model_given = false;
+  std::string seed_text = "0";
   float guidance = 3.0f;
   float temperature = 1.0f;
   int top_k = 0;
@@ -47,6 +52,9 @@ struct GenerateOptions {
   int threads = 0;
   bool json = false;
   bool quiet = false;
+  std::string trace;    // write the named intermediates here
+  int trace_steps = 2;  // decode steps in the trace
+  bool force = false;
 };
 
 nlohmann::json timings_json(const StageTimings& t) {
@@ -119,22 +127,28 @@ Result<SequentialComparison> compare_with_sequential(const CubeModel& model, con
 }
 
 int run_generate(GenerateOptions o) {
-  cpu::set_thread_count(o.threads);
   if (o.out.empty()) o.out = "cubeforge.glb";
   auto format = mesh_file_format_from_path(o.out);
   if (!format.ok()) {
-    std::fprintf(stderr, "generate: %s\n", format.error().to_string().c_str());
+    print_error("generate", format.error());
     return 2;
   }
-  if (!output_folder_writable(o.out, "generate")) return 1;
-  auto model = load_model_or_report(o.model_dir, "generate");
+  const uint64_t seed = std::stoull(o.seed_text);  // checked by seed_number()
+  const auto folder = model_folder_or_report(o.model_dir, o.model_given, "generate");
+  if (!folder) return 2;
+  if (!output_writable(o.out, o.force, "generate")) return 1;
+  if (!o.trace.empty() && !output_writable(o.trace, o.force, "generate")) return 1;
+  share_one_malloc_arena_under_address_limit();
+  if (!set_threads_within_address_space(o.threads, *folder, o.resolution, !o.dense, "generate")) return 1;
+  install_interrupt_handler();
+  auto model = load_model_or_report(*folder, "generate");
   if (!model) return 1;
 
   if (model->tokenizer().encode(o.prompt).truncated && !o.json)
     std::fprintf(stderr, "generate: note: the prompt is longer than CLIP's 75 tokens; the rest is ignored\n");
   GenerationRequest request;
   request.prompt = o.prompt;
-  request.seed = o.seed;
+  request.seed = seed;
   request.guidance_scale = o.guidance;
   request.sampling.greedy = !(o.sample || o.top_k > 0 || o.top_p < 1.0f || o.temperature != 1.0f);
   request.sampling.temperature = o.temperature;
@@ -156,31 +170,65 @@ int run_generate(GenerateOptions o) {
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
   request.target_faces = o.target_faces;
+  TraceRecorder trace;
+  if (!o.trace.empty()) {
+    request.trace = &trace;
+    request.trace_decode_steps = o.trace_steps;
+  }
 
-  std::signal(SIGINT, [](int) { g_interrupted.store(true); });
   ProgressLine progress(!o.quiet && !o.json && isatty(STDERR_FILENO));
-  auto result = generate_shape(*model, request, [&](const GenerationEvent& e) { progress.on_event(e); },
-                               &g_interrupted);
+  auto on_event = [&](const GenerationEvent& e) {
+    progress.on_event(e);
+    if (e.kind == GenerationEvent::Kind::kStageStarted && e.stage == Stage::kMeshing) pause_if_testing("meshing");
+    if (e.kind == GenerationEvent::Kind::kStageStarted && e.stage == Stage::kCleanup) pause_if_testing("cleanup");
+  };
+  auto result = generate_shape(*model, request, on_event, &interrupted());
   progress.finish();
+  // Written whatever the outcome but a cancel: a trace is most wanted when a run goes wrong.
+  const bool cancelled = !result.ok() && result.error().code == ErrorCode::kCancelled;
+  if (!o.trace.empty() && !cancelled) {
+    Status written = trace.write(o.trace, {{"prompt", o.prompt}, {"model", model->folder().string()}});
+    if (!written.ok()) {
+      print_error("generate", written.error());
+      return 1;
+    }
+    if (!o.json)
+      std::fprintf(stderr, "generate: wrote the trace %s (%zu tensors)\n", escape_untrusted(o.trace).c_str(),
+                   trace.tensors().size());
+  }
+  const std::string out_shown = escape_untrusted(o.out);
+  auto report_cancel = [&] {
+    auto kind = file_kind(o.out);
+    std::fprintf(stderr, "generate: cancelled; '%s' %s\n", out_shown.c_str(),
+                 kind.ok() && *kind == FileKind::kRegular ? "was left as it was" : "was not written");
+    return kExitCancelled;
+  };
   if (!result.ok()) {
-    std::fprintf(stderr, "generate: %s\n", result.error().to_string().c_str());
-    return result.error().code == ErrorCode::kCancelled ? 130 : 1;
+    if (result.error().code == ErrorCode::kCancelled) return report_cancel();
+    print_error("generate", result.error());
+    return 1;
   }
   if (!result->stats.has_surface) {
     std::fprintf(stderr, "generate: the decoded shape has no surface at resolution %d; try another seed or prompt\n",
                  o.resolution);
     return 1;
   }
-  Status saved = export_mesh(result->mesh, o.out, *format);
+  pause_if_testing("export");
+  if (interrupted().load()) return report_cancel();
+  WriteOptions write = output_write_options(o.force);
+  write.cancel = &interrupted();
+  write.before_rename = [] { pause_if_testing("rename"); };
+  Status saved = export_mesh(result->mesh, o.out, *format, write);
   if (!saved.ok()) {
-    std::fprintf(stderr, "generate: %s\n", saved.error().to_string().c_str());
+    if (saved.error().code == ErrorCode::kCancelled) return report_cancel();
+    print_error("generate", saved.error());
     return 1;
   }
   std::optional<SequentialComparison> sequential;
   if (request.decoding.mode == DecodingMode::kJacobi) {
     auto compared = compare_with_sequential(*model, request, result->tokens);
     if (!compared.ok()) {
-      std::fprintf(stderr, "generate: %s\n", compared.error().to_string().c_str());
+      print_error("generate", compared.error());
       return 1;
     }
     sequential = *compared;
@@ -189,9 +237,9 @@ int run_generate(GenerateOptions o) {
   const MeshTopology topology = analyze_topology(result->mesh);
   if (o.json) {
     nlohmann::json report = {
-        {"prompt", o.prompt},
-        {"seed", o.seed},
-        {"model", model->folder().string()},
+        {"prompt", escape_untrusted(o.prompt)},
+        {"seed", seed},
+        {"model", escape_untrusted(model->folder().string())},
         {"tokens", result->tokens},
         {"timings", timings_json(result->timings)},
         {"time_to_first_token_ms", result->time_to_first_token_ms},
@@ -212,7 +260,7 @@ int run_generate(GenerateOptions o) {
           {"boundary_edges", topology.boundary_edges},
           {"non_manifold_edges", topology.non_manifold_edges},
           {"components", topology.components}}},
-        {"output", o.out},
+        {"output", escape_untrusted(o.out)},
     };
     nlohmann::json& decoding = report["decoding"] = decoding_json(result->decoding, request.decoding);
     if (sequential) {
@@ -221,7 +269,7 @@ int run_generate(GenerateOptions o) {
       decoding["speedup_over_sequential"] = sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms);
       decoding["tokens_equal_sequential"] = sequential->tokens_equal;
     }
-    std::cout << report.dump() << std::endl;
+    std::cout << json_line(report) << std::endl;
   } else {
     print_timing_table(*result, stdout);
     if (sequential)
@@ -230,7 +278,7 @@ int run_generate(GenerateOptions o) {
                   sequential->parallel_ms, sequential->sequential_ms,
                   sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms),
                   sequential->tokens_equal ? "the same tokens" : "DIFFERENT TOKENS");
-    std::printf("wrote %s (%lld faces, %s)\n", o.out.c_str(), static_cast<long long>(topology.faces),
+    std::printf("wrote %s (%lld faces, %s)\n", out_shown.c_str(), static_cast<long long>(topology.faces),
                 topology.closed_and_oriented() ? "watertight" : "not watertight");
   }
   return 0;
@@ -241,17 +289,24 @@ int run_generate(GenerateOptions o) {
 Action add_generate_command(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Turn a prompt into a mesh file");
-  cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
+  CLI::Option* model = cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
   cmd->add_option("--prompt,-p", o->prompt, "What to make")->required();
   cmd->add_option("--out,-o", o->out, "Output mesh: .glb, .obj, .stl or .ply (default cubeforge.glb)");
-  cmd->add_option("--seed", o->seed, "Seed for sampling");
-  cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale (0: off)")->check(CLI::Range(0.0, 100.0));
+  cmd->add_flag("--force", o->force, "Replace the output file even if it is read-only");
+  cmd->add_option("--seed", o->seed_text, "Seed for sampling (0 to 2^64 - 1)")->check(seed_number());
+  cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale (0: off)")
+      ->check(number_in(0.0, 100.0, false, "0 turns guidance off; 3 is the reference's"));
   cmd->add_flag("--sample", o->sample, "Sample instead of greedy decoding");
-  cmd->add_option("--temperature", o->temperature, "Sampling temperature")->check(CLI::PositiveNumber);
-  cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens (0: off)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass (1: off)")->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature")
+      ->check(number_in(0.0, std::numeric_limits<double>::max(), true,
+                        "1 samples the model's distribution, lower is closer to greedy"));
+  cmd->add_option("--top-k", o->top_k, "Keep the k most likely tokens (0: off)")
+      ->check(whole_number_in(0, std::numeric_limits<int>::max(), "0 turns it off"));
+  cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass (1: off)")
+      ->check(number_in(0.0, 1.0, true, "1 turns it off"));
   cmd->add_option("--bbox", o->bbox, "Bounding box size X Y Z (scaled so the largest side is 1.925)")->expected(3);
-  cmd->add_option("--resolution", o->resolution, "Grid resolution: (2^R + 1)^3 points")->check(CLI::Range(2, 10));
+  cmd->add_option("--resolution", o->resolution, "Grid resolution: (2^R + 1)^3 points")
+      ->check(whole_number_in(2, 10, "8 is the reference's"));
   cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)")
       ->check(CLI::IsMember({"causal", "reference"}));
   cmd->add_flag("--no-kv-cache", o->no_kv_cache, "Recompute the whole sequence every step");
@@ -259,30 +314,49 @@ Action add_generate_command(CLI::App& app) {
                   "sequential (default), jacobi (exact parallel decoding of an autoregressive model, greedy) or "
                   "diffusion (a block-diffusion model folder)")
       ->check(CLI::IsMember({"sequential", "jacobi", "diffusion"}));
-  cmd->add_option("--guesses", o->guesses, "Jacobi: tokens guessed ahead at most")->check(CLI::Range(0, 64));
+  cmd->add_option("--guesses", o->guesses, "Jacobi: tokens guessed ahead at most")
+      ->check(whole_number_in(0, 64, "0 decodes one token per evaluation"));
   cmd->add_option("--guess-cost", o->guess_cost,
                   "Jacobi: what one more position costs in an evaluation, relative to one (0: always guess)")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(number_in(0.0, 100.0, false, "0 guesses at every evaluation"));
   auto* threshold = cmd->add_option("--threshold", o->threshold,
                                     "Diffusion: accept every position whose confidence exceeds this")
-                        ->check(CLI::Range(0.0, 1.0));
+                        ->check(number_in(0.0, 1.0, false, "lower accepts more tokens per evaluation"));
   cmd->add_option("--factor", o->factor, "Diffusion: the factor rule instead of a threshold")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(0.0, std::numeric_limits<double>::max(), true, "larger accepts more tokens per evaluation"))
       ->excludes(threshold);
   cmd->add_option("--diffusion-cache", o->diffusion_cache, "Diffusion key-value cache: none, prefix or dual (default)")
       ->check(CLI::IsMember({"none", "prefix", "dual"}));
   cmd->add_option("--block-size", o->block_size, "Diffusion: positions per block (default: the model's)")
-      ->check(CLI::Range(1, 4096));
+      ->check(whole_number_in(1, 4096, "it must divide the shape's tokens"));
   cmd->add_option("--sub-block", o->sub_block_size, "Diffusion, dual cache: positions per sub-block (default: half a block)")
-      ->check(CLI::Range(1, 4096));
+      ->check(whole_number_in(1, 4096, "it must divide the block size"));
   cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
   cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");
-  cmd->add_option("--target-faces", o->target_faces, "Simplify to this many faces (0: max(10000, 10%), -1: off)");
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--target-faces", o->target_faces, "Simplify to this many faces (0: max(10000, 10%), -1: off)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (text == "0" || text == "-1") return {};
+            if (whole_number_in(kMinTargetFaces, std::numeric_limits<int64_t>::max(), "")(text).empty()) return {};
+            return "must be -1 (no simplification), 0 (automatic: max(10000, 10% of the faces)) or at least " +
+                   std::to_string(kMinTargetFaces) + " faces, not '" + text + "'";
+          },
+          "", "target_faces"));
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+      ->check(whole_number_in(0, 1024, "0 uses every core"));
   cmd->add_flag("--json", o->json, "Print one JSON object with tokens, timings and mesh statistics");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
-  return [cmd, o]() -> int { return cmd->parsed() ? run_generate(*o) : -1; };
+  cmd->add_option("--trace", o->trace,
+                  "Write the named intermediates (text encoder, prefill, first decode steps, shape decoder) to this "
+                  "safetensors file, for trace-diff");
+  cmd->add_option("--trace-steps", o->trace_steps, "Decode steps in the trace")
+      ->check(whole_number_in(0, 100000, "0 records no decode step"));
+  return [cmd, o, model]() -> int {
+    if (!cmd->parsed()) return -1;
+    o->model_given = model->count() > 0;
+    return run_generate(*o);
+  };
 }
 
 }  // namespace cubeforge::cli

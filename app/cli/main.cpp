@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/cpu/blas_kernels.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   actions.push_back(cubeforge::cli::add_decoding_bench_command(app));
   actions.push_back(cubeforge::cli::add_occupancy_bench_command(app));
   actions.push_back(cubeforge::cli::add_meshing_bench_command(app));
+  actions.push_back(cubeforge::cli::add_trace_diff_command(app));
   CLI11_PARSE(app, argc, argv);
   // Each registered action checks whether its own subcommand was chosen.
   try {
@@ -27,6 +29,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "cubeforge-cli: out of memory; close other programs, lower --resolution, or use a smaller model\n");
     return 1;
+  } catch (const std::exception& e) {
+    // Errors travel as values; an exception here is a bug, reported rather than aborted on.
+    std::fprintf(stderr, "cubeforge-cli: internal error: %s; please report it\n",
+                 cubeforge::escape_untrusted(e.what()).c_str());
+    return 70;
   }
   return 0;
 }

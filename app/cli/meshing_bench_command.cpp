@@ -110,7 +110,9 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
   if (o.threads > 0) cpu::set_thread_count(o.threads);
   const auto prompts = read_prompts(o);
   if (!prompts) return 2;
-  auto model = load_model_or_report(o.model_dir, "bench-meshing");
+  const auto folder = model_folder_or_report(o.model_dir, /*given_on_command_line=*/false, "bench-meshing");
+  if (!folder) return 1;
+  auto model = load_model_or_report(*folder, "bench-meshing");
   if (!model) return 1;
 
   std::vector<PromptFigures> rows;
@@ -167,7 +169,7 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
       j["total"]["dense_ms"] = dense_ms;
       j["total"]["sign_disagreements"] = disagreements;
     }
-    std::cout << j.dump(1) << "\n";
+    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::printf("resolution %d, coarse level %d, dilation %d, near-surface margin %.2f (last level %.2f), %d threads\n",

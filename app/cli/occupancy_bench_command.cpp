@@ -158,7 +158,7 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     for (const PathFigures& f : figures)
       j["paths"][f.path] = {{"median_ms", f.median_ms}, {"points_per_second", f.points_per_second}, {"gflops", f.gflops}};
     if (outputs.size() > 1) j["largest_logit_difference"] = largest_difference;
-    std::cout << j.dump(1) << "\n";
+    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   std::printf("model              %s (width %lld, %lld latents)\n", dir.string().c_str(),

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "inference/core/untrusted_text.h"
+
 namespace cubeforge::app {
 
 FrameTimeSummary summarise(std::vector<float> times) {
@@ -34,7 +36,8 @@ void FrameTimes::add(float frame_ms, bool generating) {
   if (generating) while_generating_ms.push_back(frame_ms);
 }
 
-void AppLog::add(bool error, const std::string& text) {
+void AppLog::add(bool error, const std::string& raw_text) {
+  const std::string text = escape_untrusted(raw_text);  // messages quote names and contents of files
   lines.push_back({error, text});
   if (lines.size() > 2000) lines.erase(lines.begin(), lines.begin() + 500);
   if (error) {

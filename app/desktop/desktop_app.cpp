@@ -17,6 +17,7 @@
 
 #include "app/desktop/app.h"
 #include "app/desktop/core/data_folder.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/pipeline/cube_model.h"
 
 namespace cubeforge::app {
@@ -38,8 +39,11 @@ bool load_state(App& app) {
   // The previous run's log stays beside the new one.
   const auto log_path = state.data_folder / "cubeforge.log";
   if (std::filesystem::exists(log_path, ec)) std::filesystem::rename(log_path, state.data_folder / "cubeforge.log.1", ec);
-  state.log.file.open(log_path, std::ios::trunc);
-  if (!state.log.file) std::fprintf(stderr, "cubeforge: cannot write the log in '%s'\n", state.data_folder.c_str());
+  Status log_usable = check_data_file(log_path);
+  if (log_usable.ok()) state.log.file.open(log_path, std::ios::trunc);
+  if (!state.log.file)
+    std::fprintf(stderr, "cubeforge: cannot write the log in '%s'%s\n", escape_untrusted(state.data_folder.string()).c_str(),
+                 log_usable.ok() ? "" : (": " + log_usable.error().to_string()).c_str());
 
   auto settings = load_settings(state.data_folder / "settings.json");
   if (settings.ok()) state.settings = *settings;

@@ -95,8 +95,10 @@ int run(const Options& options) {
     std::fprintf(stderr, "%s: %s\n", kName, prompts.error().to_string().c_str());
     return 2;
   }
-  if (!cli::output_folder_writable(options.out, kName)) return 1;
-  auto model = cli::load_model_or_report(options.model, kName);
+  if (!cli::output_writable(options.out, /*force=*/false, kName)) return 1;
+  const auto folder = cli::model_folder_or_report(options.model, /*given_on_command_line=*/false, kName);
+  if (!folder) return 2;
+  auto model = cli::load_model_or_report(*folder, kName);
   if (!model) return 1;
 
   engine::ContextOptions context_options;

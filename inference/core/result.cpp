@@ -1,6 +1,8 @@
 // Error formatting and the fatal-invariant handler.
 #include "inference/core/result.h"
 
+#include "inference/core/untrusted_text.h"
+
 namespace cubeforge {
 
 const char* error_code_name(ErrorCode code) {
@@ -17,7 +19,9 @@ const char* error_code_name(ErrorCode code) {
   return "error";
 }
 
-std::string Error::to_string() const { return std::string(error_code_name(code)) + ": " + message; }
+// Messages quote file contents and names; what reaches a terminal, log or
+// JSON is escaped (see untrusted_text.h).
+std::string Error::to_string() const { return std::string(error_code_name(code)) + ": " + escape_untrusted(message); }
 
 void check_failed(const char* expression, const char* file, int line, const char* hint) {
   std::fprintf(stderr, "cubeforge: invariant failed: %s\n  at %s:%d\n  hint: %s\n", expression, file, line,

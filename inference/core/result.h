@@ -31,7 +31,7 @@ struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
 
-  // "corrupt file: <message>"
+  // "corrupt file: <message>", with untrusted text escaped for printing.
   std::string to_string() const;
 };
 

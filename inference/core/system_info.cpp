@@ -1,6 +1,7 @@
 // Memory bandwidth probe and peak RSS.
 #include "inference/core/system_info.h"
 
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 #include <memory>
@@ -129,6 +132,23 @@ MemoryBandwidth measure_memory_bandwidth_isolated(size_t bytes, int repeats) {
   int status = 0;
   ::waitpid(child, &status, 0);
   return got == sizeof measured ? measured : MemoryBandwidth{};
+}
+
+std::optional<uint64_t> address_space_left() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;
+  uint64_t mapped = 0;
+  if (FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, status))
+      if (std::strncmp(line, "VmSize:", 7) == 0) mapped = std::strtoull(line + 7, nullptr, 10) * 1024;  // kB
+    std::fclose(status);
+  }
+  return uint64_t(limit.rlim_cur) > mapped ? uint64_t(limit.rlim_cur) - mapped : 0;
+}
+
+void share_one_malloc_arena_under_address_limit() {
+  if (address_space_left()) ::mallopt(M_ARENA_MAX, 1);
 }
 
 double peak_rss_mib() {

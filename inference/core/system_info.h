@@ -1,8 +1,10 @@
 // What the benchmarks report about the machine: memory bandwidth and the
-// process's peak memory.
+// process's peak memory; and the room left under a limit on address space.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 
 namespace cubeforge {
 
@@ -21,5 +23,16 @@ MemoryBandwidth measure_memory_bandwidth_isolated(size_t bytes = size_t(1) << 30
 
 // Peak resident set size of this process, in MiB.
 double peak_rss_mib();
+
+// Bytes this process may still map under its limit on address space
+// (RLIMIT_AS, `ulimit -v`), or nothing when there is no limit. Everything
+// mapped counts against such a limit: reservations that hold no memory yet
+// (thread stacks, malloc arenas, BLAS work buffers) as much as data.
+std::optional<uint64_t> address_space_left();
+
+// Under such a limit, makes every thread allocate from one malloc arena:
+// glibc otherwise reserves 64 MiB of address space for each thread's own.
+// Does nothing without a limit. Call before starting threads.
+void share_one_malloc_arena_under_address_limit();
 
 }  // namespace cubeforge

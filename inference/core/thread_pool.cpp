@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <system_error>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -28,7 +30,13 @@ thread_local bool t_inside_parallel_body = false;
 
 ThreadPool::ThreadPool(int threads) {
   const int total = std::max(1, threads);
-  for (int i = 1; i < total; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < total; ++i) {
+    try {
+      workers_.emplace_back([this, i] { worker_loop(i); });
+    } catch (const std::system_error&) {
+      break;  // no memory for another thread's stack: work with the threads there are
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -45,7 +53,12 @@ void ThreadPool::run_share(int share, int shares) {
   if (begin >= end) return;
   const bool was_inside = t_inside_parallel_body;
   t_inside_parallel_body = true;
-  (*body_)(begin, end);
+  try {
+    (*body_)(begin, end);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    if (!failure_) failure_ = std::current_exception();
+  }
   t_inside_parallel_body = was_inside;
 }
 
@@ -95,6 +108,10 @@ void ThreadPool::parallel_for(int64_t count, int64_t grain, const std::function<
   while (left != 0) {
     pending_.wait(left, std::memory_order_acquire);
     left = pending_.load(std::memory_order_acquire);
+  }
+  if (failure_) {
+    std::exception_ptr failure = std::exchange(failure_, nullptr);
+    std::rethrow_exception(failure);
   }
 }
 

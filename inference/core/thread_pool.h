@@ -5,11 +5,18 @@
 // descheduled spinner holds every other thread), so the pool spins only
 // briefly and then sleeps on the job counter (std::atomic::wait, a futex).
 // The calling thread always takes part, so a pool of one thread is free.
+//
+// Under memory limits the pool degrades instead of aborting: a worker thread
+// the system refuses to start leaves a smaller pool, and an exception thrown
+// by a loop body (std::bad_alloc) reaches the caller of parallel_for once every
+// share has finished, as it would from a plain loop.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -25,7 +32,8 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
 
   // Calls body(begin, end) over [0, count) split into contiguous ranges of at
-  // least `grain` items, one range per thread; returns when all are done.
+  // least `grain` items, one range per thread; returns when all are done, and
+  // rethrows the first exception a range threw.
   // Called from inside a body (a nested loop), it runs the whole range on the
   // calling thread: the outer loop already has every thread busy.
   void parallel_for(int64_t count, int64_t grain, const std::function<void(int64_t, int64_t)>& body);
@@ -46,6 +54,8 @@ class ThreadPool {
   const std::function<void(int64_t, int64_t)>* body_ = nullptr;
   int64_t count_ = 0;
   int shares_ = 0;
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;  // the first exception of the job being run
 };
 
 // Calls body(i) for every i in [0, count) on the global pool; `parallel`

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "inference/core/thread_pool.h"
+#include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/kernels.h"
 
 namespace cubeforge::cpu {
@@ -95,6 +96,7 @@ void sgemm(bool transpose_b, int64_t M, int64_t N, int64_t K, float alpha, const
   }();
   (void)single_threaded;
   if (M <= 0 || N <= 0) return;
+  reserve_blas_buffers(thread_count());  // throws std::bad_alloc rather than let OpenBLAS spin
   auto product = [&](int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const float* b_part = transpose_b ? b + n0 * ldb : b + n0;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, int(m1 - m0), int(n1 - n0),

@@ -1,40 +1,10 @@
-// Names, checks and statistics shared by the decoding strategies, and the
-// dispatch over the CPU session.
+// Checks and statistics shared by the decoding strategies, and the dispatch
+// over the CPU session (the names of modes and caches: names.cpp).
 #include "inference/decoding/decoding.h"
 
 #include <numeric>
 
 namespace cubeforge {
-
-const char* decoding_mode_name(DecodingMode mode) {
-  switch (mode) {
-    case DecodingMode::kSequential: return "sequential";
-    case DecodingMode::kJacobi: return "jacobi";
-    case DecodingMode::kDiffusion: return "diffusion";
-  }
-  return "?";
-}
-
-std::optional<DecodingMode> parse_decoding_mode(std::string_view name) {
-  for (DecodingMode mode : {DecodingMode::kSequential, DecodingMode::kJacobi, DecodingMode::kDiffusion})
-    if (name == decoding_mode_name(mode)) return mode;
-  return std::nullopt;
-}
-
-const char* diffusion_cache_name(DiffusionCache cache) {
-  switch (cache) {
-    case DiffusionCache::kNone: return "none";
-    case DiffusionCache::kPrefix: return "prefix";
-    case DiffusionCache::kDual: return "dual";
-  }
-  return "?";
-}
-
-std::optional<DiffusionCache> parse_diffusion_cache(std::string_view name) {
-  for (DiffusionCache cache : {DiffusionCache::kNone, DiffusionCache::kPrefix, DiffusionCache::kDual})
-    if (name == diffusion_cache_name(cache)) return cache;
-  return std::nullopt;
-}
 
 int DecodingStats::tokens() const { return std::accumulate(tokens_per_step.begin(), tokens_per_step.end(), 0); }
 
@@ -82,6 +52,9 @@ Result<DecodedTokens> decode_tokens(const DualStreamGpt& model, std::span<const 
                                     std::span<const float> uncond, int count, const TokenGenerationOptions& generation,
                                     const DecodingOptions& options, const TokenCallback& on_token) {
   CUBEFORGE_TRY(check_decoding(model.config(), options, generation.sampling, generation.attention));
+  if (options.mode != DecodingMode::kSequential && generation.trace)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a trace names the prefill's and the decode steps' intermediates; trace sequential decoding");
   if (options.mode != DecodingMode::kSequential && !generation.use_kv_cache)
     return make_error(ErrorCode::kInvalidArgument,
                       "parallel decoding runs over the KV cache (block diffusion without one: --diffusion-cache none)");

@@ -1,17 +1,24 @@
 // Mesh file writers (GLB, OBJ, binary STL, binary PLY) and the Assimp importer.
 #include "inference/geometry/mesh_io.h"
 
+#include <assimp/BaseImporter.h>
+#include <assimp/DefaultIOSystem.h>
 #include <assimp/Importer.hpp>
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -183,6 +190,163 @@ std::vector<std::byte> encode_ply(const Mesh& mesh) {
   return std::move(out.bytes());
 }
 
+// Assimp's PLY reader loops forever on some malformed headers, so a PLY
+// header is checked here first, strictly: "ply", a format line, then only
+// comments, elements with a count, properties of a known type (scalar or
+// list) after an element, and "end_header" within the first 64 KiB.
+Status check_ply_header(const std::filesystem::path& path) {
+  const std::string where = "cannot import '" + path.string() + "': ";
+  uint64_t size = 0;
+  CUBEFORGE_ASSIGN_OR_RETURN(const int fd, open_regular_file(path, &size));
+  std::string head(size_t(std::min<uint64_t>(size, 64 << 10)), '\0');
+  const ssize_t got = ::read(fd, head.data(), head.size());
+  ::close(fd);
+  head.resize(size_t(std::max<ssize_t>(got, 0)));
+  static const std::set<std::string> types = {"char",  "uchar", "short",  "ushort",  "int",     "uint",   "float",
+                                              "double", "int8", "uint8",  "int16",   "uint16",  "int32",  "uint32",
+                                              "float32", "float64"};
+  auto bad = [&](size_t line, const std::string& why) {
+    return make_error(ErrorCode::kCorruptFile,
+                      where + "PLY header line " + std::to_string(line) + ": " + why + "; is it a complete PLY file?");
+  };
+  std::istringstream in(head);
+  std::string line;
+  size_t number = 0;
+  bool in_element = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::istringstream words(line);
+    std::vector<std::string> w{std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    if (number == 1) {
+      if (line != "ply") return bad(number, "the file does not start with \"ply\"");
+      continue;
+    }
+    if (number == 2) {
+      if (w.size() != 3 || w[0] != "format" ||
+          (w[1] != "ascii" && w[1] != "binary_little_endian" && w[1] != "binary_big_endian"))
+        return bad(number, "expected a format line");
+      continue;
+    }
+    if (w.empty() || w[0] == "comment" || w[0] == "obj_info") continue;
+    if (w[0] == "end_header") return ok_status();
+    if (w[0] == "element") {
+      if (w.size() != 3 || w[2].find_first_not_of("0123456789") != std::string::npos || w[2].size() > 10)
+        return bad(number, "expected \"element NAME COUNT\"");
+      in_element = true;
+      continue;
+    }
+    if (w[0] == "property" && in_element) {
+      if (w.size() == 3 && types.count(w[1])) continue;
+      if (w.size() == 5 && w[1] == "list" && types.count(w[2]) && types.count(w[3])) continue;
+      return bad(number, "a property of an unknown type");
+    }
+    return bad(number, "an unknown header line");
+  }
+  return make_error(ErrorCode::kCorruptFile, where + "the PLY header has no end_header in its first 64 KiB");
+}
+
+// Assimp's GLB reader allocates whatever chunk length a header claims (an
+// 80-byte file can ask for gigabytes), so the binary container is checked
+// against the file first: magic, version, total length and chunk lengths.
+Status check_glb_container(const std::filesystem::path& path) {
+  const std::string where = "cannot import '" + path.string() + "': ";
+  uint64_t size = 0;
+  CUBEFORGE_ASSIGN_OR_RETURN(const int fd, open_regular_file(path, &size));
+  uint32_t header[5] = {};
+  const ssize_t got = ::pread(fd, header, sizeof header, 0);
+  auto chunk_at = [&](uint64_t offset, uint32_t* length) {
+    return ::pread(fd, length, sizeof *length, off_t(offset)) == ssize_t(sizeof *length);
+  };
+  Status status = ok_status();
+  auto bad = [&](const std::string& why) {
+    return make_error(ErrorCode::kCorruptFile, where + "the GLB " + why + "; is it a complete GLB file?");
+  };
+  if (got < 12 || header[0] != 0x46546C67u) {
+    status = bad("does not start with the glTF magic");
+  } else if (header[1] != 1 && header[1] != 2) {
+    status = bad("has version " + std::to_string(header[1]) + "; 1 and 2 are read");
+  } else if (header[2] > size) {
+    status = bad("says it is " + std::to_string(header[2]) + " bytes long but the file has " + std::to_string(size));
+  } else if (header[1] == 2) {
+    // Chunks: length, type, data (padded to 4 bytes), each inside the stated length.
+    uint64_t offset = 12;
+    while (status.ok() && offset < header[2]) {
+      uint32_t length = 0;
+      if (offset + 8 > header[2] || !chunk_at(offset, &length) || offset + 8 + uint64_t(length) > header[2])
+        status = bad("has a chunk at byte " + std::to_string(offset) + " that runs past its end");
+      offset += 8 + uint64_t(length);
+    }
+  } else if (got < 20 || uint64_t(header[3]) + 20 > header[2]) {
+    status = bad("has a scene of " + std::to_string(header[3]) + " bytes that runs past its end");
+  }
+  ::close(fd);
+  return status;
+}
+
+// When the reader for a file's extension fails, Assimp tries every reader it
+// has by content: a ".gltf" holding a PLY went to the PLY reader, bypassing
+// the check of its header. Only the readers of the file's own extension stay.
+void keep_only_readers_of(Assimp::Importer& importer, const std::string& extension) {
+  std::vector<Assimp::BaseImporter*> others;
+  for (size_t i = 0; i < importer.GetImporterCount(); ++i) {
+    Assimp::BaseImporter* reader = importer.GetImporter(i);
+    std::set<std::string> extensions;
+    reader->GetExtensionList(extensions);
+    if (!extensions.count(extension)) others.push_back(reader);
+  }
+  for (Assimp::BaseImporter* reader : others) importer.UnregisterLoader(reader);
+}
+
+// The file system as Assimp sees it while importing one mesh: the mesh
+// itself and, when the format may refer to other files, files inside the
+// mesh's folder. Assimp joins a glTF's buffer names to the folder of the path
+// it was given (an absolute one here) and passes an OBJ's material library
+// name as written, so a relative name is taken relative to the mesh's folder.
+// Anything else (../, absolute paths elsewhere, links that lead out) is not
+// opened, and is remembered for the error message.
+class ConfinedIOSystem : public Assimp::DefaultIOSystem {
+ public:
+  ConfinedIOSystem(std::filesystem::path mesh, bool allow_folder)
+      : mesh_(std::move(mesh)), folder_(mesh_.parent_path()), allow_folder_(allow_folder) {}
+
+  bool Exists(const char* file) const override {
+    const auto path = permitted(file);
+    if (!path) refused_.emplace_back(file ? file : "");
+    return path && DefaultIOSystem::Exists(path->c_str());
+  }
+  Assimp::IOStream* Open(const char* file, const char* mode) override {
+    const std::string_view m = mode ? mode : "rb";
+    const auto path = permitted(file);
+    if (!path || m.find_first_of("wa+") != std::string_view::npos) {
+      refused_.emplace_back(file ? file : "");
+      return nullptr;
+    }
+    if (!require_regular_file(*path, "").ok()) return nullptr;  // a FIFO would block the reader
+    return DefaultIOSystem::Open(path->c_str(), mode);
+  }
+  const std::vector<std::string>& refused() const { return refused_; }
+
+ private:
+  std::optional<std::filesystem::path> permitted(const char* file) const {
+    if (!file) return std::nullopt;
+    std::filesystem::path path(file);
+    if (path.is_relative()) path = folder_ / path;
+    std::error_code ec;
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+    if (ec) return std::nullopt;
+    if (resolved == mesh_) return resolved;
+    if (!allow_folder_) return std::nullopt;
+    const std::filesystem::path inside = resolved.lexically_relative(folder_);
+    if (inside.empty() || *inside.begin() == "..") return std::nullopt;
+    return resolved;
+  }
+
+  std::filesystem::path mesh_, folder_;
+  bool allow_folder_;
+  mutable std::vector<std::string> refused_;
+};
+
 }  // namespace
 
 const char* mesh_file_format_name(MeshFileFormat format) {
@@ -211,7 +375,8 @@ Status export_mesh(const Mesh& mesh, const std::filesystem::path& path) {
   return export_mesh(mesh, path, format);
 }
 
-Status export_mesh(const Mesh& mesh, const std::filesystem::path& path, MeshFileFormat format) {
+Status export_mesh(const Mesh& mesh, const std::filesystem::path& path, MeshFileFormat format,
+                   const WriteOptions& options) {
   CUBEFORGE_TRY(check_exportable(mesh, path));
   const Mesh* source = &mesh;
   Mesh with_normals;
@@ -221,26 +386,59 @@ Status export_mesh(const Mesh& mesh, const std::filesystem::path& path, MeshFile
     source = &with_normals;
   }
   switch (format) {
-    case MeshFileFormat::kGlb: return write_file_atomically(path, std::span<const std::byte>(encode_glb(*source)));
-    case MeshFileFormat::kObj: return write_file_atomically(path, std::string_view(encode_obj(*source)));
-    case MeshFileFormat::kStl: return write_file_atomically(path, std::span<const std::byte>(encode_stl(*source)));
-    case MeshFileFormat::kPly: return write_file_atomically(path, std::span<const std::byte>(encode_ply(*source)));
+    case MeshFileFormat::kGlb: return write_file_atomically(path, std::span<const std::byte>(encode_glb(*source)), options);
+    case MeshFileFormat::kObj: return write_file_atomically(path, std::string_view(encode_obj(*source)), options);
+    case MeshFileFormat::kStl: return write_file_atomically(path, std::span<const std::byte>(encode_stl(*source)), options);
+    case MeshFileFormat::kPly: return write_file_atomically(path, std::span<const std::byte>(encode_ply(*source)), options);
   }
   return make_error(ErrorCode::kInvalidArgument, "unknown mesh format");
 }
 
 Result<Mesh> import_mesh(const std::filesystem::path& path) {
+  const std::string where = "cannot import '" + path.string() + "': ";
+  std::string extension = path.extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  const bool refers_to_files = extension == ".obj" || extension == ".gltf";
+  CUBEFORGE_TRY(require_regular_file(path, "the mesh"));
+  if (!refers_to_files && extension != ".glb" && extension != ".stl" && extension != ".ply")
+    return make_error(ErrorCode::kUnsupported, where + "cubeforge reads OBJ, glTF (.gltf, .glb), STL and PLY meshes; "
+                                                       "convert it to one of those");
+  if (extension == ".ply") CUBEFORGE_TRY(check_ply_header(path));
+  if (extension == ".glb") CUBEFORGE_TRY(check_glb_container(path));
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return make_error(ErrorCode::kNotFound, "cannot import '" + path.string() + "': no such file");
-  }
+  const std::filesystem::path absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  if (ec) return make_error(ErrorCode::kIo, where + ec.message());
+
   Assimp::Importer importer;
-  const aiScene* scene = importer.ReadFile(
-      path.string(), aiProcess_Triangulate | aiProcess_JoinIdenticalVertices | aiProcess_PreTransformVertices |
-                         aiProcess_SortByPType | aiProcess_ValidateDataStructure);
+  keep_only_readers_of(importer, extension.substr(1));
+  auto* io = new ConfinedIOSystem(absolute, refers_to_files);  // the importer owns and deletes it
+  importer.SetIOHandler(io);
+  // Read and validate first, then post-process: some readers (PLY) leave a
+  // mesh's primitive types disagreeing with its faces, and Assimp's
+  // triangulation aborts the program on that (ai_assert) instead of failing.
+  const aiScene* scene = importer.ReadFile(absolute.string(), aiProcess_ValidateDataStructure);
+  if (scene != nullptr && !(scene->mFlags & AI_SCENE_FLAGS_INCOMPLETE)) {
+    for (unsigned m = 0; m < scene->mNumMeshes; ++m) {
+      aiMesh* part = scene->mMeshes[m];
+      unsigned types = 0;
+      for (unsigned f = 0; f < part->mNumFaces; ++f) {
+        const unsigned n = part->mFaces[f].mNumIndices;
+        types |= n == 1 ? aiPrimitiveType_POINT : n == 2 ? aiPrimitiveType_LINE : n == 3 ? aiPrimitiveType_TRIANGLE
+                                                                                          : aiPrimitiveType_POLYGON;
+      }
+      part->mPrimitiveTypes = types;
+    }
+    scene = importer.ApplyPostProcessing(aiProcess_Triangulate | aiProcess_JoinIdenticalVertices |
+                                         aiProcess_PreTransformVertices | aiProcess_SortByPType |
+                                         aiProcess_ValidateDataStructure);
+  }
   if (scene == nullptr || (scene->mFlags & AI_SCENE_FLAGS_INCOMPLETE)) {
-    return make_error(ErrorCode::kCorruptFile, "cannot import '" + path.string() + "': " +
-                                                   importer.GetErrorString() +
+    if (!io->refused().empty())
+      return make_error(ErrorCode::kCorruptFile,
+                        where + "it refers to '" + io->refused().front() + "', " +
+                            (refers_to_files ? "outside the mesh's folder; only files in that folder are read"
+                                             : "but a " + extension.substr(1) + " file must hold all its data"));
+    return make_error(ErrorCode::kCorruptFile, where + importer.GetErrorString() +
                                                    "; is it a complete GLB, glTF, OBJ, STL or PLY file?");
   }
   Mesh mesh;
@@ -271,9 +469,14 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
       for (int c = 0; c < 3; ++c) mesh.indices.push_back(uint32_t(base + face.mIndices[c]));
     }
   }
-  if (mesh.empty()) {
-    return make_error(ErrorCode::kCorruptFile, "cannot import '" + path.string() + "': the file has no triangles");
-  }
+  if (mesh.empty()) return make_error(ErrorCode::kCorruptFile, where + "the file has no triangles");
+  for (size_t i = 0; i < mesh.positions.size(); ++i)
+    if (!std::isfinite(mesh.positions[i]))
+      return make_error(ErrorCode::kCorruptFile, where + "vertex " + std::to_string(i / 3) + " has a coordinate that "
+                                                         "is not a finite number (" + std::to_string(mesh.positions[i]) +
+                                                         "); fix or remove that vertex");
+  for (float& n : mesh.normals)
+    if (!std::isfinite(n)) n = 0.f;  // normals are only a hint: a broken one is dropped, not fatal
   return mesh;
 }
 

@@ -4,11 +4,24 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <set>
+
+#include "inference/core/file_io.h"
 
 namespace cubeforge {
 
 namespace {
+
+constexpr uint64_t kMaxConfigBytes = 16u << 20;  // a config.yaml is a page of text
+
+// About half the tensors of the smallest layer of each kind (a GPT's last dual
+// block without biases has 11, a single block 8, a shape block 12): far below
+// any real layer, far above a stray name.
+constexpr int kMinTensorsPerDualBlock = 5;
+constexpr int kMinTensorsPerSingleBlock = 4;
+constexpr int kMinTensorsPerShapeBlock = 6;
 
 std::string key_path(const std::string& section, const std::string& key) { return section + "." + key; }
 
@@ -31,18 +44,55 @@ Status read_key(const YAML::Node& section_node, const std::string& section, cons
   return ok_status();
 }
 
-// Highest N such that `prefix` + N + "." begins some tensor name, plus one.
-int count_indexed(const SafetensorsFile& file, const std::string& prefix) {
-  int count = 0;
+// The number of layers named "<prefix><N>.<...>": the highest N plus one, read
+// from the names the file holds, never from a claim. Every number below the
+// highest must be present, with at least `min_tensors` tensors each (about half
+// of what the smallest real layer of that kind has), so the count is bounded by
+// the file: a stray "...blocks.999999.x" is an error in one pass over the names,
+// not a million layers' worth of expected names later.
+Result<int> count_layers(const SafetensorsFile& file, const std::string& prefix, int min_tensors) {
+  std::map<int, int> tensors_per_layer;
+  std::map<int, const std::string*> example;
   for (const auto& e : file.entries()) {
     if (e.name.compare(0, prefix.size(), prefix) != 0) continue;
-    size_t end = e.name.find('.', prefix.size());
+    const size_t end = e.name.find('.', prefix.size());
     if (end == std::string::npos) continue;
-    const std::string digits = e.name.substr(prefix.size(), end - prefix.size());
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit) || digits.size() > 6) continue;
-    count = std::max(count, std::stoi(digits) + 1);
+    const std::string_view digits = std::string_view(e.name).substr(prefix.size(), end - prefix.size());
+    // Longer numbers (and other names) are left to the tensor-set check, which calls them unexpected.
+    if (digits.empty() || digits.size() > 6 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) continue;
+    const int layer = std::stoi(std::string(digits));
+    ++tensors_per_layer[layer];
+    example.emplace(layer, &e.name);
+  }
+  if (tensors_per_layer.empty()) return 0;
+  const int count = tensors_per_layer.rbegin()->first + 1;
+  const std::string kind = prefix.substr(0, prefix.size() - 1);
+  int expected_layer = 0;
+  for (const auto& [layer, tensors] : tensors_per_layer) {
+    if (layer != expected_layer)
+      return make_error(ErrorCode::kCorruptFile,
+                        "'" + file.name() + "' has tensor '" + *example[tensors_per_layer.rbegin()->first] +
+                            "' (layer " + std::to_string(count - 1) + " of " + kind + ") but no layer " +
+                            std::to_string(expected_layer) +
+                            "; layers are numbered from 0 without gaps. The file is damaged or not a Cube 3D "
+                            "checkpoint");
+    if (tensors < min_tensors)
+      return make_error(ErrorCode::kCorruptFile,
+                        "'" + file.name() + "' has " + std::to_string(tensors) + " tensor(s) in layer " +
+                            std::to_string(layer) + " of " + kind + " (such as '" + *example[layer] +
+                            "'); a layer of this kind has at least " + std::to_string(min_tensors) +
+                            ". The file is damaged or not a Cube 3D checkpoint");
+    ++expected_layer;
   }
   return count;
+}
+
+// A size read off a tensor shape, where the code keeps it in an int.
+Result<int> size_from_shape(const SafetensorsFile& file, const std::string& what, int64_t value) {
+  if (value <= 0 || value > (int64_t(1) << 24))
+    return make_error(ErrorCode::kCorruptFile, "'" + file.name() + "': " + what + " is " + std::to_string(value) +
+                                                   ", outside 1.." + std::to_string(1 << 24));
+  return int(value);
 }
 
 Result<std::vector<int64_t>> shape_of(const SafetensorsFile& file, const std::string& tensor) {
@@ -70,12 +120,14 @@ void add_linear(std::vector<ExpectedTensor>& list, const std::string& prefix, in
 }  // namespace
 
 Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path) {
-  const std::string file = path.string();
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path, kMaxConfigBytes));
+  return parse_model_config_yaml_text(text, path.string());
+}
+
+Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const std::string& file) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(file);
-  } catch (const YAML::BadFile&) {
-    return make_error(ErrorCode::kNotFound, "cannot read '" + file + "'");
+    root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     return make_error(ErrorCode::kCorruptFile, "'" + file + "' is not valid YAML: " + e.what());
   }
@@ -134,7 +186,8 @@ Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path) {
                          file, false));
   CUBEFORGE_TRY(read_key(shape, "shape_model", "num_decoder_layers", &s.decoder_layers, file, true));
   CUBEFORGE_TRY(read_key(shape, "shape_model", "num_codes", &s.codes, file, true));
-  if (const YAML::Node name = root["text_model_pretrained_model_name_or_path"]) config.text_model_name = name.as<std::string>("");
+  if (const YAML::Node name = root["text_model_pretrained_model_name_or_path"]; name && name.IsScalar())
+    config.text_model_name = name.as<std::string>("");
 
   auto positive = [&](const std::string& key, long long v) -> Status {
     if (v <= 0 || v > (1 << 20))
@@ -146,6 +199,15 @@ Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path) {
   CUBEFORGE_TRY(positive("gpt_model.n_embd", g.width));
   CUBEFORGE_TRY(positive("shape_model.num_heads", s.heads));
   CUBEFORGE_TRY(positive("shape_model.width", s.width));
+  auto positive_finite = [&](const std::string& key, float v) -> Status {
+    if (!(v > 0.f) || !std::isfinite(v))
+      return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + key + " = " + std::to_string(v) +
+                                                     " is not a positive number");
+    return ok_status();
+  };
+  CUBEFORGE_TRY(positive_finite("gpt_model.eps", g.eps));
+  CUBEFORGE_TRY(positive_finite("gpt_model.rope_theta", g.rope_theta));
+  CUBEFORGE_TRY(positive_finite("shape_model.eps", s.eps));
   if (g.width % g.heads != 0)
     return make_error(ErrorCode::kCorruptFile, "'" + file + "': gpt_model.n_embd is not a multiple of n_head");
   if (s.width % s.heads != 0)
@@ -160,10 +222,11 @@ Result<GptConfig> infer_gpt_config(const SafetensorsFile& gpt) {
   CUBEFORGE_ASSIGN_OR_RETURN(auto wte, shape_of(gpt, "transformer.wte.weight"));
   if (wte.size() != 2 || wte[0] <= 3)
     return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "': transformer.wte.weight has shape " + shape_to_string(wte) + ", expected [codes + 3, width]");
-  c.width = int(wte[1]);
-  c.codes = int(wte[0] - 3);
-  c.dual_layers = count_indexed(gpt, "transformer.dual_blocks.");
-  c.single_layers = count_indexed(gpt, "transformer.single_blocks.");
+  CUBEFORGE_ASSIGN_OR_RETURN(c.width, size_from_shape(gpt, "transformer.wte.weight width", wte[1]));
+  CUBEFORGE_ASSIGN_OR_RETURN(c.codes, size_from_shape(gpt, "transformer.wte.weight rows - 3", wte[0] - 3));
+  CUBEFORGE_ASSIGN_OR_RETURN(c.dual_layers, count_layers(gpt, "transformer.dual_blocks.", kMinTensorsPerDualBlock));
+  CUBEFORGE_ASSIGN_OR_RETURN(c.single_layers,
+                             count_layers(gpt, "transformer.single_blocks.", kMinTensorsPerSingleBlock));
   if (c.dual_layers == 0) return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "' has no transformer.dual_blocks.* tensors; is this a Cube 3D shape_gpt file?");
   CUBEFORGE_ASSIGN_OR_RETURN(auto q_norm, shape_of(gpt, "transformer.dual_blocks.0.attn.pre_x.q_norm.weight"));
   if (q_norm.size() != 1 || q_norm[0] <= 0 || c.width % q_norm[0] != 0)
@@ -171,10 +234,10 @@ Result<GptConfig> infer_gpt_config(const SafetensorsFile& gpt) {
   c.heads = int(c.width / q_norm[0]);
   CUBEFORGE_ASSIGN_OR_RETURN(auto text_proj, shape_of(gpt, "text_proj.weight"));
   if (text_proj.size() != 2) return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "': text_proj.weight is not a matrix");
-  c.text_width = int(text_proj[1]);
+  CUBEFORGE_ASSIGN_OR_RETURN(c.text_width, size_from_shape(gpt, "text_proj.weight columns", text_proj[1]));
   CUBEFORGE_ASSIGN_OR_RETURN(auto shape_proj, shape_of(gpt, "shape_proj.weight"));
   if (shape_proj.size() != 2) return make_error(ErrorCode::kCorruptFile, "'" + gpt.name() + "': shape_proj.weight is not a matrix");
-  c.shape_embed_dim = int(shape_proj[1]);
+  CUBEFORGE_ASSIGN_OR_RETURN(c.shape_embed_dim, size_from_shape(gpt, "shape_proj.weight columns", shape_proj[1]));
   c.use_bbox = gpt.contains("bbox_proj.weight");
   c.bias = gpt.contains("transformer.dual_blocks.0.attn.pre_x.c_v.bias");
   return c;
@@ -185,14 +248,14 @@ Result<ShapeModelConfig> infer_shape_config(const SafetensorsFile& shape) {
   CUBEFORGE_ASSIGN_OR_RETURN(auto positional, shape_of(shape, "decoder.positional_encodings"));
   if (positional.size() != 2)
     return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "': decoder.positional_encodings is not [latents, width]");
-  c.latents = int(positional[0]);
-  c.width = int(positional[1]);
+  CUBEFORGE_ASSIGN_OR_RETURN(c.latents, size_from_shape(shape, "decoder.positional_encodings rows", positional[0]));
+  CUBEFORGE_ASSIGN_OR_RETURN(c.width, size_from_shape(shape, "decoder.positional_encodings width", positional[1]));
   CUBEFORGE_ASSIGN_OR_RETURN(auto codebook, shape_of(shape, "bottleneck.block.codebook.weight"));
   if (codebook.size() != 2) return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "': codebook is not a matrix");
-  c.codes = int(codebook[0]);
-  c.embed_dim = int(codebook[1]);
-  c.decoder_layers = count_indexed(shape, "decoder.blocks.");
-  c.encoder_layers = count_indexed(shape, "encoder.blocks.");
+  CUBEFORGE_ASSIGN_OR_RETURN(c.codes, size_from_shape(shape, "codebook rows", codebook[0]));
+  CUBEFORGE_ASSIGN_OR_RETURN(c.embed_dim, size_from_shape(shape, "codebook columns", codebook[1]));
+  CUBEFORGE_ASSIGN_OR_RETURN(c.decoder_layers, count_layers(shape, "decoder.blocks.", kMinTensorsPerShapeBlock));
+  CUBEFORGE_ASSIGN_OR_RETURN(c.encoder_layers, count_layers(shape, "encoder.blocks.", kMinTensorsPerShapeBlock));
   if (c.decoder_layers == 0) return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "' has no decoder.blocks.* tensors; is this a Cube 3D shape_tokenizer file?");
   CUBEFORGE_ASSIGN_OR_RETURN(auto q_norm, shape_of(shape, "decoder.blocks.0.attn.q_norm.weight"));
   if (q_norm.size() != 1 || q_norm[0] <= 0 || c.width % q_norm[0] != 0)
@@ -200,7 +263,7 @@ Result<ShapeModelConfig> infer_shape_config(const SafetensorsFile& shape) {
   c.heads = int(c.width / q_norm[0]);
   CUBEFORGE_ASSIGN_OR_RETURN(auto embedder, shape_of(shape, "embedder.weight"));
   if (embedder.size() != 2 || embedder[0] != 3) return make_error(ErrorCode::kCorruptFile, "'" + shape.name() + "': embedder.weight is not [3, num_freqs]");
-  c.num_freqs = int(embedder[1]);
+  CUBEFORGE_ASSIGN_OR_RETURN(c.num_freqs, size_from_shape(shape, "embedder.weight columns", embedder[1]));
   for (int i = 0; i < c.encoder_layers; ++i)
     if (shape.contains("encoder.blocks." + std::to_string(i) + ".attn.c_q.weight")) c.encoder_cross_attention_levels.push_back(i);
   if (shape.contains("encoder.query")) {
@@ -338,7 +401,8 @@ Status check_tensor_set(const SafetensorsFile& file, const std::vector<ExpectedT
   std::vector<std::string> unexpected;
   for (const auto& e : file.entries())
     if (!expected_names.count(e.name)) unexpected.push_back(e.name);
-  if (missing.empty() && unexpected.empty() && wrong_shape.empty()) return ok_status();
+  // Every tensor is one the model uses: each must hold finite numbers.
+  if (missing.empty() && unexpected.empty() && wrong_shape.empty()) return file.check_all_finite();
   auto join = [](const std::vector<std::string>& names) {
     std::string s;
     const size_t shown = std::min<size_t>(names.size(), 12);

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "inference/core/result.h"
@@ -73,11 +74,15 @@ struct ModelConfig {
   std::string text_model_name;  // text_model_pretrained_model_name_or_path
 };
 
-// Parses a reference-format YAML file.
+// Parses a reference-format YAML file (a regular file of at most 16 MiB), or
+// its text; `file` names it in errors.
 Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path);
+Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const std::string& file);
 
 // Infers every size the tensors determine. Values no tensor carries (eps,
-// rope_theta) keep the reference defaults.
+// rope_theta) keep the reference defaults. Layer counts come from the layer
+// numbers the file holds, which must run from 0 without gaps, so they can
+// never exceed what the file holds.
 Result<GptConfig> infer_gpt_config(const SafetensorsFile& gpt);
 Result<ShapeModelConfig> infer_shape_config(const SafetensorsFile& shape);
 
@@ -95,7 +100,8 @@ struct ExpectedTensor {
 std::vector<ExpectedTensor> expected_gpt_tensors(const GptConfig& config);
 std::vector<ExpectedTensor> expected_shape_tensors(const ShapeModelConfig& config);
 
-// Errors listing missing and unexpected tensors, and shape mismatches.
+// Errors listing missing and unexpected tensors, and shape mismatches; when
+// the set is right, an error for the first tensor holding NaN or infinity.
 Status check_tensor_set(const SafetensorsFile& file, const std::vector<ExpectedTensor>& expected);
 
 }  // namespace cubeforge

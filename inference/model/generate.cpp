@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
+
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 
@@ -51,6 +55,10 @@ Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<c
 
   for (int step = 0; step < tokens; ++step) {
     const auto started = std::chrono::steady_clock::now();
+    std::optional<ScopedTraceSink> step_trace;
+    if (options.trace && step <= options.trace_decode_steps)
+      step_trace.emplace(*options.trace, step == 0 ? std::string("prefill") : "decode." + std::to_string(step));
+    session.set_trace(step_trace ? &*step_trace : nullptr);
     if (step == 0 || !options.use_kv_cache) {
       std::vector<float> shape = embeddings_for(fed);
       CUBEFORGE_TRY(session.prefill(cond_rows, shape, int(fed.size()), logits));
@@ -58,6 +66,7 @@ Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<c
       std::vector<float> next = embeddings_for(std::span<const int>(&fed.back(), 1));
       CUBEFORGE_TRY(session.decode(next, logits));
     }
+    session.set_trace(nullptr);
     std::span<const float> cond_logits(logits.data(), size_t(c.codes));
     if (guided) {
       combine_guidance(cond_logits, std::span<const float>(logits.data() + vocab, size_t(c.codes)),
@@ -66,6 +75,12 @@ Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<c
       std::copy(cond_logits.begin(), cond_logits.end(), combined.begin());
     }
     const int token = sampler.sample(combined);
+    if (step_trace) {
+      trace_tensor(&*step_trace, "guided_logits", combined.data(), {c.codes});
+      const int64_t chosen = token;
+      const int64_t one = 1;
+      step_trace->record("token", DType::kI64, std::span<const int64_t>(&one, 1), &chosen);
+    }
     const double step_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     if (trace) {

@@ -20,6 +20,11 @@ struct TokenGenerationOptions {
   SamplingOptions sampling;
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;  // off: every step recomputes the whole sequence
+  // Named intermediates (inference/tensor/trace.h) of the prefill, as
+  // "prefill.<name>", and of the first `trace_decode_steps` decode steps, as
+  // "decode.<t>.<name>" for the step producing token t; null: off.
+  TraceSink* trace = nullptr;
+  int trace_decode_steps = 2;
 };
 
 struct TokenEvent {

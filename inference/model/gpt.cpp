@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "inference/model/weights.h"
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 
@@ -202,6 +203,7 @@ struct GptSession::State {
   int filled = 0;
   bool prefilled = false;  // the condition's keys and values are in the cache
   AttentionMode mode = AttentionMode::kCausal;
+  TraceSink* trace = nullptr;  // null unless a trace was asked for
   // Per layer, per batch row: [slots, d]. Dual layers hold S + capacity slots
   // (cond first), single layers `capacity`. Keys are stored rotated.
   std::vector<std::vector<float>> keys, values;
@@ -257,6 +259,7 @@ int GptSession::batch() const { return state_->batch; }
 int GptSession::cond_length() const { return state_->cond_length; }
 int GptSession::capacity() const { return state_->capacity; }
 int GptSession::filled() const { return state_->filled; }
+void GptSession::set_trace(TraceSink* sink) { state_->trace = sink; }
 
 namespace {
 
@@ -272,17 +275,23 @@ struct Products {
 constexpr Products kPrefillProducts{cpu::linear, cpu::linear_accumulate};
 constexpr Products kRowProducts{cpu::linear_rows, cpu::linear_rows_accumulate};
 
-// x += c_proj(attn); x += down(silu(gate(ln(x))) * up(ln(x)))
-void post_attention(State& s, const PostAttention& post, float* x, const float* attn, int rows,
-                    const Products& products = kPrefillProducts) {
-  const int d = s.d();
+// x += c_proj(attn); x += down(silu(gate(ln(x))) * up(ln(x))) over
+// batch * positions rows. `at` and `norm` name the points when tracing.
+void post_attention(State& s, const PostAttention& post, float* x, const float* attn, int batch, int positions,
+                    const TracePrefix& at, std::string_view norm, const Products& products = kPrefillProducts) {
+  const int d = s.d(), rows = batch * positions;
   const float eps = s.w->config.eps;
+  trace_tensor(s.trace, at, "attn", attn, {batch, positions, d});
   products.accumulate(attn, rows, post.proj.weight, post.proj.bias_data(), x);
+  trace_tensor(s.trace, at, "attn_residual", x, {batch, positions, d});
   cpu::layer_norm(x, rows, d, eps, nullptr, nullptr, s.normed.data());
+  trace_tensor(s.trace, at, norm, s.normed.data(), {batch, positions, d});
   products.linear(s.normed.data(), rows, post.gate.weight, post.gate.bias_data(), s.mlp_gate.data());
   products.linear(s.normed.data(), rows, post.up.weight, post.up.bias_data(), s.mlp_up.data());
   cpu::swiglu_inplace(s.mlp_gate.data(), s.mlp_up.data(), int64_t(rows) * 4 * d);
+  trace_tensor(s.trace, at, "mlp_hidden", s.mlp_gate.data(), {batch, positions, 4 * d});
   products.accumulate(s.mlp_gate.data(), rows, post.down.weight, post.down.bias_data(), x);
+  trace_tensor(s.trace, at, "out", x, {batch, positions, d});
 }
 
 // Projects normed rows into q (when present), k and v; applies the per-head
@@ -307,6 +316,18 @@ void project_qkv(State& s, const PreAttention& pre, const float* normed, int row
   products.linear(normed, rows, pre.v.weight, pre.v.bias_data(), v);
 }
 
+// q (when recorded), k in a [rows, 2d] q|k layout and v [rows, d], for
+// rows = batch * positions, under `at`.
+void trace_qkv(State& s, const TracePrefix& at, bool with_query, const float* qk, const float* v, int batch,
+               int positions) {
+  if (!s.trace) return;
+  const int d = s.d();
+  const int64_t rows = int64_t(batch) * positions;
+  if (with_query) trace_rows(s.trace, at, "q", qk, rows, d, 2 * d, {batch, positions, d});
+  trace_rows(s.trace, at, "k", qk + d, rows, d, 2 * d, {batch, positions, d});
+  trace_tensor(s.trace, at, "v", v, {batch, positions, d});
+}
+
 void rotate(State& s, float* rows_data, int rows, int stride, int first_position) {
   std::vector<int32_t> positions(static_cast<size_t>(rows));
   for (int i = 0; i < rows; ++i) positions[size_t(i)] = first_position + i;
@@ -320,7 +341,9 @@ void final_logits(State& s, const float* x_rows, int batch, int rows_per_batch, 
   for (int b = 0; b < batch; ++b)
     cpu::layer_norm(x_rows + (size_t(b) * rows_per_batch + rows_per_batch - 1) * d, 1, d, s.w->config.eps, nullptr,
                     nullptr, last.data() + size_t(b) * d);
+  trace_tensor(s.trace, "ln_f", last.data(), {batch, d});
   cpu::linear(last.data(), batch, s.w->lm_head.weight, nullptr, logits);
+  trace_tensor(s.trace, "logits", logits, {batch, s.w->config.vocab_size()});
 }
 
 }  // namespace
@@ -344,12 +367,18 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
   std::vector<float> c_qk(size_t(B) * S * 2 * d), c_v(size_t(B) * S * d), c_attn(size_t(B) * S * d);
   std::vector<float> x_qk(size_t(B) * L * 2 * d), x_v(size_t(B) * L * d), x_attn(size_t(B) * L * d);
   const int heads = cfg.heads, hd = cfg.head_dim();
+  trace_tensor(s.trace, "condition", c.data(), {B, S, d});
+  trace_tensor(s.trace, "shape_embeddings", x.data(), {B, L, d});
 
   for (size_t l = 0; l < s.w->dual.size(); ++l) {
     const DualBlock& block = s.w->dual[l];
+    const TracePrefix at_c{"dual", int(l), "c"}, at_x{"dual", int(l), "x"};
     cpu::layer_norm(c.data(), int64_t(B) * S, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at_c, "ln_2", s.normed.data(), {B, S, d});
     project_qkv(s, block.pre_c, s.normed.data(), B * S, c_qk.data(), c_v.data());
+    trace_qkv(s, at_c, block.pre_c.has_query, c_qk.data(), c_v.data(), B, S);
     cpu::layer_norm(x.data(), int64_t(B) * L, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at_x, "ln_1", s.normed.data(), {B, L, d});
     project_qkv(s, block.pre_x, s.normed.data(), B * L, x_qk.data(), x_v.data());
     // Cond tokens sit at rotary position 0 (no rotation); shape rows at 0..L-1.
     for (int b = 0; b < B; ++b) {
@@ -357,6 +386,7 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
       rotate(s, rows, L, 2 * d, 0);      // q
       rotate(s, rows + d, L, 2 * d, 0);  // k
     }
+    trace_qkv(s, at_x, true, x_qk.data(), x_v.data(), B, L);
     for (int b = 0; b < B; ++b) {
       for (int i = 0; i < S; ++i) {
         std::memcpy(s.key_slot(l, b, i), c_qk.data() + (size_t(b) * S + i) * 2 * d + d, d * sizeof(float));
@@ -384,14 +414,16 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
                        x_attn.data() + size_t(b) * L * d, d);
       }
     }
-    post_attention(s, block.post_1, x.data(), x_attn.data(), B * L);
-    if (!block.cond_pre_only) post_attention(s, block.post_2, c.data(), c_attn.data(), B * S);
+    post_attention(s, block.post_1, x.data(), x_attn.data(), B, L, at_x, "ln_3");
+    if (!block.cond_pre_only) post_attention(s, block.post_2, c.data(), c_attn.data(), B, S, at_c, "ln_3");
   }
 
   for (size_t j = 0; j < s.w->single.size(); ++j) {
     const size_t l = s.w->dual.size() + j;
     const SingleBlock& block = s.w->single[j];
+    const TracePrefix at{"single", int(j), {}};
     cpu::layer_norm(x.data(), int64_t(B) * L, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, L, d});
     project_qkv(s, block.pre, s.normed.data(), B * L, x_qk.data(), x_v.data());
     for (int b = 0; b < B; ++b) {
       float* rows = x_qk.data() + size_t(b) * L * 2 * d;
@@ -404,7 +436,8 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
       cpu::attention(rows, L, 2 * d, s.key_slot(l, b, 0), s.value_slot(l, b, 0), L, d, heads, hd, 0,
                      x_attn.data() + size_t(b) * L * d, d);
     }
-    post_attention(s, block.post, x.data(), x_attn.data(), B * L);
+    trace_qkv(s, at, true, x_qk.data(), x_v.data(), B, L);
+    post_attention(s, block.post, x.data(), x_attn.data(), B, L, at, "ln_2");
   }
   s.filled = L;
   s.prefilled = true;
@@ -446,14 +479,17 @@ Status GptSession::evaluate(std::span<const float> embeddings, int first, int co
   const int rows = B * count;  // batch-major: row b * count + i is position first + i of batch row b
   s.reserve_rows(rows);
   std::vector<float> x(embeddings.begin(), embeddings.end());
+  trace_tensor(s.trace, "shape_embeddings", x.data(), {B, count, d});
   float* qk = s.qk.data();
   float* v = s.v.data();
   float* attn = s.attn.data();
 
   // Projects every row and stores its key and value before any row attends:
   // rows of one block see each other.
-  auto project_and_store = [&](size_t l, const PreAttention& pre, int slot_offset, bool rotate_query) {
+  auto project_and_store = [&](size_t l, const PreAttention& pre, int slot_offset, bool rotate_query,
+                               const TracePrefix& at) {
     cpu::layer_norm(x.data(), rows, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, count, d});
     project_qkv(s, pre, s.normed.data(), rows, qk, v, kRowProducts);
     for (int b = 0; b < B; ++b)
       for (int i = 0; i < count; ++i) {
@@ -463,6 +499,7 @@ Status GptSession::evaluate(std::span<const float> embeddings, int first, int co
         std::memcpy(s.key_slot(l, b, slot_offset + first + i), row + d, d * sizeof(float));
         std::memcpy(s.value_slot(l, b, slot_offset + first + i), v + size_t(b * count + i) * d, d * sizeof(float));
       }
+    trace_qkv(s, at, rotate_query, qk, v, B, count);  // an unrotated query is never read
   };
   auto attend = [&](size_t l, int slot_offset) {
     for (int b = 0; b < B; ++b)
@@ -472,27 +509,37 @@ Status GptSession::evaluate(std::span<const float> embeddings, int first, int co
   };
 
   for (size_t l = 0; l < s.w->dual.size(); ++l) {
-    project_and_store(l, s.w->dual[l].pre_x, S, true);
+    const TracePrefix at{"dual", int(l), "x"};
+    project_and_store(l, s.w->dual[l].pre_x, S, true, at);
     attend(l, S);
-    post_attention(s, s.w->dual[l].post_1, x.data(), attn, rows, kRowProducts);
+    post_attention(s, s.w->dual[l].post_1, x.data(), attn, B, count, at, "ln_3", kRowProducts);
   }
   for (size_t j = 0; j < s.w->single.size(); ++j) {
     const size_t l = s.w->dual.size() + j;
+    const TracePrefix at{"single", int(j), {}};
     if (s.mode == AttentionMode::kReference) {
       // The reference's cached decode aligns its causal mask top-left, so its
       // one query sees only slot 0: the output is that slot's value.
-      project_and_store(l, s.w->single[j].pre, 0, false);
+      project_and_store(l, s.w->single[j].pre, 0, false, at);
       for (int r = 0; r < rows; ++r)
         std::memcpy(attn + size_t(r) * d, s.value_slot(l, r / count, 0), d * sizeof(float));
     } else {
-      project_and_store(l, s.w->single[j].pre, 0, true);
+      project_and_store(l, s.w->single[j].pre, 0, true, at);
       attend(l, 0);
     }
-    post_attention(s, s.w->single[j].post, x.data(), attn, rows, kRowProducts);
+    post_attention(s, s.w->single[j].post, x.data(), attn, B, count, at, "ln_2", kRowProducts);
   }
   s.filled = written;
   cpu::layer_norm(x.data(), rows, d, cfg.eps, nullptr, nullptr, s.normed.data());
   cpu::linear_rows(s.normed.data(), rows, s.w->lm_head.weight, nullptr, logits.data());
+  // One position is named as the prefill's last row is, [B, d]; more are [B, count, d].
+  if (count == 1) {
+    trace_tensor(s.trace, "ln_f", s.normed.data(), {B, d});
+    trace_tensor(s.trace, "logits", logits.data(), {B, vocab});
+  } else {
+    trace_tensor(s.trace, "ln_f", s.normed.data(), {B, count, d});
+    trace_tensor(s.trace, "logits", logits.data(), {B, count, vocab});
+  }
   return ok_status();
 }
 

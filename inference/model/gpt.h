@@ -21,6 +21,8 @@
 
 namespace cubeforge {
 
+class TraceSink;
+
 // How one-token decode attends in the single-stream blocks.
 enum class AttentionMode {
   kCausal,     // correct causal attention (identical to the uncached forward)
@@ -108,6 +110,10 @@ class GptSession {
   int cond_length() const;
   int capacity() const;  // shape positions the cache can hold
   int filled() const;    // shape positions in the cache
+
+  // Names the intermediates of the following prefill, decode and evaluate calls into
+  // `sink` (the scheme is in inference/tensor/trace.h); null turns it off.
+  void set_trace(TraceSink* sink);
 
   struct State;
 

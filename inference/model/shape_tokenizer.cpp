@@ -21,6 +21,7 @@
 #include "inference/cpu/occupancy_decoder.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/weights.h"
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 
@@ -163,22 +164,28 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
   }
 }
 
-// x += down(GELU(up(LN(x)))) over n rows.
-void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s) {
+// x += down(GELU(up(LN(x)))) over n rows. `trace` and `at` name the points
+// when tracing (inference/tensor/trace.h), as in the layers below.
+void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s, TraceSink* trace,
+                  const TracePrefix& at) {
   float* normed = Scratch::sized(s.normed, n * d.width);
   cpu::layer_norm_lanes(x, n, d.width, eps, nullptr, nullptr, normed);
+  trace_tensor(trace, at, "ln_2", normed, {n, d.width});
   const int64_t hidden_width = mlp.up.out_features();
   float* hidden = Scratch::sized(s.hidden, n * hidden_width);
   mlp.up.apply(normed, n, hidden);
   cpu::gelu_erf_lanes(hidden, n * hidden_width);
+  trace_tensor(trace, at, "mlp_hidden", hidden, {n, hidden_width});
   mlp.down.accumulate(hidden, n, x);
+  trace_tensor(trace, at, "out", x, {n, d.width});
 }
 
 void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float eps, float* x, int64_t n,
-                          Scratch& s) {
+                          Scratch& s, TraceSink* trace = nullptr, const TracePrefix& at = {}) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
   cpu::layer_norm_lanes(x, n, W, eps, nullptr, nullptr, normed);
+  trace_tensor(trace, at, "ln_1", normed, {n, W});
   float* query = Scratch::sized(s.query, n * W);
   float* key = Scratch::sized(s.key, n * W);
   float* value = Scratch::sized(s.value, n * W);
@@ -187,10 +194,15 @@ void self_attention_layer(const SelfAttentionLayer& layer, const Dims& d, float 
   layer.value.apply(normed, n, value);
   cpu::rms_norm_heads(query, n, d.heads, d.head_dim, W, kQueryKeyNormEps, layer.query_norm.data());
   cpu::rms_norm_heads(key, n, d.heads, d.head_dim, W, kQueryKeyNormEps, layer.key_norm.data());
+  trace_tensor(trace, at, "q", query, {n, W});
+  trace_tensor(trace, at, "k", key, {n, W});
+  trace_tensor(trace, at, "v", value, {n, W});
   float* attended = Scratch::sized(s.attended, n * W);
   attention_all_keys(query, n, key, value, n, d, attended, s);
+  trace_tensor(trace, at, "attn", attended, {n, W});
   layer.proj.accumulate(attended, n, x);
-  mlp_residual(layer.mlp, d, eps, x, n, s);
+  trace_tensor(trace, at, "attn_residual", x, {n, W});
+  mlp_residual(layer.mlp, d, eps, x, n, s, trace, at);
 }
 
 // keys, values: [n, W] from the context rows (LN without affine first).
@@ -203,16 +215,21 @@ void cross_attention_context(const CrossAttentionLayer& layer, const Dims& d, fl
 }
 
 void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, float eps, float* x, int64_t n,
-                           const float* keys, const float* values, int64_t context_len, Scratch& s) {
+                           const float* keys, const float* values, int64_t context_len, Scratch& s,
+                           TraceSink* trace = nullptr, const TracePrefix& at = {}) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
   cpu::layer_norm_lanes(x, n, W, eps, nullptr, nullptr, normed);
+  trace_tensor(trace, at, "ln_1", normed, {n, W});
   float* query = Scratch::sized(s.query, n * W);
   layer.query.apply(normed, n, query);
+  trace_tensor(trace, at, "q", query, {n, W});
   float* attended = Scratch::sized(s.attended, n * W);
   attention_all_keys(query, n, keys, values, context_len, d, attended, s);
+  trace_tensor(trace, at, "attn", attended, {n, W});
   layer.proj.accumulate(attended, n, x);
-  mlp_residual(layer.mlp, d, eps, x, n, s);
+  trace_tensor(trace, at, "attn_residual", x, {n, W});
+  mlp_residual(layer.mlp, d, eps, x, n, s, trace, at);
 }
 
 // y = out(SiLU(in(x))).
@@ -421,7 +438,7 @@ const std::string& ShapeTokenizer::file_name() const { return model_->file.name(
 const std::vector<float>& ShapeTokenizer::codebook() const { return model_->codebook; }
 
 Result<std::vector<float>> ShapeTokenizer::decode_tokens(std::span<const int64_t> tokens,
-                                                         std::vector<float>* z_q_out) const {
+                                                         std::vector<float>* z_q_out, TraceSink* trace) const {
   const Model& m = *model_;
   const int64_t T = int64_t(tokens.size());
   const int64_t W = m.dims.width, E = m.config.embed_dim;
@@ -436,9 +453,14 @@ Result<std::vector<float>> ShapeTokenizer::decode_tokens(std::span<const int64_t
   std::vector<float> x(size_t(T * W));
   m.codebook_out.apply(rows.data(), T, x.data());
   if (z_q_out) *z_q_out = x;
+  trace_tensor(trace, "decoder.z_q", x.data(), {T, W});
   cpu::add_inplace(x.data(), m.positional_encodings.data(), T * W);
+  trace_tensor(trace, "decoder.input", x.data(), {T, W});
   Scratch scratch;
-  for (const auto& layer : m.decoder_layers) self_attention_layer(layer, m.dims, m.config.eps, x.data(), T, scratch);
+  for (size_t i = 0; i < m.decoder_layers.size(); ++i)
+    self_attention_layer(m.decoder_layers[i], m.dims, m.config.eps, x.data(), T, scratch, trace,
+                         TracePrefix{"decoder", int(i), {}});
+  trace_tensor(trace, "decoder.latents", x.data(), {T, W});
   return x;
 }
 
@@ -460,7 +482,8 @@ Result<PreparedLatents> ShapeTokenizer::prepare_latents(std::span<const float> l
 }
 
 Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const float> points_xyz,
-                                 std::span<float> logits, size_t chunk, const Progress& progress) const {
+                                 std::span<float> logits, size_t chunk, const Progress& progress,
+                                 TraceSink* trace) const {
   const Model& m = *model_;
   const int64_t W = m.dims.width;
   const int64_t out_dim = m.occupancy_head.out_features();
@@ -476,8 +499,9 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
     return invalid(file_name(), "logits buffer holds " + std::to_string(logits.size()) + " values for " +
                                     std::to_string(P) + " points × " + std::to_string(out_dim) + " outputs");
   if (chunk == 0) return invalid(file_name(), "occupancy chunk size must be positive");
-  const int64_t rows = std::min<int64_t>(int64_t(chunk), std::max<int64_t>(P, 1));
-  if (m.fused_occupancy && use_fused_occupancy_) {
+  // A trace names each point once: all points in one chunk, layer at a time.
+  const int64_t rows = trace ? std::max<int64_t>(P, 1) : std::min<int64_t>(int64_t(chunk), std::max<int64_t>(P, 1));
+  if (m.fused_occupancy && use_fused_occupancy_ && !trace) {
     for (int64_t begin = 0; begin < P; begin += rows) {
       const int64_t n = std::min(rows, P - begin);
       cpu::occupancy_decoder(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
@@ -497,17 +521,25 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
   thread_local std::vector<float> embedded_buffer, x_buffer;
   float* embedded = Scratch::sized(embedded_buffer, rows * fourier_dim);
   float* x = Scratch::sized(x_buffer, rows * W);
+  const TracePrefix at{"occupancy", -1, {}};
+  trace_tensor(trace, "occupancy.points", points_xyz.data(), {P, 3});
+  trace_tensor(trace, "occupancy.k", latents.keys.data(), {latents.latent_count, W});
+  trace_tensor(trace, "occupancy.v", latents.values.data(), {latents.latent_count, W});
   for (int64_t begin = 0; begin < P; begin += rows) {
     const int64_t n = std::min(rows, P - begin);
     fourier_embed_rows(m.occupancy_fourier_weight, m.carrier, m.config.num_freqs, points_xyz.data() + begin * 3, n,
                        embedded);
+    trace_tensor(trace, "occupancy.fourier", embedded, {n, fourier_dim});
     float* hidden = Scratch::sized(scratch.hidden, n * W);
     mlp_embed(m.occupancy_query_in, m.occupancy_query_out, embedded, n, hidden, x);
+    trace_tensor(trace, "occupancy.query", x, {n, W});
     cross_attention_layer(m.occupancy_attention, m.dims, kDefaultLayerNormEps, x, n, latents.keys.data(),
-                          latents.values.data(), latents.latent_count, scratch);
+                          latents.values.data(), latents.latent_count, scratch, trace, at);
     float* normed = Scratch::sized(scratch.normed, n * W);
     cpu::layer_norm_lanes(x, n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(), normed);
+    trace_tensor(trace, "occupancy.ln_f", normed, {n, W});
     m.occupancy_head.apply(normed, n, logits.data() + begin * out_dim);
+    trace_tensor(trace, "occupancy.logits", logits.data() + begin * out_dim, {n, out_dim});
     if (progress && !progress(begin + n, P))
       return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) + " of " +
                                                    std::to_string(P) + " points");

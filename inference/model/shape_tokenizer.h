@@ -29,6 +29,8 @@
 
 namespace cubeforge {
 
+class TraceSink;
+
 // The latents-side keys and values of the occupancy decoder's cross-attention.
 // They depend on the latents only, so a coarse-to-fine grid evaluation computes
 // them once and reuses them for every batch of query points.
@@ -67,8 +69,10 @@ class ShapeTokenizer {
 
   // Tokens → latents [T, W] (1 ≤ T ≤ latents). Ids outside [0, V) are clamped,
   // as the reference does. `z_q_out` receives the codebook rows after c_out,
-  // before the positional encodings ([T, W]).
-  Result<std::vector<float>> decode_tokens(std::span<const int64_t> tokens, std::vector<float>* z_q_out = nullptr) const;
+  // before the positional encodings ([T, W]). `trace` receives the named
+  // intermediates ("decoder.…", inference/tensor/trace.h).
+  Result<std::vector<float>> decode_tokens(std::span<const int64_t> tokens, std::vector<float>* z_q_out = nullptr,
+                                           TraceSink* trace = nullptr) const;
 
   // Latents [S, W] → the occupancy cross-attention's keys and values.
   Result<PreparedLatents> prepare_latents(std::span<const float> latents) const;
@@ -79,9 +83,11 @@ class ShapeTokenizer {
 
   // Occupancy logits for points [P, 3] into logits [P · out_dim], `chunk`
   // points at a time so memory stays bounded for any P (about 30 KB per point
-  // of chunk at width 768: 250 MB for the default).
+  // of chunk at width 768: 250 MB for the default). With a `trace`, the named
+  // intermediates ("occupancy.…") of the layer-at-a-time path over all P
+  // points in one chunk: meant for a few probe points.
   Status occupancy(const PreparedLatents& latents, std::span<const float> points_xyz, std::span<float> logits,
-                   size_t chunk = 8192, const Progress& progress = nullptr) const;
+                   size_t chunk = 8192, const Progress& progress = nullptr, TraceSink* trace = nullptr) const;
   // Convenience for a single query batch: prepares the latents, then queries.
   Status occupancy(std::span<const float> latents, std::span<const float> points_xyz, std::span<float> logits,
                    size_t chunk = 8192) const;

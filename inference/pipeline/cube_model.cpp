@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include "inference/core/file_io.h"
+
 namespace cubeforge {
 
 const char* const kModelFolderHelp =
@@ -13,8 +15,17 @@ const char* const kModelFolderHelp =
 
 namespace {
 
-Error missing(const std::filesystem::path& path, const std::string& what) {
-  return make_error(ErrorCode::kNotFound, "'" + path.string() + "' " + what + "; " + kModelFolderHelp);
+// A part of the folder that must be a file (or a folder): missing parts add
+// how to assemble a model folder; a part that cannot be examined (a loop of
+// symbolic links, no permission) or is the wrong kind says so.
+Status require_part(const std::filesystem::path& path, FileKind wanted) {
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
+  if (kind == wanted) return ok_status();
+  if (kind == FileKind::kMissing)
+    return make_error(ErrorCode::kNotFound, "'" + path.string() + "' does not exist; " + kModelFolderHelp);
+  return make_error(ErrorCode::kInvalidArgument, "'" + path.string() + "' is " + describe_file_type(path) + ", not " +
+                                                     (wanted == FileKind::kDirectory ? "a folder" : "a regular file") +
+                                                     "; " + kModelFolderHelp);
 }
 
 }  // namespace
@@ -25,20 +36,21 @@ Result<CubeModel> CubeModel::load(const std::filesystem::path& folder, const Loa
       return make_error(ErrorCode::kCancelled, "loading '" + folder.string() + "' was cancelled");
     return ok_status();
   };
-  std::error_code ec;
-  if (!std::filesystem::is_directory(folder, ec)) return missing(folder, "is not a folder");
+  if (folder.empty()) return make_error(ErrorCode::kInvalidArgument, std::string("no model folder given; ") + kModelFolderHelp);
+  CUBEFORGE_TRY(require_part(folder, FileKind::kDirectory));
   const auto gpt_path = folder / "shape_gpt.safetensors";
   const auto shape_path = folder / "shape_tokenizer.safetensors";
   const auto clip_dir = folder / "clip";
-  if (!std::filesystem::exists(gpt_path)) return missing(gpt_path, "does not exist");
-  if (!std::filesystem::exists(shape_path)) return missing(shape_path, "does not exist");
-  if (!std::filesystem::is_directory(clip_dir)) return missing(clip_dir, "does not exist");
+  CUBEFORGE_TRY(require_part(gpt_path, FileKind::kRegular));
+  CUBEFORGE_TRY(require_part(shape_path, FileKind::kRegular));
+  CUBEFORGE_TRY(require_part(clip_dir, FileKind::kDirectory));
 
   CubeModel model;
   model.folder_ = folder;
   std::optional<ModelConfig> yaml;
   const auto yaml_path = folder / "config.yaml";
-  if (std::filesystem::exists(yaml_path)) {
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind yaml_kind, file_kind(yaml_path));
+  if (yaml_kind != FileKind::kMissing) {  // optional, but when there it must be a readable file
     CUBEFORGE_TRY(step("reading config.yaml", 0.0));
     CUBEFORGE_ASSIGN_OR_RETURN(yaml, parse_model_config_yaml(yaml_path));
   }
@@ -59,6 +71,12 @@ Result<CubeModel> CubeModel::load(const std::filesystem::path& folder, const Loa
                       "'" + clip_dir.string() + "' produces " + std::to_string(text.hidden_size()) +
                           "-wide text features but '" + gpt_path.string() + "' expects " +
                           std::to_string(gpt.config().text_width) + "; use the CLIP model this GPT was trained with");
+  if (tokenizer.vocab_size() > text.config().vocab_size)
+    return make_error(ErrorCode::kCorruptFile,
+                      "'" + (clip_dir / "vocab.json").string() + "' has token ids up to " +
+                          std::to_string(tokenizer.vocab_size() - 1) + " but '" + (clip_dir / "model.safetensors").string() +
+                          "' embeds " + std::to_string(text.config().vocab_size) +
+                          " tokens; the vocabulary does not belong to this CLIP model");
   if (shape.config().codes != gpt.config().codes)
     return make_error(ErrorCode::kCorruptFile,
                       "'" + shape_path.string() + "' has " + std::to_string(shape.config().codes) + " codes but '" +
@@ -81,7 +99,8 @@ std::filesystem::path default_model_folder() {
   if (const char* env = std::getenv("CUBEFORGE_MODEL_DIR"); env && *env) return env;
 #ifdef CUBEFORGE_SOURCE_DIR
   const std::filesystem::path builtin = std::filesystem::path(CUBEFORGE_SOURCE_DIR) / "assets" / "model";
-  if (std::filesystem::exists(builtin / "shape_gpt.safetensors")) return builtin;
+  auto kind = file_kind(builtin / "shape_gpt.safetensors");
+  if (kind.ok() && *kind == FileKind::kRegular) return builtin;
 #endif
   return {};
 }

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <optional>
 
+#include "inference/core/system_info.h"
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 
@@ -81,11 +83,83 @@ Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
                               kBoundingBoxMaxSide * size[2] / largest};
 }
 
+namespace {
+
+constexpr uint64_t kMiB = uint64_t(1) << 20;
+// OpenBLAS's work buffer and a thread's stack.
+constexpr uint64_t kThreadBytes = 128 * kMiB + 8 * kMiB;
+// Meshing, cleanup and the rest of a run beyond the grid, for the realistic estimate.
+constexpr uint64_t kRunMarginBytes = 32 * kMiB;
+
+uint64_t grid_points(int resolution) {
+  const uint64_t per_axis = (uint64_t(1) << resolution) + 1;
+  return per_axis * per_axis * per_axis;
+}
+
+uint64_t grid_lower_bound_bytes(int resolution, bool coarse_to_fine) {
+  return grid_points(resolution) * (coarse_to_fine ? 5 : 4);
+}
+
+uint64_t grid_realistic_bytes(int resolution, bool coarse_to_fine) {
+  return grid_points(resolution) * (coarse_to_fine ? 10 : 5);
+}
+
+uint64_t file_bytes(const std::filesystem::path& path) {
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+std::string mib(uint64_t bytes) { return std::to_string((bytes + kMiB - 1) / kMiB) + " MiB"; }
+
+}  // namespace
+
+Result<int> threads_within_address_space(int requested, const std::filesystem::path& model_folder, int resolution,
+                                         bool coarse_to_fine) {
+  const std::optional<uint64_t> left = address_space_left();
+  if (!left) return requested;
+  const uint64_t model = file_bytes(model_folder / "shape_gpt.safetensors") +
+                         file_bytes(model_folder / "shape_tokenizer.safetensors") +
+                         file_bytes(model_folder / "clip" / "model.safetensors");
+  const uint64_t lower = model + grid_lower_bound_bytes(resolution, coarse_to_fine) + kThreadBytes;
+  if (lower > *left)
+    return make_error(ErrorCode::kOutOfMemory,
+                      "resolution " + std::to_string(resolution) + " with this model needs at least " + mib(lower) +
+                          " of address space (model " + mib(model) + ", grid " +
+                          mib(grid_lower_bound_bytes(resolution, coarse_to_fine)) + ", work buffers " +
+                          mib(kThreadBytes) + ") but the limit (ulimit -v) leaves " + mib(*left) +
+                          "; raise the limit or lower --resolution");
+  int threads = std::max(1, requested);
+  const uint64_t fixed = model + grid_realistic_bytes(resolution, coarse_to_fine) + kRunMarginBytes;
+  while (threads > 1 && fixed + uint64_t(threads) * kThreadBytes > *left) --threads;
+  return threads;
+}
+
+Status check_address_space_for_grid(int resolution, bool coarse_to_fine) {
+  const std::optional<uint64_t> left = address_space_left();
+  const uint64_t grid = grid_lower_bound_bytes(resolution, coarse_to_fine);
+  if (!left || grid <= *left) return ok_status();
+  return make_error(ErrorCode::kOutOfMemory, "a grid of resolution " + std::to_string(resolution) + " needs at least " +
+                                                 mib(grid) + " more address space but the limit (ulimit -v) leaves " +
+                                                 mib(*left) + "; raise the limit or lower the resolution");
+}
+
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
-                                         const std::optional<std::array<float, 3>>& normalized_bbox) {
+                                         const std::optional<std::array<float, 3>>& normalized_bbox,
+                                         TraceSink* trace) {
   const TokenizedText tokens = model.tokenizer().encode(prompt);
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> hidden, model.text_encoder().encode(tokens));
-  return model.gpt().project_condition(hidden, normalized_bbox ? normalized_bbox->data() : nullptr);
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> hidden, model.text_encoder().encode(tokens, trace));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond,
+                             model.gpt().project_condition(hidden, normalized_bbox ? normalized_bbox->data() : nullptr));
+  const int width = model.gpt().config().width;
+  trace_tensor(trace, "condition", cond.data(), {int64_t(cond.size()) / width, width});
+  return cond;
+}
+
+std::vector<float> occupancy_probe_points() {
+  GridSpec spec;
+  spec.resolution = 2;
+  return grid_points(spec);
 }
 
 namespace {
@@ -132,14 +206,20 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   if (int(tokens.size()) != expected)
     return make_error(ErrorCode::kInvalidArgument, "the shape tokenizer needs " + std::to_string(expected) +
                                                        " tokens, got " + std::to_string(tokens.size()));
+  CUBEFORGE_TRY(check_address_space_for_grid(options.resolution, options.coarse_to_fine));
   GenerationResult result;
   result.tokens.assign(tokens.begin(), tokens.end());
   const ShapeTokenizer& shape = model.shape();
 
   StageClock decode_clock(events, Stage::kShapeDecode);
   std::vector<int64_t> ids(tokens.begin(), tokens.end());
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids, nullptr, options.trace));
   CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
+  if (options.trace) {
+    const std::vector<float> probe = occupancy_probe_points();
+    std::vector<float> probe_logits(probe.size() / 3 * size_t(shape.config().out_dim));
+    CUBEFORGE_TRY(shape.occupancy(prepared, probe, probe_logits, probe.size() / 3, nullptr, options.trace));
+  }
   result.timings.shape_decode_ms = decode_clock.finish();
   if (cancelled(cancel)) return cancelled_error("before meshing");
 
@@ -182,6 +262,7 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   mc.mapping = options.vertex_mapping;
   CUBEFORGE_ASSIGN_OR_RETURN(result.mesh, marching_cubes(grid, mc));
   result.timings.meshing_ms = meshing_clock.finish();
+  if (cancelled(cancel)) return cancelled_error("after meshing");
   result.stats.faces_before_cleanup = int64_t(result.mesh.face_count());
   result.stats.has_surface = !result.mesh.empty();
 
@@ -194,8 +275,13 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
     CUBEFORGE_ASSIGN_OR_RETURN(PostprocessReport report, postprocess_mesh(result.mesh, post));
     result.stats.floaters_removed = report.components.removed_components;
     result.stats.simplification = report.simplification;
+    if (result.mesh.empty())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "simplifying the mesh to " + std::to_string(options.target_faces) +
+                            " faces left none; ask for more faces (or 0 for the automatic budget, -1 for none)");
   }
   result.timings.cleanup_ms = cleanup_clock.finish();
+  if (cancelled(cancel)) return cancelled_error("after cleanup");
   result.stats.vertices = int64_t(result.mesh.vertex_count());
   result.stats.faces = int64_t(result.mesh.face_count());
   return result;
@@ -218,18 +304,30 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
     return make_error(ErrorCode::kInvalidArgument, "temperature must be > 0");
   if (!(request.sampling.top_p > 0.f && request.sampling.top_p <= 1.f))
     return make_error(ErrorCode::kInvalidArgument, "top-p must be in (0, 1]");
+  if (request.resolution < 2 || request.resolution > 10)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "resolution " + std::to_string(request.resolution) + " is outside 2..10 (8 is the reference's)");
+  CUBEFORGE_TRY(check_address_space_for_grid(request.resolution, request.coarse_to_fine));
   std::optional<std::array<float, 3>> bbox;
   if (request.bbox) {
     CUBEFORGE_ASSIGN_OR_RETURN(bbox, normalize_bbox(*request.bbox));
   }
 
+  // Each part of a trace gets its scope (inference/tensor/trace.h).
+  std::optional<ScopedTraceSink> prompt_trace, empty_prompt_trace;
+  if (request.trace) {
+    prompt_trace.emplace(*request.trace, "prompt");
+    empty_prompt_trace.emplace(*request.trace, "empty_prompt");
+  }
+  auto sink = [](std::optional<ScopedTraceSink>& scoped) -> TraceSink* { return scoped ? &*scoped : nullptr; };
+
   StageTimings timings;
   StageClock text_clock(events, Stage::kText);
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, request.prompt, bbox));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, request.prompt, bbox, sink(prompt_trace)));
   std::vector<float> uncond;
   if (request.guidance_scale > 0.f) {
     // The unconditional branch never sees the bounding box.
-    CUBEFORGE_ASSIGN_OR_RETURN(uncond, encode_prompt(model, "", std::nullopt));
+    CUBEFORGE_ASSIGN_OR_RETURN(uncond, encode_prompt(model, "", std::nullopt, sink(empty_prompt_trace)));
   }
   timings.text_ms = text_clock.finish();
   if (cancelled(cancel)) return cancelled_error("before the first token");
@@ -240,6 +338,8 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   options.sampling.seed = request.seed;
   options.attention = request.attention;
   options.use_kv_cache = request.use_kv_cache;
+  options.trace = request.trace;
+  options.trace_decode_steps = request.trace_decode_steps;
   const int count = model.shape_tokens();
   std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
   std::optional<StageClock> decode_clock;
@@ -289,6 +389,10 @@ Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const Generat
   meshing.vertex_mapping = request.vertex_mapping;
   meshing.remove_floaters = request.remove_floaters;
   meshing.target_faces = request.target_faces;
+  // The shape decoder's part of a generation's trace (inference/tensor/trace.h).
+  std::optional<ScopedTraceSink> shape_trace;
+  if (request.trace) shape_trace.emplace(*request.trace, "shape");
+  meshing.trace = shape_trace ? &*shape_trace : nullptr;
   CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, tokens_to_mesh(model, tokens.tokens, meshing, events, cancel));
   StageTimings timings = tokens.timings;
   timings.shape_decode_ms = result.timings.shape_decode_ms;

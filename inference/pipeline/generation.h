@@ -2,8 +2,9 @@
 // shape tokens → latents → occupancy grid → marching cubes → cleaned mesh.
 //
 // Events stream as they happen (every token, every stage's start and end
-// with its time); a cancel flag is checked between tokens and between
-// occupancy batches, and a cancelled run ends with ErrorCode::kCancelled.
+// with its time); a cancel flag is checked between tokens, between occupancy
+// batches and after every later stage, and a cancelled run ends with
+// ErrorCode::kCancelled.
 #pragma once
 
 #include <array>
@@ -23,6 +24,8 @@
 
 namespace cubeforge {
 
+class TraceSink;
+
 enum class Backend { kCpu, kCuda };
 
 struct GenerationRequest {
@@ -40,6 +43,12 @@ struct GenerationRequest {
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;                        // 0: max(10000, 10% of faces); < 0: no simplification
+  // Named intermediates (inference/tensor/trace.h) of the text encoder and
+  // condition of each branch, the prefill, the first `trace_decode_steps`
+  // decode steps, the shape decoder and the occupancy decoder at a few probe
+  // points; null: off.
+  TraceSink* trace = nullptr;
+  int trace_decode_steps = 2;
 };
 
 enum class Stage { kText, kPrefill, kDecode, kShapeDecode, kOccupancy, kMeshing, kCleanup };
@@ -118,7 +127,14 @@ struct MeshingOptions {
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;
+  // The shape decoder's named intermediates, and the occupancy decoder's at
+  // the probe points below ("decoder.…", "occupancy.…"); null: off.
+  TraceSink* trace = nullptr;
 };
+
+// The points a traced occupancy decoder answers: the (2^2 + 1)^3 grid points
+// of resolution 2, the coarsest level every grid evaluation starts from.
+std::vector<float> occupancy_probe_points();
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
                                         const MeshingOptions& options, const GenerationEventSink& events = {},
                                         const std::atomic<bool>* cancel = nullptr);
@@ -134,8 +150,26 @@ Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLa
                                    const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
                                    std::span<float> logits);
 
+// Planning under a limit on address space (`ulimit -v`), where everything
+// mapped counts: the model files, each thread's BLAS work buffer and stack,
+// and the grid. The grid needs at least 5 bytes a point coarse-to-fine (values
+// and an evaluated flag; about 10 in all with the cell maps) and 4 dense.
+//
+// The threads, at most `requested`, whose buffers leave room for the model in
+// `model_folder` and a grid of `resolution`: fewer when the realistic need of
+// more does not fit, at least 1 while the lower bound of one fits, and an
+// out-of-memory error naming the figures when not even that does. `requested`
+// unchanged without a limit. Call before the model is loaded.
+Result<int> threads_within_address_space(int requested, const std::filesystem::path& model_folder, int resolution,
+                                         bool coarse_to_fine);
+// With the model loaded: an out-of-memory error when the grid's lower bound
+// no longer fits, so a starved run stops before decoding, not after.
+Status check_address_space_for_grid(int resolution, bool coarse_to_fine);
+
 // The condition rows for a prompt: text_proj(CLIP(prompt)) (+ bbox token).
+// `trace` receives CLIP's intermediates ("clip.…") and the rows ("condition").
 Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::string& prompt,
-                                         const std::optional<std::array<float, 3>>& normalized_bbox);
+                                         const std::optional<std::array<float, 3>>& normalized_bbox,
+                                         TraceSink* trace = nullptr);
 
 }  // namespace cubeforge

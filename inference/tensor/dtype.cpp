@@ -1,6 +1,7 @@
 // dtype names, sizes and the scalar half-precision conversions.
 #include "inference/tensor/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cubeforge {
@@ -91,52 +92,62 @@ uint16_t f32_to_f16(float f) {
   return uint16_t(sign | half);
 }
 
+namespace {
+
+// Elements are loaded with memcpy: tensor data may sit at any byte offset.
+template <class T>
+T load(const unsigned char* bytes, size_t i) {
+  T value;
+  std::memcpy(&value, bytes + i * sizeof(T), sizeof(T));
+  return value;
+}
+
+template <class T, class Widen>
+void widen_each(const void* src, float* dst, size_t count, Widen widen) {
+  const auto* bytes = static_cast<const unsigned char*>(src);
+  for (size_t i = 0; i < count; ++i) dst[i] = widen(load<T>(bytes, i));
+}
+
+// A float is NaN or infinite exactly when its exponent bits are all ones.
+template <class Word>
+int64_t find_all_ones_exponent(const void* src, int64_t count, Word exponent_mask) {
+  const auto* bytes = static_cast<const unsigned char*>(src);
+  constexpr int64_t kBlock = 4096;  // scan a block branch-free, then look inside only when it has one
+  for (int64_t begin = 0; begin < count; begin += kBlock) {
+    const int64_t end = std::min(count, begin + kBlock);
+    unsigned any = 0;
+    for (int64_t i = begin; i < end; ++i) any |= (load<Word>(bytes, size_t(i)) & exponent_mask) == exponent_mask;
+    if (!any) continue;
+    for (int64_t i = begin; i < end; ++i)
+      if ((load<Word>(bytes, size_t(i)) & exponent_mask) == exponent_mask) return i;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int64_t find_non_finite(DType dtype, const void* src, int64_t count) {
+  switch (dtype) {
+    case DType::kF64: return find_all_ones_exponent<uint64_t>(src, count, 0x7ff0000000000000ull);
+    case DType::kF32: return find_all_ones_exponent<uint32_t>(src, count, 0x7f800000u);
+    case DType::kF16: return find_all_ones_exponent<uint16_t>(src, count, uint16_t(0x7c00u));
+    case DType::kBF16: return find_all_ones_exponent<uint16_t>(src, count, uint16_t(0x7f80u));
+    default: return -1;
+  }
+}
+
 void convert_to_f32(DType dtype, const void* src, float* dst, size_t count) {
   switch (dtype) {
-    case DType::kF32:
-      std::memcpy(dst, src, count * 4);
-      return;
-    case DType::kF64: {
-      const double* s = static_cast<const double*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = float(s[i]);
-      return;
-    }
-    case DType::kF16: {
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = f16_to_f32(s[i]);
-      return;
-    }
-    case DType::kBF16: {
-      const uint16_t* s = static_cast<const uint16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(s[i]);
-      return;
-    }
-    case DType::kI64: {
-      const int64_t* s = static_cast<const int64_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = float(s[i]);
-      return;
-    }
-    case DType::kI32: {
-      const int32_t* s = static_cast<const int32_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = float(s[i]);
-      return;
-    }
-    case DType::kI16: {
-      const int16_t* s = static_cast<const int16_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = float(s[i]);
-      return;
-    }
-    case DType::kI8: {
-      const int8_t* s = static_cast<const int8_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = float(s[i]);
-      return;
-    }
+    case DType::kF32: std::memcpy(dst, src, count * 4); return;
+    case DType::kF64: widen_each<double>(src, dst, count, [](double v) { return float(v); }); return;
+    case DType::kF16: widen_each<uint16_t>(src, dst, count, f16_to_f32); return;
+    case DType::kBF16: widen_each<uint16_t>(src, dst, count, bf16_to_f32); return;
+    case DType::kI64: widen_each<int64_t>(src, dst, count, [](int64_t v) { return float(v); }); return;
+    case DType::kI32: widen_each<int32_t>(src, dst, count, [](int32_t v) { return float(v); }); return;
+    case DType::kI16: widen_each<int16_t>(src, dst, count, [](int16_t v) { return float(v); }); return;
+    case DType::kI8: widen_each<int8_t>(src, dst, count, [](int8_t v) { return float(v); }); return;
     case DType::kU8:
-    case DType::kBool: {
-      const uint8_t* s = static_cast<const uint8_t*>(src);
-      for (size_t i = 0; i < count; ++i) dst[i] = float(s[i]);
-      return;
-    }
+    case DType::kBool: widen_each<uint8_t>(src, dst, count, [](uint8_t v) { return float(v); }); return;
   }
 }
 

@@ -40,7 +40,13 @@ inline uint16_t f32_to_bf16(float f) {
 float f16_to_f32(uint16_t bits);
 uint16_t f32_to_f16(float f);
 
-// Widens `count` elements of `dtype` at `src` into float32. Integer types are
+// Index of the first NaN or infinity among `count` elements of a float dtype
+// at `src` (any alignment), or -1 when all are finite or the dtype is not a
+// float type.
+int64_t find_non_finite(DType dtype, const void* src, int64_t count);
+
+// Widens `count` elements of `dtype` at `src` (any alignment: a header may
+// leave the data section at an odd offset) into float32. Integer types are
 // converted by value. Returns false for dtypes with no float meaning (none today).
 void convert_to_f32(DType dtype, const void* src, float* dst, size_t count);
 

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "inference/core/file_io.h"
+#include "inference/core/thread_pool.h"
 
 namespace cubeforge {
 
@@ -185,7 +187,37 @@ Result<SafetensorsHeader> parse_safetensors_header(std::span<const std::byte> fi
   return header;
 }
 
+Status check_finite(const TensorView& view, std::string_view file_name) {
+  if (!dtype_is_float(view.dtype())) return ok_status();
+  const int64_t count = view.element_count();
+  const size_t element_bytes = dtype_size(view.dtype());
+  // Large tensors are scanned in parallel slices; the first bad element wins.
+  constexpr int64_t kSlice = int64_t(1) << 22;
+  const int64_t slices = (count + kSlice - 1) / kSlice;
+  std::vector<int64_t> first_bad(size_t(std::max<int64_t>(slices, 1)), -1);
+  parallel_for(slices, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t s = s0; s < s1; ++s) {
+      const int64_t begin = s * kSlice, n = std::min(kSlice, count - begin);
+      const int64_t at = find_non_finite(view.dtype(), view.data + size_t(begin) * element_bytes, n);
+      if (at >= 0) first_bad[size_t(s)] = begin + at;
+    }
+  });
+  for (int64_t at : first_bad) {
+    if (at < 0) continue;
+    float value = 0.f;
+    convert_to_f32(view.dtype(), view.data + size_t(at) * element_bytes, &value, 1);
+    return make_error(ErrorCode::kCorruptFile,
+                      "'" + std::string(file_name) + "': tensor '" + view.name() + "' holds " +
+                          (std::isnan(value) ? "NaN" : "an infinity") + " at element " + std::to_string(at) + " of " +
+                          std::to_string(count) +
+                          "; weights must be finite numbers: the file is damaged or the model diverged in "
+                          "training. Re-download or re-export it");
+  }
+  return ok_status();
+}
+
 struct SafetensorsFile::Storage {
+  bool checked_finite = false;
   void* mapping = nullptr;
   size_t mapping_size = 0;
   std::vector<std::byte> owned;
@@ -200,21 +232,12 @@ SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&&) noexcept = defaul
 SafetensorsFile::~SafetensorsFile() = default;
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path, Residence residence) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    return make_error(err == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
-                      "cannot open '" + path.string() + "': " + std::strerror(err));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return make_error(ErrorCode::kIo, "'" + path.string() + "' is not a regular file");
-  }
+  uint64_t file_size = 0;
+  CUBEFORGE_ASSIGN_OR_RETURN(const int fd, open_regular_file(path, &file_size));
   SafetensorsFile file;
   file.storage_ = std::make_unique<Storage>();
   file.name_ = path.string();
-  const size_t size = size_t(st.st_size);
+  const size_t size = size_t(file_size);
   if (size > 0) {
     const bool anonymous = residence == Residence::kHugePages;
     void* mapping = anonymous ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -335,6 +358,14 @@ Result<std::vector<int64_t>> SafetensorsFile::read_i64(std::string_view tensor) 
   return out;
 }
 
+Status SafetensorsFile::check_all_finite() const {
+  if (storage_ && storage_->checked_finite) return ok_status();
+  for (const TensorEntry& entry : header_.tensors)
+    CUBEFORGE_TRY(check_finite(TensorView{&entry, bytes_.data() + header_.data_offset + entry.begin}, name_));
+  if (storage_) storage_->checked_finite = true;
+  return ok_status();
+}
+
 namespace {
 
 // Data sections start on a multiple of this many bytes (see safetensors.h).
@@ -377,7 +408,8 @@ Result<SafetensorsLayout> lay_out_safetensors(std::vector<TensorEntry> tensors,
         {"dtype", std::string(dtype_name(t.dtype))}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
     offset = t.end;
   }
-  std::string text = header.dump();
+  // Metadata may carry user text that is not UTF-8 (a prompt): replaced, never thrown on.
+  std::string text = header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   while ((8 + text.size()) % kDataAlignment != 0) text.push_back(' ');
   SafetensorsLayout layout;
   layout.header.resize(8 + text.size());

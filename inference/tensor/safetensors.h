@@ -58,6 +58,11 @@ struct TensorView {
 
 std::string shape_to_string(std::span<const int64_t> shape);
 
+// An error naming the file, the tensor and the element when a float tensor
+// holds NaN or infinity: weights like that produce no shape, and the cause is
+// the file, not the seed or the prompt.
+Status check_finite(const TensorView& view, std::string_view file_name);
+
 class SafetensorsFile {
  public:
   enum class Residence {
@@ -94,6 +99,9 @@ class SafetensorsFile {
   Result<std::vector<float>> read_f32(std::string_view tensor, std::span<const int64_t> expected_shape) const;
   // Integer tensors (token ids) as int64.
   Result<std::vector<int64_t>> read_i64(std::string_view tensor) const;
+  // check_finite() over every float tensor, once per file (later calls
+  // return the first answer without scanning again).
+  Status check_all_finite() const;
 
  private:
   struct Storage;

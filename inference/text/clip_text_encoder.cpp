@@ -10,6 +10,7 @@
 #include "inference/core/file_io.h"
 #include "inference/cpu/ops.h"
 #include "inference/tensor/safetensors.h"
+#include "inference/tensor/trace.h"
 
 namespace cubeforge {
 namespace {
@@ -29,75 +30,7 @@ void activate(float* x, int64_t count, ClipActivation activation) {
   }
 }
 
-Result<int> read_positive_int(const nlohmann::json& config, const char* key, int fallback, std::string_view file) {
-  if (!config.contains(key)) return fallback;
-  const nlohmann::json& value = config.at(key);
-  if (!value.is_number_integer() || value.get<int64_t>() <= 0 || value.get<int64_t>() > (int64_t(1) << 24)) {
-    return make_error(ErrorCode::kCorruptFile, std::string(file) + ": text_config." + key + " is " + value.dump() +
-                                                   "; expected a positive integer");
-  }
-  return int(value.get<int64_t>());
-}
-
 }  // namespace
-
-Result<ClipTextConfig> ClipTextConfig::from_json(std::string_view json_text, std::string_view file_name) {
-  const nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
-    return make_error(ErrorCode::kCorruptFile,
-                      std::string(file_name) + ": not a JSON object; expected a Hugging Face CLIP config.json");
-  }
-  // A CLIPConfig nests the text tower's settings; older files call it
-  // text_config_dict; a CLIPTextConfig holds them at the top level.
-  const nlohmann::json* text = &root;
-  for (const char* key : {"text_config", "text_config_dict"}) {
-    if (root.contains(key) && root.at(key).is_object()) {
-      text = &root.at(key);
-      break;
-    }
-  }
-  ClipTextConfig config;
-  CUBEFORGE_ASSIGN_OR_RETURN(config.vocab_size, read_positive_int(*text, "vocab_size", config.vocab_size, file_name));
-  CUBEFORGE_ASSIGN_OR_RETURN(config.hidden_size, read_positive_int(*text, "hidden_size", config.hidden_size, file_name));
-  CUBEFORGE_ASSIGN_OR_RETURN(config.intermediate_size,
-                             read_positive_int(*text, "intermediate_size", config.intermediate_size, file_name));
-  CUBEFORGE_ASSIGN_OR_RETURN(config.num_attention_heads,
-                             read_positive_int(*text, "num_attention_heads", config.num_attention_heads, file_name));
-  CUBEFORGE_ASSIGN_OR_RETURN(config.num_hidden_layers,
-                             read_positive_int(*text, "num_hidden_layers", config.num_hidden_layers, file_name));
-  CUBEFORGE_ASSIGN_OR_RETURN(config.max_position_embeddings,
-                             read_positive_int(*text, "max_position_embeddings", config.max_position_embeddings,
-                                               file_name));
-  if (text->contains("layer_norm_eps")) {
-    const nlohmann::json& eps = text->at("layer_norm_eps");
-    if (!eps.is_number() || eps.get<double>() <= 0.0) {
-      return make_error(ErrorCode::kCorruptFile, std::string(file_name) + ": text_config.layer_norm_eps is " +
-                                                     eps.dump() + "; expected a positive number");
-    }
-    config.layer_norm_eps = eps.get<float>();
-  }
-  if (text->contains("hidden_act")) {
-    const nlohmann::json& act = text->at("hidden_act");
-    const std::string name = act.is_string() ? act.get<std::string>() : act.dump();
-    if (name == "quick_gelu") {
-      config.hidden_act = ClipActivation::kQuickGelu;
-    } else if (name == "gelu") {
-      config.hidden_act = ClipActivation::kGelu;
-    } else if (name == "gelu_new" || name == "gelu_pytorch_tanh") {
-      config.hidden_act = ClipActivation::kGeluTanh;
-    } else {
-      return make_error(ErrorCode::kUnsupported, std::string(file_name) + ": text_config.hidden_act \"" + name +
-                                                     "\" is not supported; expected quick_gelu, gelu, gelu_new or "
-                                                     "gelu_pytorch_tanh");
-    }
-  }
-  if (config.hidden_size % config.num_attention_heads != 0) {
-    return make_error(ErrorCode::kCorruptFile,
-                      std::string(file_name) + ": text_config.hidden_size " + std::to_string(config.hidden_size) +
-                          " is not divisible by num_attention_heads " + std::to_string(config.num_attention_heads));
-  }
-  return config;
-}
 
 struct ClipTextEncoder::Weights {
   // Matrices point into the mapped file, in their stored precision; the small
@@ -126,7 +59,7 @@ ClipTextEncoder::~ClipTextEncoder() = default;
 
 Result<ClipTextEncoder> ClipTextEncoder::load(const std::filesystem::path& clip_dir) {
   const std::filesystem::path config_path = clip_dir / "config.json";
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string config_text, read_file_text(config_path));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string config_text, read_file_text(config_path, uint64_t(16) << 20));
   CUBEFORGE_ASSIGN_OR_RETURN(ClipTextConfig config, ClipTextConfig::from_json(config_text, config_path.string()));
   CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(clip_dir / "model.safetensors"));
   return from_safetensors(std::make_shared<const SafetensorsFile>(std::move(file)), config);
@@ -149,6 +82,7 @@ Result<ClipTextEncoder> ClipTextEncoder::from_safetensors(std::shared_ptr<const 
                                                      std::string(dtype_name(view.dtype())) +
                                                      ", expected F32, F16 or BF16 weights");
     }
+    CUBEFORGE_TRY(check_finite(view, file->name()));
     return view;
   };
   auto vector = [&](const std::string& name, std::vector<int64_t> shape) -> Result<std::vector<float>> {
@@ -193,11 +127,12 @@ Result<ClipTextEncoder> ClipTextEncoder::from_safetensors(std::shared_ptr<const 
   return encoder;
 }
 
-Result<std::vector<float>> ClipTextEncoder::encode(const TokenizedText& tokens) const {
-  return encode_batch(std::span<const TokenizedText>(&tokens, 1));
+Result<std::vector<float>> ClipTextEncoder::encode(const TokenizedText& tokens, TraceSink* trace) const {
+  return encode_batch(std::span<const TokenizedText>(&tokens, 1), trace);
 }
 
-Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const TokenizedText> batch) const {
+Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const TokenizedText> batch,
+                                                         TraceSink* trace) const {
   const ClipTextConfig& cfg = config_;
   const Weights& weights = *weights_;
   if (batch.empty()) return std::vector<float>{};
@@ -264,13 +199,20 @@ Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const Tokeniz
       for (size_t c = 0; c < width; ++c) row[c] += position[c];
     }
   }
+  trace_tensor(trace, "clip.embeddings", x.data(), {prompts, tokens, hidden});
 
-  for (const Weights::Layer& layer : weights.layers) {
+  for (size_t l = 0; l < weights.layers.size(); ++l) {
+    const Weights::Layer& layer = weights.layers[l];
+    const TracePrefix at{"clip", int(l), {}};
     cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, layer.layer_norm1_weight.data(),
                     layer.layer_norm1_bias.data(), normed.data());
+    trace_tensor(trace, at, "ln_1", normed.data(), {prompts, tokens, hidden});
     cpu::linear(normed.data(), rows, layer.q_proj, layer.q_bias.data(), q.data());
     cpu::linear(normed.data(), rows, layer.k_proj, layer.k_bias.data(), k.data());
     cpu::linear(normed.data(), rows, layer.v_proj, layer.v_bias.data(), v.data());
+    trace_tensor(trace, at, "q", q.data(), {prompts, tokens, hidden});
+    trace_tensor(trace, at, "k", k.data(), {prompts, tokens, hidden});
+    trace_tensor(trace, at, "v", v.data(), {prompts, tokens, hidden});
     for (int64_t b = 0; b < prompts; ++b) {
       const std::vector<int32_t>& mask = batch[size_t(b)].attention_mask;
       const int64_t real_tokens = std::count(mask.begin(), mask.end(), 1);
@@ -278,18 +220,24 @@ Result<std::vector<float>> ClipTextEncoder::encode_batch(std::span<const Tokeniz
       cpu::attention(q.data() + offset, tokens, hidden, k.data() + offset, v.data() + offset, real_tokens, hidden,
                      heads, head_dim, /*causal_base=*/0, attended.data() + offset, hidden);
     }
+    trace_tensor(trace, at, "attn", attended.data(), {prompts, tokens, hidden});
     cpu::linear_accumulate(attended.data(), rows, layer.out_proj, layer.out_bias.data(), x.data());
+    trace_tensor(trace, at, "attn_residual", x.data(), {prompts, tokens, hidden});
 
     cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, layer.layer_norm2_weight.data(),
                     layer.layer_norm2_bias.data(), normed.data());
+    trace_tensor(trace, at, "ln_2", normed.data(), {prompts, tokens, hidden});
     cpu::linear(normed.data(), rows, layer.fc1, layer.fc1_bias.data(), mlp.data());
     activate(mlp.data(), int64_t(mlp.size()), cfg.hidden_act);
+    trace_tensor(trace, at, "mlp_hidden", mlp.data(), {prompts, tokens, intermediate});
     cpu::linear_accumulate(mlp.data(), rows, layer.fc2, layer.fc2_bias.data(), x.data());
+    trace_tensor(trace, at, "out", x.data(), {prompts, tokens, hidden});
   }
 
   std::vector<float> output(x.size());
   cpu::layer_norm(x.data(), rows, hidden, cfg.layer_norm_eps, weights.final_layer_norm_weight.data(),
                   weights.final_layer_norm_bias.data(), output.data());
+  trace_tensor(trace, "clip.last_hidden_state", output.data(), {prompts, tokens, hidden});
   return output;
 }
 

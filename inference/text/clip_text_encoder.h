@@ -30,6 +30,7 @@
 namespace cubeforge {
 
 class SafetensorsFile;
+class TraceSink;
 
 enum class ClipActivation { kQuickGelu, kGelu, kGeluTanh };
 
@@ -60,10 +61,11 @@ class ClipTextEncoder {
   ClipTextEncoder& operator=(ClipTextEncoder&&) noexcept;
   ~ClipTextEncoder();
 
-  // last_hidden_state of one tokenised prompt: [T, C] row-major.
-  Result<std::vector<float>> encode(const TokenizedText& tokens) const;
+  // last_hidden_state of one tokenised prompt: [T, C] row-major. `trace`
+  // receives the named intermediates ("clip.…", inference/tensor/trace.h).
+  Result<std::vector<float>> encode(const TokenizedText& tokens, TraceSink* trace = nullptr) const;
   // Several prompts at once (shares the matrix products): [B, T, C].
-  Result<std::vector<float>> encode_batch(std::span<const TokenizedText> batch) const;
+  Result<std::vector<float>> encode_batch(std::span<const TokenizedText> batch, TraceSink* trace = nullptr) const;
 
   int hidden_size() const { return config_.hidden_size; }
   const ClipTextConfig& config() const { return config_; }

@@ -111,8 +111,8 @@ ClipTokenizer::~ClipTokenizer() = default;
 Result<ClipTokenizer> ClipTokenizer::load(const std::filesystem::path& clip_dir) {
   const std::filesystem::path vocab_path = clip_dir / "vocab.json";
   const std::filesystem::path merges_path = clip_dir / "merges.txt";
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string vocab_text, read_file_text(vocab_path));
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string merges_text, read_file_text(merges_path));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string vocab_text, read_file_text(vocab_path, uint64_t(64) << 20));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string merges_text, read_file_text(merges_path, uint64_t(64) << 20));
   return from_strings(vocab_text, merges_text, vocab_path.string(), merges_path.string());
 }
 

@@ -6,6 +6,7 @@
 // errors included: the app reports them as errors in script mode).
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -20,6 +21,7 @@
 
 #include "inference/core/file_io.h"
 #include "inference/geometry/mesh_io.h"
+#include "inference/tensor/safetensors.h"
 #include "test_folder.h"
 
 namespace cubeforge::app {
@@ -676,6 +678,50 @@ TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
     for (size_t t = 0; t < steps.size(); ++t) EXPECT_EQ(steps[t], int(t) / slots_per_evaluation) << runs[i]["name"];
     EXPECT_EQ(runs[i]["model_evaluations"], 24 / slots_per_evaluation);
   }
+}
+
+// A data folder in a bad state (the history folder a loop of symbolic links,
+// the window layout a FIFO) used to abort the app or hang it at start; a model
+// with a terminal escape sequence in a tensor name wrote it raw to the log.
+// The app now starts, says what is wrong, and carries on.
+TEST(AppDataFolder, ABrokenDataFolderIsReportedAndTheAppRuns) {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+    GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh runs the suite under xvfb-run";
+  testing::TemporaryFolder folder;
+  const auto dir = folder.path();
+  const auto data = dir / "data";
+  std::filesystem::create_directories(data);
+  std::filesystem::create_symlink("history", data / "history");
+  ASSERT_EQ(::mkfifo((data / "settings.json").c_str(), 0644), 0);  // reading it would wait forever
+  const auto model = dir / "model";
+  const auto builtin = std::filesystem::path(CUBEFORGE_SOURCE_DIR) / "assets" / "model";
+  std::filesystem::create_directories(model);
+  std::filesystem::copy(builtin / "clip", model / "clip");
+  std::filesystem::copy_file(builtin / "shape_tokenizer.safetensors", model / "shape_tokenizer.safetensors");
+  std::filesystem::copy_file(builtin / "config.yaml", model / "config.yaml");
+  {
+    auto gpt = SafetensorsFile::open(builtin / "shape_gpt.safetensors");
+    ASSERT_TRUE(gpt.ok());
+    std::vector<TensorToWrite> tensors;
+    for (const auto& e : gpt->entries()) {
+      auto view = gpt->get(e.name);
+      tensors.push_back({e.name, e.dtype, e.shape, std::span<const std::byte>(view->data, view->byte_size())});
+    }
+    tensors.push_back({"x\x1b]0;PWNED\x07\x1b[2J", DType::kF32, {0}, {}});
+    ASSERT_TRUE(write_safetensors(model / "shape_gpt.safetensors", tensors).ok());
+  }
+  std::ofstream(dir / "run.txt") << "model " << model.string() << "\nidle 3\nquit\n";
+  std::string command = std::string("timeout -s KILL 120 '") + CUBEFORGE_APP_PATH + "' --script '" +
+                        (dir / "run.txt").string() + "' --data-dir '" + data.string() + "' --size 320x240";
+  const int status = std::system(command.c_str());
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  EXPECT_EQ(code, 1) << "errors were logged; the app neither aborted nor hung";
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_NE(log->find("loop of symbolic links"), std::string::npos) << *log;
+  EXPECT_NE(log->find("FIFO"), std::string::npos) << *log;
+  EXPECT_NE(log->find("\\x1B]0;PWNED"), std::string::npos) << *log;
+  EXPECT_EQ(log->find('\x1b'), std::string::npos) << "a raw escape sequence reached the log";
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "inference/core/file_io.h"
@@ -11,6 +12,7 @@
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/model/config.h"
 #include "inference/tensor/safetensors.h"
+#include "inference/tensor/trace_file.h"
 #include "tests/support/oracle.h"
 #include "tests/support/run_command.h"
 
@@ -120,7 +122,7 @@ TEST(Cli, UnknownExtensionIsRejectedBeforeWork) {
 TEST(Cli, HelpListsTheCommands) {
   auto r = run("--help");
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* command : {"generate", "tokenize", "bench", "bench-occupancy"}) EXPECT_NE(r.out.find(command), std::string::npos);
+  for (const char* command : {"generate", "tokenize", "bench", "bench-occupancy", "trace-diff"}) EXPECT_NE(r.out.find(command), std::string::npos);
 }
 
 // The benchmark's figures are not checked (timing belongs to benchmarks, not
@@ -160,6 +162,127 @@ TEST(Cli, MeshingBenchFindsTheDenseSurface) {
   auto no_prompt = run("bench-meshing");
   EXPECT_NE(no_prompt.exit_code, 0);
   EXPECT_NE(no_prompt.out.find("--prompt"), std::string::npos) << no_prompt.out;
+}
+
+// A trace of a generation names the reference's tensors: a reference file
+// built from the fixtures under the trace's names agrees with it through
+// trace-diff, a trace agrees with itself exactly, and a perturbed copy fails,
+// naming the perturbed tensor.
+class CliTrace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CUBEFORGE_REQUIRE_ORACLE();
+    auto meta = nlohmann::json::parse(*read_file_text(oracle_dir() / "meta.json"));
+    trace_ = scratch("trace.safetensors");
+    auto r = run("generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
+                 "' --resolution 4 --out '" + scratch("traced.glb").string() + "' --trace '" + trace_.string() +
+                 "' --trace-steps 2 --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+  }
+  void TearDown() override { std::filesystem::remove_all(trace_.parent_path()); }
+
+  std::filesystem::path trace_;
+};
+
+TEST_F(CliTrace, GenerateWritesTheNamedStepsAndTheyMatchTheReference) {
+  auto trace = SafetensorsFile::open(trace_);
+  ASSERT_TRUE(trace.ok()) << trace.error().to_string();
+  for (const char* name : {"prompt.clip.0.attn", "prompt.condition", "empty_prompt.condition", "prefill.dual.0.c.q",
+                           "prefill.single.0.out", "prefill.logits", "decode.1.logits", "decode.2.dual.0.x.k",
+                           "shape.decoder.latents", "shape.occupancy.logits"})
+    EXPECT_TRUE(trace->contains(name)) << name;
+  EXPECT_FALSE(trace->contains("decode.3.logits"));
+
+  // The reference's tensors under the trace's names: the condition rows, each
+  // step's raw and guided logits, the shape decoder's output.
+  auto expected = SafetensorsFile::open(oracle_dir() / "expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  auto raw = expected->read_f32("cfg.causal.raw_logits");  // [2, T, V + 3]
+  auto guided = expected->read_f32("cfg.causal.logits");   // [1, T, V]
+  auto raw_view = expected->get("cfg.causal.raw_logits");
+  auto guided_view = expected->get("cfg.causal.logits");
+  ASSERT_TRUE(raw.ok() && guided.ok() && raw_view.ok() && guided_view.ok());
+  const int64_t steps = raw_view->shape()[1], vocab = raw_view->shape()[2], codes = guided_view->shape()[2];
+  std::vector<std::vector<float>> kept;  // the data the reference file's tensors point at
+  std::vector<TensorToWrite> reference;
+  auto add = [&](const std::string& name, std::vector<float> values, std::vector<int64_t> shape) {
+    kept.push_back(std::move(values));
+    reference.push_back({name, DType::kF32, std::move(shape), std::as_bytes(std::span<const float>(kept.back()))});
+  };
+  for (const auto& [name, source] : {std::pair<std::string, std::string>{"prefill.condition", "cfg.cond"},
+                                     {"shape.decoder.z_q", "decode.z_q"},
+                                     {"shape.decoder.latents", "decode.latents"}}) {
+    auto view = expected->get(source);
+    ASSERT_TRUE(view.ok());
+    add(name, *expected->read_f32(source), view->shape());
+  }
+  for (int64_t step = 0; step <= 2; ++step) {
+    const std::string scope = step == 0 ? "prefill" : "decode." + std::to_string(step);
+    std::vector<float> logits;
+    for (int64_t b = 0; b < 2; ++b) {
+      const float* row = raw->data() + (b * steps + step) * vocab;
+      logits.insert(logits.end(), row, row + vocab);
+    }
+    add(scope + ".logits", logits, {2, vocab});
+    add(scope + ".guided_logits", std::vector<float>(guided->data() + step * codes, guided->data() + (step + 1) * codes),
+        {codes});
+  }
+  const auto reference_file = scratch("reference.safetensors");
+  ASSERT_TRUE(write_safetensors(reference_file, reference).ok());
+
+  auto r = run("trace-diff '" + trace_.string() + "' '" + reference_file.string() + "' --tolerance 1e-4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(report["compared"].get<size_t>(), reference.size()) << r.out;
+  EXPECT_TRUE(report["first_over_tolerance"].is_null()) << r.out;
+  EXPECT_TRUE(report["only_in_b"].empty()) << r.out;
+  for (const auto& t : report["tensors"]) EXPECT_LT(t["relative_error"].get<double>(), 1e-4) << t.dump();
+}
+
+TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
+  auto same = run("trace-diff '" + trace_.string() + "' '" + trace_.string() + "' --json");
+  ASSERT_EQ(same.exit_code, 0) << same.out;
+  auto report = nlohmann::json::parse(same.out.substr(same.out.find('{')));
+  EXPECT_GT(report["compared"].get<size_t>(), 100u);
+  for (const auto& t : report["tensors"]) {
+    EXPECT_EQ(t["relative_error"].get<double>(), 0.0) << t.dump();
+    EXPECT_EQ(t["max_abs_difference"].get<double>(), 0.0) << t.dump();
+  }
+  auto table = run("trace-diff '" + trace_.string() + "' '" + trace_.string() + "'");
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_NE(table.out.find("within the tolerance"), std::string::npos) << table.out;
+
+  // A copy with one value of one mid-trace tensor changed.
+  auto trace = SafetensorsFile::open(trace_);
+  ASSERT_TRUE(trace.ok());
+  const std::string perturbed_name = "prefill.dual.1.x.attn";
+  std::vector<std::vector<std::byte>> kept;
+  std::vector<TensorToWrite> copy;
+  for (const TensorEntry* e : entries_in_file_order(*trace)) {
+    auto view = trace->get(e->name);
+    kept.emplace_back(view->data, view->data + view->byte_size());
+    if (e->name == perturbed_name) {
+      float value;
+      std::memcpy(&value, kept.back().data(), sizeof value);
+      value += 1.0f;
+      std::memcpy(kept.back().data(), &value, sizeof value);
+    }
+    copy.push_back({e->name, e->dtype, e->shape, kept.back()});
+  }
+  const auto perturbed = scratch("perturbed.safetensors");
+  ASSERT_TRUE(write_safetensors(perturbed, copy).ok());
+  auto differ = run("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "' --json");
+  EXPECT_EQ(differ.exit_code, 1) << differ.out;
+  auto differ_report = nlohmann::json::parse(differ.out.substr(differ.out.find('{')));
+  EXPECT_EQ(differ_report["first_over_tolerance"], perturbed_name) << differ.out;
+  auto differ_table = run("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "'");
+  EXPECT_EQ(differ_table.exit_code, 1);
+  EXPECT_NE(differ_table.out.find("first over the tolerance 0.0001: " + perturbed_name), std::string::npos)
+      << differ_table.out;
+
+  auto missing = run("trace-diff '" + trace_.string() + "' /nonexistent-trace.safetensors");
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.out.find("/nonexistent-trace.safetensors"), std::string::npos) << missing.out;
 }
 
 TEST(Cli, TokenizeRoundTripsAMesh) {

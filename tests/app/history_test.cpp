@@ -1,6 +1,7 @@
 // The on-disk history: entries survive a reopen, meshes read back as they
 // were written, removal drops files and entries, a corrupt index is an error.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 
@@ -120,6 +121,53 @@ TEST(HistoryStore, AMalformedEntryIsLeftOutAndNamedWithoutHidingTheRest) {
   ASSERT_TRUE(reopened.ok());
   EXPECT_EQ(reopened->entries().size(), 3u);
   EXPECT_EQ(reopened->problems().size(), 1u);
+}
+
+// std::filesystem's throwing calls aborted the app on a history folder that is
+// a loop of symbolic links; the store now says what is wrong.
+TEST(HistoryStore, AFolderThatCannotBeExaminedIsAnErrorNotAnAbort) {
+  testing::TemporaryFolder folder;
+  std::filesystem::create_symlink("history", folder.path() / "history");
+  auto store = HistoryStore::open(folder.path() / "history");
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.error().message.find("loop of symbolic links"), std::string::npos) << store.error().message;
+  std::filesystem::create_directories(folder.path() / "fifo");
+  ASSERT_EQ(::mkfifo((folder.path() / "fifo" / "index.json").c_str(), 0644), 0);
+  auto fifo = HistoryStore::open(folder.path() / "fifo");  // reading it would wait for a writer forever
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.error().message.find("FIFO"), std::string::npos) << fifo.error().message;
+}
+
+TEST(HistoryStore, APromptThatIsNotUtf8IsKeptNotAborted) {
+  testing::TemporaryFolder folder;
+  auto store = HistoryStore::open(folder.path());
+  ASSERT_TRUE(store.ok());
+  Mesh mesh;
+  mesh.positions = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+  mesh.indices = {0, 2, 1, 0, 1, 3, 0, 3, 2, 1, 2, 3};
+  HistoryEntry entry;
+  entry.prompt = "chair \xff";
+  auto added = store->add(entry, mesh);
+  ASSERT_TRUE(added.ok()) << added.error().to_string();
+  auto reopened = HistoryStore::open(folder.path());
+  ASSERT_TRUE(reopened.ok()) << reopened.error().to_string();
+  EXPECT_EQ(reopened->entries().size(), 1u);
+}
+
+TEST(HistoryStore, CountsAndSeedsMustBeWholeNumbers) {
+  for (const char* text : {R"({"entries": [{"id": "a", "prompt": "p", "seed": 1.5, "mesh_file": "a.glb"}]})",
+                           R"({"entries": [{"id": "a", "prompt": "p", "seed": 1, "faces": 1e300, "mesh_file": "a.glb"}]})",
+                           R"({"entries": [{"id": "a", "prompt": "p", "seed": -1, "mesh_file": "a.glb"}]})"}) {
+    auto parsed = parse_history_index(text, "index.json");
+    ASSERT_TRUE(parsed.ok()) << text;
+    EXPECT_TRUE(parsed->entries.empty()) << text;
+    EXPECT_EQ(parsed->problems.size(), 1u) << text;
+  }
+  auto fine = parse_history_index(R"({"entries": [{"id": "a", "prompt": "p", "seed": 3, "faces": 12, "mesh_file": "a.glb"}]})",
+                                  "index.json");
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  ASSERT_EQ(fine->entries.size(), 1u);
+  EXPECT_EQ(fine->entries.front().faces, 12);
 }
 
 }  // namespace

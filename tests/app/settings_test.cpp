@@ -1,6 +1,7 @@
 // App settings: JSON round trip through the file, lenient about missing keys,
 // strict about wrong types and ranges, and the script's `set` vocabulary.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -144,6 +145,44 @@ TEST(AppSettings, RequestCarriesTheSettings) {
   EXPECT_FLOAT_EQ(request.decoding.diffusion.threshold, 0.8f);
   settings.use_bbox = false;
   EXPECT_FALSE(make_request(settings).bbox.has_value());
+}
+
+TEST(AppSettings, ASettingsFileThatIsNotAFileIsAnErrorNotAWaitOrDefaults) {
+  testing::TemporaryFolder folder;
+  ASSERT_EQ(::mkfifo((folder.path() / "fifo.json").c_str(), 0644), 0);
+  auto fifo = load_settings(folder.path() / "fifo.json");
+  ASSERT_FALSE(fifo.ok());
+  EXPECT_NE(fifo.error().message.find("FIFO"), std::string::npos) << fifo.error().message;
+  std::filesystem::create_symlink("loop.json", folder.path() / "loop.json");
+  auto loop = load_settings(folder.path() / "loop.json");  // was silently the defaults
+  ASSERT_FALSE(loop.ok());
+  EXPECT_NE(loop.error().message.find("loop of symbolic links"), std::string::npos) << loop.error().message;
+}
+
+// A prompt given on the command line can hold any bytes; saving it made
+// nlohmann-json throw (an abort when the app closed).
+TEST(AppSettings, APromptThatIsNotUtf8IsSavedNotAborted) {
+  testing::TemporaryFolder folder;
+  AppSettings settings;
+  settings.prompt = "a tall chair \xff\xfe";
+  ASSERT_TRUE(save_settings(settings, folder.path() / "settings.json").ok());
+  auto loaded = load_settings(folder.path() / "settings.json");
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  EXPECT_EQ(loaded->prompt.substr(0, 13), "a tall chair ");
+}
+
+// Found by fuzzing: a number of the wrong kind was cast into the field
+// (3e19 into an int, 1e300 into a float: undefined behaviour, caught by UBSan).
+TEST(AppSettings, NumbersMustFitTheirSettings) {
+  for (const char* text : {R"({"resolution": 3.3e19})", R"({"seed": 1.5})", R"({"temperature": 1e300})",
+                           R"({"bbox": [1, 2, 1e300]})", R"({"top_k": -1e10})", R"({"window_width": 4294967296})"}) {
+    auto parsed = settings_from_json(nlohmann::json::parse(text));
+    ASSERT_FALSE(parsed.ok()) << text;
+    EXPECT_EQ(parsed.error().code, ErrorCode::kCorruptFile) << text;
+  }
+  auto fine = settings_from_json(nlohmann::json::parse(R"({"seed": 18446744073709551615, "temperature": 0.7})"));
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  EXPECT_EQ(fine->seed, UINT64_MAX);
 }
 
 }  // namespace

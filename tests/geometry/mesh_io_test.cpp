@@ -7,8 +7,15 @@
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <random>
 #include <set>
 #include <tuple>
@@ -160,7 +167,7 @@ TEST_F(MeshFiles, MissingAndCorruptInputsAreClearErrors) {
   EXPECT_NE(missing.error().message.find("nowhere.glb"), std::string::npos);
 
   const fs::path garbage = directory_ / "garbage.glb";
-  std::ofstream(garbage, std::ios::binary) << std::string("glTF\x02\0\0\0\xff\xff\xff\x7f garbage", 24);
+  std::ofstream(garbage, std::ios::binary) << std::string("glTF\x02\0\0\0\xff\xff\xff\x7f garbage", 20);
   auto corrupt = import_mesh(garbage);
   ASSERT_FALSE(corrupt.ok());
   EXPECT_EQ(corrupt.error().code, ErrorCode::kCorruptFile);
@@ -178,6 +185,148 @@ TEST_F(MeshFiles, MissingAndCorruptInputsAreClearErrors) {
   auto no_faces = import_mesh(points);
   ASSERT_FALSE(no_faces.ok());
   EXPECT_EQ(no_faces.error().code, ErrorCode::kCorruptFile);
+}
+
+// A cube with its faces, for hand-written files.
+const char* const kCubeObj =
+    "v -1 -1 -1\nv -1 -1 1\nv -1 1 -1\nv -1 1 1\nv 1 -1 -1\nv 1 -1 1\nv 1 1 -1\nv 1 1 1\n"
+    "f 1 2 4\nf 1 4 3\nf 5 7 8\nf 5 8 6\nf 1 5 6\nf 1 6 2\nf 3 4 8\nf 3 8 7\nf 1 3 7\nf 1 7 5\nf 2 6 8\nf 2 8 4\n";
+
+// Whether anything opens `fifo` for reading while `body` runs: a reader
+// would block in open() until a writer comes, so a writer that keeps trying
+// without blocking sees it (and releases it with an empty file).
+template <class Body>
+bool opened_for_reading(const fs::path& fifo, Body&& body) {
+  std::atomic<bool> done{false}, seen{false};
+  std::thread watcher([&] {
+    while (!done.load()) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (fd >= 0) {
+        seen.store(true);
+        ::close(fd);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  body();
+  done.store(true);
+  watcher.join();
+  return seen.load();
+}
+
+// `tokenize --mesh` once opened whatever an OBJ's mtllib named (../../etc/passwd
+// was read and a line of it printed) and a glTF's ../ buffers.
+TEST_F(MeshFiles, ReferencesLeavingTheMeshFolderAreNeverOpened) {
+  const fs::path inner = directory_ / "a" / "b";
+  fs::create_directories(inner);
+  const fs::path outside = directory_ / "outside.mtl";
+  ASSERT_EQ(::mkfifo(outside.c_str(), 0644), 0);
+  std::ofstream(inner / "escape.obj") << "mtllib ../../outside.mtl\nusemtl m\n" << kCubeObj;
+  std::ofstream(inner / "absolute.obj") << "mtllib " << outside.string() << "\nusemtl m\n" << kCubeObj;
+  for (const char* name : {"escape.obj", "absolute.obj"}) {
+    Result<Mesh> imported = make_error(ErrorCode::kInternal, "not run");
+    EXPECT_FALSE(opened_for_reading(outside, [&] { imported = import_mesh(inner / name); })) << name;
+    ASSERT_TRUE(imported.ok()) << imported.error().to_string();  // the geometry needs no material
+    EXPECT_EQ(imported->face_count(), 12u);
+  }
+  // A material library beside the mesh is still read.
+  const fs::path beside = inner / "beside.mtl";
+  ASSERT_EQ(::mkfifo(beside.c_str(), 0644), 0);
+  std::ofstream(inner / "beside.obj") << "mtllib beside.mtl\nusemtl m\n" << kCubeObj;
+  EXPECT_TRUE(opened_for_reading(beside, [&] { (void)import_mesh(inner / "beside.obj"); }));
+
+  // glTF buffers: inside the folder they load; outside (../, absolute) they are refused by name.
+  const std::string cube_bin = std::string(reinterpret_cast<const char*>(mesh_.positions.data()), 9 * 4);
+  std::ofstream(directory_ / "secret.bin", std::ios::binary) << cube_bin;
+  std::ofstream(inner / "inside.bin", std::ios::binary) << cube_bin;
+  auto gltf = [&](const std::string& uri) {
+    return "{\"asset\":{\"version\":\"2.0\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],\"nodes\":[{\"mesh\":0}],"
+           "\"meshes\":[{\"primitives\":[{\"attributes\":{\"POSITION\":0}}]}],"
+           "\"buffers\":[{\"uri\":\"" + uri + "\",\"byteLength\":36}],"
+           "\"bufferViews\":[{\"buffer\":0,\"byteLength\":36}],"
+           "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":3,\"type\":\"VEC3\","
+           "\"min\":[-9,-9,-9],\"max\":[9,9,9]}]}";
+  };
+  std::ofstream(inner / "inside.gltf") << gltf("inside.bin");
+  std::ofstream(inner / "up.gltf") << gltf("../../secret.bin");
+  std::ofstream(inner / "absolute.gltf") << gltf((directory_ / "secret.bin").string());
+  auto inside = import_mesh(inner / "inside.gltf");
+  EXPECT_TRUE(inside.ok()) << inside.error().to_string();
+  for (const char* name : {"up.gltf", "absolute.gltf"}) {
+    auto refused = import_mesh(inner / name);
+    ASSERT_FALSE(refused.ok()) << name;
+    EXPECT_NE(refused.error().message.find("secret.bin"), std::string::npos) << refused.error().message;
+  }
+  auto up = import_mesh(inner / "up.gltf");
+  EXPECT_NE(up.error().message.find("outside the mesh's folder"), std::string::npos) << up.error().message;
+}
+
+TEST_F(MeshFiles, OnlyTheFormatsNamedAreRead) {
+  // Found by fuzzing: a .gltf holding a PLY with a broken header reached
+  // Assimp's PLY reader (which never returns on it) by content detection.
+  std::ofstream(directory_ / "ply_inside.gltf") << "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\n"
+                                                   "property float y\nproperty float z\nelement face 1\n"
+                                                   "property l1 1\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+  auto disguised = import_mesh(directory_ / "ply_inside.gltf");
+  EXPECT_FALSE(disguised.ok());
+  // An OBJ named .stl is read as an STL (and fails), not as the OBJ it holds.
+  std::ofstream(directory_ / "obj_inside.stl") << "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n";
+  EXPECT_FALSE(import_mesh(directory_ / "obj_inside.stl").ok());
+  // OFF is a format Assimp knows and tokenize does not name.
+  std::ofstream(directory_ / "cube.off") << "OFF\n3 1 0\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+  auto off = import_mesh(directory_ / "cube.off");
+  ASSERT_FALSE(off.ok());
+  EXPECT_EQ(off.error().code, ErrorCode::kUnsupported);
+  EXPECT_NE(off.error().message.find("OBJ, glTF (.gltf, .glb), STL and PLY"), std::string::npos);
+}
+
+TEST_F(MeshFiles, NonFiniteCoordinatesAndNonFilesAreNamed) {
+  for (const char* value : {"nan", "inf", "-inf"}) {
+    std::string obj = kCubeObj;
+    obj.replace(obj.find("-1 -1 -1"), 2, value);
+    std::ofstream(directory_ / "bad.obj") << obj;
+    auto bad = import_mesh(directory_ / "bad.obj");
+    ASSERT_FALSE(bad.ok()) << value;
+    EXPECT_NE(bad.error().message.find("not a finite number"), std::string::npos) << bad.error().message;
+  }
+  fs::create_directory(directory_ / "folder.obj");
+  auto folder = import_mesh(directory_ / "folder.obj");
+  ASSERT_FALSE(folder.ok());
+  EXPECT_NE(folder.error().message.find("is a directory"), std::string::npos) << folder.error().message;
+  const fs::path device = directory_ / "zero.stl";
+  fs::create_symlink("/dev/zero", device);
+  auto zero = import_mesh(device);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.error().message.find("character device"), std::string::npos) << zero.error().message;
+}
+
+// Found by fuzzing: Assimp's PLY reader never returns on some broken headers.
+TEST_F(MeshFiles, AMalformedPlyHeaderIsAnErrorNotAHang) {
+  std::ofstream(directory_ / "broken.ply") << "ply\nformat ascii 1.0\nelement vertex 3\nproperty float x\n"
+                                              "property float y\nproperty float z\nelement face 1\nproperty l1 1\n"
+                                              "0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n";
+  auto broken = import_mesh(directory_ / "broken.ply");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.error().message.find("PLY header line 8"), std::string::npos) << broken.error().message;
+  // Found by fuzzing too: a face of no vertices made Assimp's triangulation
+  // abort the program (ai_assert) instead of failing.
+  std::ofstream(directory_ / "empty_face.ply")
+      << "ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\nproperty float z\n"
+         "element face 2\nproperty list uchar int vertex_indices\nend_header\n0 0 0\n1 0 0\n0 1 0\n1 1 0\n"
+         "3 0 1 2\n0\n";
+  auto empty_face = import_mesh(directory_ / "empty_face.ply");
+  ASSERT_FALSE(empty_face.ok());
+  EXPECT_EQ(empty_face.error().code, ErrorCode::kCorruptFile);
+  // And an 80-byte GLB whose chunk header claims 1.9 GB made Assimp allocate it.
+  std::string glb("glTF\x02\x00\x00\x00\x50\x00\x00\x00\x08stpJSON{\"asset\":{\"version\":\"2.0\"}}", 44);
+  glb.resize(80, ' ');
+  std::ofstream(directory_ / "claims.glb", std::ios::binary) << glb;
+  auto claims = import_mesh(directory_ / "claims.glb");
+  ASSERT_FALSE(claims.ok());
+  EXPECT_NE(claims.error().message.find("runs past its end"), std::string::npos) << claims.error().message;
+  // Our own PLY files (ASCII headers of the standard form) still read.
+  ASSERT_TRUE(export_mesh(mesh_, directory_ / "ours.ply").ok());
+  EXPECT_TRUE(import_mesh(directory_ / "ours.ply").ok());
 }
 
 }  // namespace

@@ -2,11 +2,16 @@
 // tensor file that disagrees is an error that says where.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <fstream>
 
 #include "inference/core/file_io.h"
 #include "inference/model/config.h"
 #include "inference/model/gpt.h"
+#include "inference/model/shape_tokenizer.h"
+#include "tests/support/hostile_files.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -131,6 +136,109 @@ TEST(ModelConfig, MissingAndUnexpectedTensorsAreListed) {
   EXPECT_NE(message.find("unexpected tensors: stray.weight"), std::string::npos) << message;
   EXPECT_NE(message.find("gpt.safetensors"), std::string::npos) << message;
   std::filesystem::remove_all(dir);
+}
+
+// A 2 MB model file with one extra zero-byte tensor named as layer 999999
+// once made the tensor-set check build 12 million expected names (11 GB, two
+// minutes). Layer counts now come from the layer numbers present, which must
+// run without gaps: the error names the stray tensor and comes at once.
+TEST(ModelConfig, AStrayLayerNumberIsAnErrorAtOnceNotAMillionLayers) {
+  testing::ScratchFolder folder("config");
+  const auto builtin = testing::builtin_model_dir();
+  struct Case {
+    const char* file;
+    const char* stray;
+    const char* missing_layer;
+  };
+  for (const Case& c : {Case{"shape_gpt.safetensors", "transformer.dual_blocks.999999.x", "no layer 4"},
+                        Case{"shape_gpt.safetensors", "transformer.single_blocks.999999.x", "no layer 1"},
+                        Case{"shape_tokenizer.safetensors", "decoder.blocks.999999.x", "no layer 4"}}) {
+    const auto path = folder / c.file;
+    std::filesystem::copy_file(builtin / c.file, path, std::filesystem::copy_options::overwrite_existing);
+    ASSERT_TRUE(testing::rewrite_safetensors(path, [&](testing::EditableTensors& t) {
+      t.tensors.push_back({c.stray, DType::kF32, {0}, {}});
+    }));
+    auto file = SafetensorsFile::open(path);
+    ASSERT_TRUE(file.ok());
+    const auto start = std::chrono::steady_clock::now();
+    auto as_status = [](auto result) -> Status {
+      if (result.ok()) return ok_status();
+      return result.take_error();
+    };
+    Status inferred = std::string(c.file) == "shape_gpt.safetensors" ? as_status(infer_gpt_config(*file))
+                                                                     : as_status(infer_shape_config(*file));
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 1.0) << c.stray;
+    ASSERT_FALSE(inferred.ok()) << c.stray;
+    const std::string& message = inferred.error().message;
+    EXPECT_NE(message.find(c.stray), std::string::npos) << message;
+    EXPECT_NE(message.find(c.missing_layer), std::string::npos) << message;
+  }
+}
+
+TEST(ModelConfig, ALayerWithAStrayTensorOrTwoIsNotALayer) {
+  testing::ScratchFolder folder("config");
+  const auto path = folder / "shape_gpt.safetensors";
+  std::filesystem::copy_file(testing::builtin_model_dir() / "shape_gpt.safetensors", path);
+  ASSERT_TRUE(testing::rewrite_safetensors(path, [&](testing::EditableTensors& t) {
+    t.tensors.push_back({"transformer.dual_blocks.4.x", DType::kF32, {0}, {}});
+  }));
+  auto file = SafetensorsFile::open(path);
+  auto inferred = infer_gpt_config(*file);
+  ASSERT_FALSE(inferred.ok());
+  EXPECT_NE(inferred.error().message.find("1 tensor(s) in layer 4"), std::string::npos) << inferred.error().message;
+}
+
+// NaN or infinite weights produced "no surface; try another seed"; the file is
+// the cause, and the error names the tensor.
+TEST(ModelConfig, NonFiniteWeightsAreAnErrorNamingTheTensor) {
+  testing::ScratchFolder folder("config");
+  const auto builtin = testing::builtin_model_dir();
+  std::filesystem::copy_file(builtin / "shape_gpt.safetensors", folder / "gpt.safetensors");
+  std::filesystem::copy_file(builtin / "shape_tokenizer.safetensors", folder / "shape.safetensors");
+  const std::string gpt_tensor = "transformer.dual_blocks.0.attn.pre_x.c_v.weight";
+  const std::string shape_tensor = "decoder.blocks.1.mlp.up_proj.weight";
+  ASSERT_TRUE(testing::rewrite_safetensors(folder / "gpt.safetensors", [&](testing::EditableTensors& t) {
+    testing::poison_first_element(t, gpt_tensor, std::numeric_limits<float>::quiet_NaN());
+  }));
+  ASSERT_TRUE(testing::rewrite_safetensors(folder / "shape.safetensors", [&](testing::EditableTensors& t) {
+    testing::poison_first_element(t, shape_tensor, -std::numeric_limits<float>::infinity());
+  }));
+  auto yaml = parse_model_config_yaml(builtin / "config.yaml");
+  ASSERT_TRUE(yaml.ok());
+  auto gpt = DualStreamGpt::load(folder / "gpt.safetensors", &yaml->gpt);
+  ASSERT_FALSE(gpt.ok());
+  EXPECT_NE(gpt.error().message.find(gpt_tensor + "' holds NaN"), std::string::npos) << gpt.error().message;
+  auto inferred_gpt = DualStreamGpt::load(folder / "gpt.safetensors", nullptr);
+  ASSERT_FALSE(inferred_gpt.ok());
+  auto shape = ShapeTokenizer::load(folder / "shape.safetensors", &yaml->shape);
+  ASSERT_FALSE(shape.ok());
+  EXPECT_NE(shape.error().message.find(shape_tensor + "' holds an infinity"), std::string::npos)
+      << shape.error().message;
+}
+
+TEST(ModelConfig, AConfigThatIsNotARegularFileIsNamedNotWaitedOn) {
+  testing::ScratchFolder folder("config");
+  ASSERT_EQ(::mkfifo((folder / "fifo.yaml").c_str(), 0644), 0);
+  std::filesystem::create_directory(folder / "dir.yaml");
+  std::filesystem::create_symlink("loop.yaml", folder / "loop.yaml");
+  for (const char* name : {"fifo.yaml", "dir.yaml", "loop.yaml"}) {
+    auto parsed = parse_model_config_yaml(folder / name);  // before: blocked, threw std::ios_failure or aborted
+    ASSERT_FALSE(parsed.ok()) << name;
+    EXPECT_NE(parsed.error().message.find(name), std::string::npos) << parsed.error().message;
+  }
+}
+
+TEST(ModelConfig, EpsAndRopeThetaMustBePositiveNumbers) {
+  auto text = read_file_text(testing::builtin_model_dir() / "config.yaml");
+  ASSERT_TRUE(text.ok());
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"eps: 1.000000e-06", "eps: .nan"},
+                                 {"rope_theta: 10000.0", "rope_theta: -1"}}) {
+    std::string changed = *text;
+    changed.replace(changed.find(from), from.size(), to);
+    auto parsed = parse_model_config_yaml_text(changed, "config.yaml");
+    EXPECT_FALSE(parsed.ok()) << to;
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "inference/cpu/ops.h"
 #include "inference/geometry/occupancy_grid.h"
 #include "inference/model/random_weights.h"
+#include "inference/tensor/trace_file.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -170,6 +172,71 @@ TEST_F(ShapeOracleTest, DecodeMatchesReference) {
   ASSERT_TRUE(latents.ok()) << latents.error().to_string();
   EXPECT_TRUE(close_to("decode.z_q", z_q, expected("decode.z_q")));
   EXPECT_TRUE(close_to("decode.latents", *latents, expected("decode.latents")));
+}
+
+// The float32 values of a recorded tensor, after checking its shape.
+std::vector<float> traced(const TraceRecorder& trace, const std::string& name, std::vector<int64_t> shape) {
+  const TraceRecorder::Tensor* t = trace.find(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (!t) return {};
+  EXPECT_EQ(t->shape, shape) << name;
+  EXPECT_EQ(t->dtype, DType::kF32) << name;
+  std::vector<float> values(t->data.size() / sizeof(float));
+  std::memcpy(values.data(), t->data.data(), t->data.size());
+  return values;
+}
+
+TEST_F(ShapeOracleTest, DecodeTraceNamesEveryLayerAndCarriesTheReferenceLatents) {
+  const auto tokens = expected_ids("decode.tokens");
+  TraceRecorder trace;
+  auto latents = tokenizer().decode_tokens(tokens, nullptr, &trace);
+  ASSERT_TRUE(latents.ok()) << latents.error().to_string();
+  auto untraced = tokenizer().decode_tokens(tokens);
+  ASSERT_TRUE(untraced.ok());
+  EXPECT_EQ(*latents, *untraced);  // bit for bit
+
+  const int64_t T = int64_t(tokens.size()), W = tokenizer().config().width;
+  std::vector<std::string> expected_names = {"decoder.z_q", "decoder.input"};
+  for (int i = 0; i < tokenizer().config().decoder_layers; ++i)
+    for (const char* point : {"ln_1", "q", "k", "v", "attn", "attn_residual", "ln_2", "mlp_hidden", "out"})
+      expected_names.push_back("decoder." + std::to_string(i) + "." + point);
+  expected_names.push_back("decoder.latents");
+  std::vector<std::string> names;
+  for (const auto& t : trace.tensors()) names.push_back(t.name);
+  EXPECT_EQ(names, expected_names);
+  EXPECT_TRUE(close_to("decoder.z_q", traced(trace, "decoder.z_q", {T, W}), expected("decode.z_q")));
+  EXPECT_TRUE(close_to("decoder.latents", traced(trace, "decoder.latents", {T, W}), expected("decode.latents")));
+  const int64_t last = tokenizer().config().decoder_layers - 1;
+  EXPECT_EQ(traced(trace, "decoder." + std::to_string(last) + ".out", {T, W}), *latents);
+  EXPECT_EQ(traced(trace, "decoder.0.mlp_hidden", {T, 4 * W}).size(), size_t(T * 4 * W));
+}
+
+TEST_F(ShapeOracleTest, OccupancyTraceFollowsTheLayeredPathAndGivesTheReferenceLogits) {
+  const auto latents = expected("decode.latents");
+  const auto points = expected("decode.query_points");
+  const auto reference = expected("decode.occupancy_logits");
+  auto prepared = tokenizer().prepare_latents(latents);
+  ASSERT_TRUE(prepared.ok());
+  // The fused decoder stays switched on: a trace takes the layered path anyway,
+  // in one chunk whatever the chunk size asked for.
+  TraceRecorder trace;
+  std::vector<float> logits(points.size() / 3);
+  auto status = tokenizer().occupancy(*prepared, points, logits, 100, nullptr, &trace);
+  ASSERT_TRUE(status.ok()) << status.error().to_string();
+  EXPECT_TRUE(close_to("occupancy (traced)", logits, reference));
+
+  const int64_t P = int64_t(points.size() / 3), W = tokenizer().config().width, T = prepared->latent_count;
+  std::vector<std::string> names;
+  for (const auto& t : trace.tensors()) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"occupancy.points", "occupancy.k", "occupancy.v", "occupancy.fourier",
+                                             "occupancy.query", "occupancy.ln_1", "occupancy.q", "occupancy.attn",
+                                             "occupancy.attn_residual", "occupancy.ln_2", "occupancy.mlp_hidden",
+                                             "occupancy.out", "occupancy.ln_f", "occupancy.logits"}));
+  EXPECT_EQ(traced(trace, "occupancy.points", {P, 3}), points);
+  EXPECT_EQ(traced(trace, "occupancy.k", {T, W}), prepared->keys);
+  EXPECT_TRUE(close_to("occupancy.fourier", traced(trace, "occupancy.fourier", {P, tokenizer().config().fourier_dim()}),
+                       expected("decode.fourier")));
+  EXPECT_EQ(traced(trace, "occupancy.logits", {P, 1}), logits);
 }
 
 TEST_F(ShapeOracleTest, FourierEmbeddingMatchesReference) {

@@ -11,6 +11,7 @@
 
 #include "inference/core/file_io.h"
 #include "inference/tensor/safetensors.h"
+#include "inference/tensor/trace_file.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -85,6 +86,45 @@ TEST(ClipTextEncoder, MatchesHuggingFaceLastHiddenState) {
                 p, batch_error, single_error, (*single)[3 * hidden], (*single)[3 * hidden + 1], expected[3 * hidden],
                 expected[3 * hidden + 1]);
   }
+}
+
+TEST(ClipTextEncoder, TraceNamesEveryLayerAndEndsInTheReferenceState) {
+  SKIP_WITHOUT_CLIP_ORACLE("expected_hidden_states.safetensors");
+  const auto clip_dir = testing::oracle_clip_dir();
+  auto tokenizer = ClipTokenizer::load(clip_dir);
+  auto encoder = ClipTextEncoder::load(clip_dir);
+  auto expected_file = SafetensorsFile::open(clip_dir / "expected_hidden_states.safetensors");
+  auto expected_text = read_file_text(clip_dir / "expected_tokens.json");
+  ASSERT_TRUE(tokenizer.ok() && encoder.ok() && expected_file.ok() && expected_text.ok());
+  auto hidden_states = expected_file->read_f32("last_hidden_state");
+  ASSERT_TRUE(hidden_states.ok());
+  const auto cases = prompts_of(expected_text.value());
+  const TokenizedText tokens = tokenizer->encode(cases.front());
+
+  TraceRecorder trace;
+  auto traced = encoder->encode(tokens, &trace);
+  auto plain = encoder->encode(tokens);
+  ASSERT_TRUE(traced.ok() && plain.ok());
+  EXPECT_EQ(*traced, *plain);  // bit for bit
+
+  const ClipTextConfig& c = encoder->config();
+  const int64_t T = kClipContextLength, C = c.hidden_size;
+  std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {{"clip.embeddings", {1, T, C}}};
+  for (int i = 0; i < c.num_hidden_layers; ++i)
+    for (const char* point : {"ln_1", "q", "k", "v", "attn", "attn_residual", "ln_2", "mlp_hidden", "out"})
+      expected.push_back({"clip." + std::to_string(i) + "." + point,
+                          std::string(point) == "mlp_hidden" ? std::vector<int64_t>{1, T, c.intermediate_size}
+                                                             : std::vector<int64_t>{1, T, C}});
+  expected.push_back({"clip.last_hidden_state", {1, T, C}});
+  ASSERT_EQ(trace.tensors().size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(trace.tensors()[i].name, expected[i].first);
+    EXPECT_EQ(trace.tensors()[i].shape, expected[i].second) << expected[i].first;
+  }
+  const TraceRecorder::Tensor* last = trace.find("clip.last_hidden_state");
+  ASSERT_NE(last, nullptr);
+  const float* last_values = reinterpret_cast<const float*>(last->data.data());
+  EXPECT_LT(relative_error(last_values, hidden_states->data(), size_t(T * C)), 1e-4);
 }
 
 // Writes copies of the oracle CLIP weights with changes: other dtypes, and

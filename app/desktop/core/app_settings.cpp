@@ -8,6 +8,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "app/desktop/core/json_number.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -83,7 +84,7 @@ const char* kind_of(const T&) {
   if constexpr (std::is_same_v<T, bool>) return "true or false";
   else if constexpr (std::is_arithmetic_v<T>) return "a number";
   else if constexpr (std::is_same_v<T, std::string>) return "text";
-  else return "a list";
+  else return "a list of three numbers";
 }
 
 }  // namespace
@@ -102,12 +103,27 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
   visit_fields(settings, [&](const char* key, auto& field) {
     auto found = json.find(key);
     if (found == json.end() || !failure.empty()) return;
+    using Field = std::decay_t<decltype(field)>;
+    bool fits = true;
     try {
-      found->get_to(field);
+      if constexpr (std::is_arithmetic_v<Field> && !std::is_same_v<Field, bool>) {
+        fits = json_number(*found, field);
+      } else if constexpr (std::is_same_v<Field, std::array<float, 3>>) {
+        fits = found->is_array() && found->size() == 3;
+        for (size_t i = 0; fits && i < 3; ++i) fits = json_number((*found)[i], field[i]);
+      } else {
+        found->get_to(field);
+      }
     } catch (const nlohmann::json::exception&) {
       // In words, not the JSON library's exception text.
       failure = std::string("setting '") + key + "' should be " + kind_of(field) + ", not " + found->type_name();
     }
+    if (fits || !failure.empty()) return;
+    if (found->is_number())
+      failure = std::string("setting '") + key + "' is " + found->dump() + ", not a number it can hold";
+    else
+      failure = std::string("setting '") + key + "' should be " + kind_of(field) + ", not " +
+                (found->is_array() ? "a list of " + std::to_string(found->size()) + " values" : std::string(found->type_name()));
   });
   if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);
   if (settings.recent_folders.size() > AppSettings::kMaxRecentFolders)
@@ -117,9 +133,9 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
 }
 
 Result<AppSettings> load_settings(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return AppSettings{};
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
+  if (kind == FileKind::kMissing) return AppSettings{};
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path, uint64_t(16) << 20));
   nlohmann::json json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded())
     return make_error(ErrorCode::kCorruptFile,
@@ -133,7 +149,7 @@ Result<AppSettings> load_settings(const std::filesystem::path& path) {
 Status save_settings(const AppSettings& settings, const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
-  return write_file_atomically(path, settings_to_json(settings).dump(2) + "\n");
+  return write_file_atomically(path, settings_to_json(settings).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Status set_setting(AppSettings& settings, const std::string& key, const std::string& value) {

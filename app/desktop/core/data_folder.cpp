@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "inference/core/file_io.h"
+
 namespace cubeforge::app {
 
 std::filesystem::path resolve_data_folder(const std::string& override_folder) {
@@ -12,7 +14,16 @@ std::filesystem::path resolve_data_folder(const std::string& override_folder) {
   if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "cubeforge";
   if (const char* home = std::getenv("HOME"); home && *home)
     return std::filesystem::path(home) / ".local" / "share" / "cubeforge";
-  return std::filesystem::current_path() / ".cubeforge";
+  std::error_code ec;
+  const std::filesystem::path here = std::filesystem::current_path(ec);
+  return (ec ? std::filesystem::path(".") : here) / ".cubeforge";
+}
+
+Status check_data_file(const std::filesystem::path& path) {
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
+  if (kind == FileKind::kMissing || kind == FileKind::kRegular) return ok_status();
+  return make_error(ErrorCode::kIo, "'" + path.string() + "' is " + describe_file_type(path) +
+                                        ", not a regular file; move it away");
 }
 
 double resident_memory_mib() {

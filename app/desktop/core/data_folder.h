@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+
+#include "inference/core/result.h"
 #include <string>
 
 namespace cubeforge::app {
@@ -13,5 +15,11 @@ std::filesystem::path resolve_data_folder(const std::string& override_folder = {
 
 // Current resident set size of this process in MiB (/proc/self/status VmRSS); 0 if unknown.
 double resident_memory_mib();
+
+// A file the app keeps in its data folder (the log, the window layout) may be
+// opened only when it is a regular file or missing: a FIFO there would block
+// the app at start, and a directory or a loop of links would fail without a
+// word. The error names the file and what is there instead.
+Status check_data_file(const std::filesystem::path& path);
 
 }  // namespace cubeforge::app

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "app/desktop/core/json_number.h"
 #include "inference/core/file_io.h"
 #include "inference/geometry/mesh_io.h"
 
@@ -12,6 +13,7 @@ namespace cubeforge::app {
 namespace {
 constexpr const char* kIndexName = "index.json";
 constexpr int kIndexVersion = 1;
+constexpr uint64_t kMaxIndexBytes = uint64_t(256) << 20;
 }  // namespace
 
 nlohmann::json history_entry_to_json(const HistoryEntry& e) {
@@ -84,7 +86,8 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
     json.at("id").get_to(e.id);
     e.created = json.value("created", "");
     json.at("prompt").get_to(e.prompt);
-    json.at("seed").get_to(e.seed);
+    if (!json_number(json.at("seed"), e.seed))
+      return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' has a seed that is not a whole number");
     e.settings = json.value("settings", nlohmann::json::object());
     if (auto t = json.find("timings"); t != json.end()) {
       e.timings.total_ms = t->value("total_ms", 0.0);
@@ -93,13 +96,16 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
       e.timings.tokens_per_second = t->value("tokens_per_second", 0.0);
       e.timings.stages_ms = t->value("stages_ms", nlohmann::json::object());
     }
-    e.vertices = json.value("vertices", int64_t{0});
-    e.faces = json.value("faces", int64_t{0});
+    for (auto [key, count] : {std::pair{"vertices", &e.vertices}, std::pair{"faces", &e.faces}})
+      if (json.contains(key) && !json_number(json.at(key), *count))
+        return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' has a " + key +
+                                                       " count that is not a whole number");
     json.at("mesh_file").get_to(e.mesh_file);
     e.thumbnail_file = json.value("thumbnail_file", "");
     // Entries name files inside the folder only.
-    if (e.mesh_file.find('/') != std::string::npos || e.mesh_file.find("..") != std::string::npos)
-      return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' names a mesh outside its folder");
+    for (const std::string* file : {&e.mesh_file, &e.thumbnail_file})
+      if (file->find('/') != std::string::npos || file->find("..") != std::string::npos)
+        return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' names a file outside its folder");
     return e;
   } catch (const nlohmann::json::exception& ex) {
     // entry_problem() checks every field first; the library's own text means nothing to a person.
@@ -107,29 +113,41 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
   }
 }
 
-Result<HistoryStore> HistoryStore::open(const std::filesystem::path& folder) {
-  std::error_code ec;
-  std::filesystem::create_directories(folder, ec);
-  if (!std::filesystem::is_directory(folder))
-    return make_error(ErrorCode::kIo, "cannot create the history folder '" + folder.string() + "'" +
-                                          (ec ? ": " + ec.message() : std::string()));
-  HistoryStore store(folder);
-  const auto index = folder / kIndexName;
-  if (!std::filesystem::exists(index)) return store;
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(index));
-  auto json = nlohmann::json::parse(text, nullptr, false);
+Result<HistoryIndex> parse_history_index(std::string_view text, const std::string& index_name) {
+  const auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object() || !json.contains("entries") || !json["entries"].is_array())
-    return make_error(ErrorCode::kCorruptFile, "history index '" + index.string() +
+    return make_error(ErrorCode::kCorruptFile, "history index '" + index_name +
                                                    "' is not a valid index; move it away to start a new history");
+  HistoryIndex index;
   for (const auto& item : json["entries"]) {
     auto entry = history_entry_from_json(item);
     if (entry.ok()) {
-      store.entries_.push_back(std::move(*entry));
+      index.entries.push_back(std::move(*entry));
     } else {
-      store.unreadable_.push_back(item);
-      store.problems_.push_back(entry.error().message + " and is left out (it stays in " + index.string() + ")");
+      index.unreadable.push_back(item);
+      index.problems.push_back(entry.error().message + " and is left out (it stays in " + index_name + ")");
     }
   }
+  return index;
+}
+
+Result<HistoryStore> HistoryStore::open(const std::filesystem::path& folder) {
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);  // the check below says what went wrong
+  auto kind = file_kind(folder);
+  if (!kind.ok()) return make_error(ErrorCode::kIo, "cannot open the history folder: " + kind.error().message);
+  if (*kind != FileKind::kDirectory)
+    return make_error(ErrorCode::kIo, "cannot create the history folder '" + folder.string() + "'" +
+                                          (ec ? ": " + ec.message() : ": " + describe_file_type(folder) + " is there"));
+  HistoryStore store(folder);
+  const auto index = folder / kIndexName;
+  CUBEFORGE_ASSIGN_OR_RETURN(FileKind index_kind, file_kind(index));
+  if (index_kind == FileKind::kMissing) return store;
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(index, kMaxIndexBytes));
+  CUBEFORGE_ASSIGN_OR_RETURN(HistoryIndex parsed, parse_history_index(text, index.string()));
+  store.entries_ = std::move(parsed.entries);
+  store.unreadable_ = std::move(parsed.unreadable);
+  store.problems_ = std::move(parsed.problems);
   return store;
 }
 
@@ -142,7 +160,9 @@ std::string HistoryStore::next_id() const {
   for (int n = 1;; ++n) {
     std::string id = std::string(stamp) + "-" + std::to_string(n);
     bool taken = std::any_of(entries_.begin(), entries_.end(), [&](const HistoryEntry& e) { return e.id == id; });
-    if (!taken && !std::filesystem::exists(folder_ / (id + ".glb"))) return id;
+    auto kind = file_kind(folder_ / (id + ".glb"));
+    if (!taken && kind.ok() && *kind == FileKind::kMissing) return id;
+    if (n > 100000) return id;  // a folder that cannot be examined: the write will say why
   }
 }
 
@@ -150,7 +170,7 @@ Status HistoryStore::save_index() const {
   nlohmann::json json = {{"version", kIndexVersion}, {"entries", nlohmann::json::array()}};
   for (const auto& entry : unreadable_) json["entries"].push_back(entry);
   for (const auto& entry : entries_) json["entries"].push_back(history_entry_to_json(entry));
-  return write_file_atomically(folder_ / kIndexName, json.dump(1) + "\n");
+  return write_file_atomically(folder_ / kIndexName, json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Result<HistoryEntry> HistoryStore::add(HistoryEntry entry, const Mesh& mesh) {

@@ -71,5 +71,14 @@ class HistoryStore {
 
 nlohmann::json history_entry_to_json(const HistoryEntry& entry);
 Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json);
+// An index file's entries: those read, and those left out with the reason.
+struct HistoryIndex {
+  std::vector<HistoryEntry> entries;
+  std::vector<nlohmann::json> unreadable;  // written back unchanged
+  std::vector<std::string> problems;       // one per unreadable entry, in words
+};
+// The entries of an index file's text; `index_name` names it in errors. Only
+// an index that is not one at all is an error: a bad entry is left out.
+Result<HistoryIndex> parse_history_index(std::string_view text, const std::string& index_name);
 
 }  // namespace cubeforge::app

@@ -177,7 +177,7 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
 }
 
 Result<std::vector<ScriptCommand>> load_script(const std::filesystem::path& path) {
-  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::string text, read_file_text(path, uint64_t(16) << 20));
   auto commands = parse_script(text);
   if (!commands.ok())
     return make_error(commands.error().code, "script '" + path.string() + "': " + commands.error().message);

@@ -43,7 +43,7 @@ void draw_model_section(App& app) {
     // (random weights): enough to try every part of the app.
     const auto fixture =
         (std::filesystem::path(CUBEFORGE_SOURCE_DIR) / ".." / "shared" / "oracle" / "cube3d-v05").lexically_normal();
-    if (std::filesystem::exists(fixture / "shape_gpt.safetensors")) {
+    if (std::error_code ec; std::filesystem::exists(fixture / "shape_gpt.safetensors", ec)) {
       ImGui::BeginDisabled(busy);
       if (ImGui::Button("Use the test fixture model")) app.load_model(fixture.string());
       ImGui::EndDisabled();

@@ -1,0 +1,157 @@
+// Files named by users: reads refuse what is not a regular file (a FIFO
+// would block forever), path checks never throw, and atomic writes follow the
+// rules in file_io.h (read-only files, symbolic links, long names, stale
+// temporaries of killed runs, cancellation up to the rename).
+#include "inference/core/file_io.h"
+
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <thread>
+
+#include "tests/support/hostile_files.h"
+
+namespace cubeforge {
+namespace {
+
+using testing::ScratchFolder;
+
+std::vector<std::string> temporaries_in(const std::filesystem::path& folder) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(folder))
+    if (entry.path().filename().string().find(".tmp") != std::string::npos) names.push_back(entry.path().filename());
+  return names;
+}
+
+TEST(FileIo, AFifoIsRefusedAtOnceInsteadOfBlocking) {
+  ScratchFolder folder("file-io");
+  const auto fifo = folder / "weights.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  // Should a read block on the FIFO, a writer arriving after 3 s releases it
+  // (with nothing written), and the elapsed time shows it.
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto bytes = read_file_bytes(fifo);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  writer.join();
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_LT(seconds, 2.0);
+  EXPECT_NE(bytes.error().message.find("FIFO"), std::string::npos) << bytes.error().message;
+  EXPECT_NE(bytes.error().message.find(fifo.string()), std::string::npos);
+  auto mapped = SafetensorsFile::open(fifo);
+  ASSERT_FALSE(mapped.ok());
+  EXPECT_NE(mapped.error().message.find("FIFO"), std::string::npos);
+}
+
+TEST(FileIo, DirectoriesAndDevicesAreNamedForWhatTheyAre) {
+  ScratchFolder folder("file-io");
+  auto dir = read_file_text(folder.path());
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.error().message.find("is a directory"), std::string::npos) << dir.error().message;
+  auto device = read_file_text("/dev/zero", 1 << 20);
+  ASSERT_FALSE(device.ok());
+  EXPECT_NE(device.error().message.find("character device"), std::string::npos) << device.error().message;
+}
+
+TEST(FileIo, ALoopOfSymbolicLinksIsAnErrorNotAnException) {
+  ScratchFolder folder("file-io");
+  const auto loop = folder / "loop";
+  std::filesystem::create_symlink("loop", loop);
+  auto kind = file_kind(loop / "inside.yaml");
+  ASSERT_FALSE(kind.ok());
+  EXPECT_NE(kind.error().message.find("loop of symbolic links"), std::string::npos) << kind.error().message;
+  EXPECT_FALSE(require_regular_file(loop, "the configuration").ok());
+  auto write = write_file_atomically(loop / "out.glb", std::string_view("x"));
+  ASSERT_FALSE(write.ok());
+  EXPECT_NE(write.error().message.find("loop of symbolic links"), std::string::npos) << write.error().message;
+}
+
+TEST(FileIo, AReadOnlyFileIsReplacedOnlyWhenForcedAndKeepsItsMode) {
+  ScratchFolder folder("file-io");
+  const auto path = folder / "shape.glb";
+  ASSERT_TRUE(write_file_atomically(path, std::string_view("old")).ok());
+  ASSERT_EQ(::chmod(path.c_str(), 0444), 0);
+  Status refused = write_file_atomically(path, std::string_view("new"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("read-only"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(*read_file_text(path), "old");
+  WriteOptions force;
+  force.replace_read_only = true;
+  ASSERT_TRUE(write_file_atomically(path, std::string_view("new"), force).ok());
+  EXPECT_EQ(*read_file_text(path), "new");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0444u);
+}
+
+TEST(FileIo, ASymbolicLinkIsWrittenThroughAndStays) {
+  ScratchFolder folder("file-io");
+  ASSERT_TRUE(write_file_atomically(folder / "target.glb", std::string_view("old")).ok());
+  std::filesystem::create_symlink("target.glb", folder / "link.glb");
+  ASSERT_TRUE(write_file_atomically(folder / "link.glb", std::string_view("new")).ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(folder / "link.glb"));
+  EXPECT_EQ(*read_file_text(folder / "target.glb"), "new");
+  std::filesystem::create_symlink("nowhere.glb", folder / "dangling.glb");
+  Status dangling = write_file_atomically(folder / "dangling.glb", std::string_view("x"));
+  ASSERT_FALSE(dangling.ok());
+  EXPECT_NE(dangling.error().message.find("nowhere.glb"), std::string::npos) << dangling.error().message;
+  EXPECT_FALSE(std::filesystem::exists(folder / "nowhere.glb"));
+}
+
+TEST(FileIo, NamesUpTo255BytesAreWritten) {
+  ScratchFolder folder("file-io");
+  for (size_t length : {240, 241, 250, 255}) {
+    const std::string name = std::string(length - 4, 'n') + ".glb";
+    ASSERT_TRUE(write_file_atomically(folder / name, std::string_view("data")).ok()) << length;
+    EXPECT_EQ(*read_file_text(folder / name), "data");
+    EXPECT_LE(temporary_file_name(name, "0123abcd").size(), 255u);
+  }
+  // A cut never splits a UTF-8 sequence.
+  std::string wide;
+  while (wide.size() < 250) wide += "\xC3\xA9";
+  const std::string temp = temporary_file_name(wide, "0123abcd");
+  EXPECT_LE(temp.size(), 255u);
+  EXPECT_NE(uint8_t(temp[temp.size() - 14]) & 0xC0, 0xC0u);  // the byte before ".0123abcd.tmp" ends a character
+  EXPECT_TRUE(temporaries_in(folder.path()).empty());
+}
+
+TEST(FileIo, StaleTemporariesOfKilledWritesAreRemovedLiveOnesKept) {
+  ScratchFolder folder("file-io");
+  const auto stale = folder / temporary_file_name("shape.glb", "0badf00d");
+  const auto live = folder / temporary_file_name("shape.glb", "0000beef");
+  const auto foreign = folder / ".shape.glb.notours";
+  for (const auto& path : {stale, live, foreign}) ASSERT_TRUE(write_file_atomically(path, std::string_view("partial")).ok());
+  // Another run still writing holds its temporary's lock.
+  const int held = ::open(live.c_str(), O_RDONLY);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  ASSERT_TRUE(write_file_atomically(folder / "shape.glb", std::string_view("whole")).ok());
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(foreign));
+  ::close(held);
+}
+
+TEST(FileIo, ACancelBeforeTheRenameLeavesTheOldFileAndNoTemporary) {
+  ScratchFolder folder("file-io");
+  const auto path = folder / "shape.glb";
+  ASSERT_TRUE(write_file_atomically(path, std::string_view("old")).ok());
+  std::atomic<bool> cancel{false};
+  WriteOptions options;
+  options.cancel = &cancel;
+  options.before_rename = [&] { cancel.store(true); };  // Ctrl+C at the last moment
+  Status cancelled = write_file_atomically(path, std::string_view("new"), options);
+  ASSERT_FALSE(cancelled.ok());
+  EXPECT_EQ(cancelled.error().code, ErrorCode::kCancelled);
+  EXPECT_EQ(*read_file_text(path), "old");
+  EXPECT_EQ(temporaries_in(folder.path()).size(), 0u);
+}
+
+}  // namespace
+}  // namespace cubeforge
