@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "app/cli/commands.h"
+#include "app/cli/model_option.h"
 #include "inference/cpu/ops.h"
 #include "inference/decoding/decoding.h"
 #include "inference/model/random_weights.h"
@@ -65,7 +66,7 @@ Result<LoadedGpt> load_gpt(const DecodingBenchOptions& o) {
     CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt gpt, DualStreamGpt::load(dir / "shape_gpt.safetensors", &config.gpt));
     loaded.gpt.emplace(std::move(gpt));
     loaded.tokens = config.shape.latents;
-    loaded.description = dir.string();
+    loaded.description = escape_untrusted(dir.string());
     return loaded;
   }
   CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig config, preset_model_config(o.shape));
@@ -92,7 +93,7 @@ int run_decoding_bench(const DecodingBenchOptions& o) {
   cpu::set_thread_count(o.threads);
   auto loaded = load_gpt(o);
   if (!loaded.ok()) {
-    std::fprintf(stderr, "bench-decoding: %s\n", loaded.error().to_string().c_str());
+    print_error("bench-decoding", loaded.error());
     return 1;
   }
   const DualStreamGpt& gpt = *loaded->gpt;
@@ -130,7 +131,7 @@ int run_decoding_bench(const DecodingBenchOptions& o) {
     prefix[0] = c.bos_id();
     std::vector<float> logits(size_t(session.rows()) * size_t(c.vocab_size()));
     if (Status s = session.prefill(prefix, logits); !s.ok()) {
-      std::fprintf(stderr, "bench-decoding: %s\n", s.error().to_string().c_str());
+      print_error("bench-decoding", s.error());
       return 1;
     }
     for (int n = 1; n <= widest; ++n) {
@@ -175,13 +176,13 @@ int run_decoding_bench(const DecodingBenchOptions& o) {
     auto tokens = generate_tokens(gpt, *cond, unconditional, count, generation);
     sequential_ms.push_back(ms_since(start));
     if (!tokens.ok()) {
-      std::fprintf(stderr, "bench-decoding: %s\n", tokens.error().to_string().c_str());
+      print_error("bench-decoding", tokens.error());
       return 1;
     }
     sequential_tokens = *tokens;
     for (auto [options, run] : {std::pair{&adaptive, &adaptive_run}, std::pair{&always, &always_run}}) {
       if (Status s = jacobi(*options, *run); !s.ok()) {
-        std::fprintf(stderr, "bench-decoding: %s\n", s.error().to_string().c_str());
+        print_error("bench-decoding", s.error());
         return 1;
       }
     }
@@ -216,7 +217,7 @@ int run_decoding_bench(const DecodingBenchOptions& o) {
   };
   report["jacobi"]["position_cost"] = adaptive.position_cost;
   if (o.json) {
-    std::cout << report.dump() << std::endl;
+    std::cout << json_line(report) << std::endl;
     return 0;
   }
   std::printf("model               %s, %d tokens, %s attention, guidance %.1f\n", loaded->description.c_str(), count,

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "app/cli/commands.h"
+#include "app/cli/decoding_arguments.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
@@ -37,14 +38,7 @@ struct GenerateOptions {
   int resolution = 8;
   std::string attention = "causal";
   bool no_kv_cache = false;
-  std::string decoding = "sequential";
-  float threshold = DiffusionOptions{}.threshold;
-  float factor = 0.f;
-  std::string diffusion_cache = "dual";
-  int block_size = 0;
-  int sub_block_size = 0;
-  int guesses = JacobiOptions{}.max_guesses;
-  float guess_cost = JacobiOptions{}.position_cost;
+  DecodingArguments decoding;
   bool dense = false;
   bool reference_mapping = false;
   bool keep_floaters = false;
@@ -61,27 +55,6 @@ nlohmann::json timings_json(const StageTimings& t) {
   return {{"text_ms", t.text_ms},           {"prefill_ms", t.prefill_ms},     {"decode_ms", t.decode_ms},
           {"shape_decode_ms", t.shape_decode_ms}, {"occupancy_ms", t.occupancy_ms}, {"meshing_ms", t.meshing_ms},
           {"cleanup_ms", t.cleanup_ms},     {"total_ms", t.total_ms()}};
-}
-
-nlohmann::json decoding_json(const DecodingStats& stats, const DecodingOptions& options) {
-  nlohmann::json j = {{"mode", decoding_mode_name(stats.mode)},
-                      {"model_evaluations", stats.model_evaluations},
-                      {"tokens_per_evaluation", stats.tokens_per_evaluation()},
-                      {"tokens_per_step", stats.tokens_per_step},
-                      {"positions_per_step", stats.positions_per_step}};
-  if (stats.mode == DecodingMode::kJacobi) {
-    j["max_guesses"] = options.jacobi.max_guesses;
-    j["guess_cost"] = options.jacobi.position_cost;
-    j["guessed"] = stats.guessed;
-    j["guesses_accepted"] = stats.guesses_accepted;
-  } else if (stats.mode == DecodingMode::kDiffusion) {
-    j["cache"] = diffusion_cache_name(options.diffusion.cache);
-    if (options.diffusion.factor > 0.f)
-      j["factor"] = options.diffusion.factor;
-    else
-      j["threshold"] = options.diffusion.threshold;
-  }
-  return j;
 }
 
 // Exact parallel decoding's speed-up, measured in the same run: the prompt's
@@ -133,6 +106,11 @@ int run_generate(GenerateOptions o) {
     print_error("generate", format.error());
     return 2;
   }
+  if (!o.trace.empty() && o.decoding.options().mode != DecodingMode::kSequential) {
+    std::fprintf(stderr, "generate: a trace names the prefill's and the decode steps' intermediates; trace sequential "
+                 "decoding (leave out --decoding)\n");
+    return 2;
+  }
   const uint64_t seed = std::stoull(o.seed_text);  // checked by seed_number()
   const auto folder = model_folder_or_report(o.model_dir, o.model_given, "generate");
   if (!folder) return 2;
@@ -158,14 +136,7 @@ int run_generate(GenerateOptions o) {
   request.resolution = o.resolution;
   request.attention = o.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = !o.no_kv_cache;
-  request.decoding.mode = *parse_decoding_mode(o.decoding);
-  request.decoding.jacobi.max_guesses = o.guesses;
-  request.decoding.jacobi.position_cost = o.guess_cost;
-  request.decoding.diffusion.threshold = o.threshold;
-  request.decoding.diffusion.factor = o.factor;
-  request.decoding.diffusion.cache = *parse_diffusion_cache(o.diffusion_cache);
-  request.decoding.diffusion.block_size = o.block_size;
-  request.decoding.diffusion.sub_block_size = o.sub_block_size;
+  request.decoding = o.decoding.options();
   request.coarse_to_fine = !o.dense;
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
@@ -310,27 +281,7 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)")
       ->check(CLI::IsMember({"causal", "reference"}));
   cmd->add_flag("--no-kv-cache", o->no_kv_cache, "Recompute the whole sequence every step");
-  cmd->add_option("--decoding", o->decoding,
-                  "sequential (default), jacobi (exact parallel decoding of an autoregressive model, greedy) or "
-                  "diffusion (a block-diffusion model folder)")
-      ->check(CLI::IsMember({"sequential", "jacobi", "diffusion"}));
-  cmd->add_option("--guesses", o->guesses, "Jacobi: tokens guessed ahead at most")
-      ->check(whole_number_in(0, 64, "0 decodes one token per evaluation"));
-  cmd->add_option("--guess-cost", o->guess_cost,
-                  "Jacobi: what one more position costs in an evaluation, relative to one (0: always guess)")
-      ->check(number_in(0.0, 100.0, false, "0 guesses at every evaluation"));
-  auto* threshold = cmd->add_option("--threshold", o->threshold,
-                                    "Diffusion: accept every position whose confidence exceeds this")
-                        ->check(number_in(0.0, 1.0, false, "lower accepts more tokens per evaluation"));
-  cmd->add_option("--factor", o->factor, "Diffusion: the factor rule instead of a threshold")
-      ->check(number_in(0.0, std::numeric_limits<double>::max(), true, "larger accepts more tokens per evaluation"))
-      ->excludes(threshold);
-  cmd->add_option("--diffusion-cache", o->diffusion_cache, "Diffusion key-value cache: none, prefix or dual (default)")
-      ->check(CLI::IsMember({"none", "prefix", "dual"}));
-  cmd->add_option("--block-size", o->block_size, "Diffusion: positions per block (default: the model's)")
-      ->check(whole_number_in(1, 4096, "it must divide the shape's tokens"));
-  cmd->add_option("--sub-block", o->sub_block_size, "Diffusion, dual cache: positions per sub-block (default: half a block)")
-      ->check(whole_number_in(1, 4096, "it must divide the block size"));
+  add_decoding_arguments(cmd, o->decoding);
   cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
   cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");
