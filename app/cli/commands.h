@@ -10,6 +10,8 @@ namespace cubeforge::cli {
 using Action = std::function<int()>;
 
 Action add_bench_command(CLI::App& app);
+Action add_decoding_bench_command(CLI::App& app);
+Action add_decoding_compare_command(CLI::App& app);
 Action add_meshing_bench_command(CLI::App& app);
 Action add_occupancy_bench_command(CLI::App& app);
 Action add_generate_command(CLI::App& app);

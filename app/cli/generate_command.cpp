@@ -1,11 +1,14 @@
 // `cubeforge-cli generate`: a prompt to a mesh file.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <iostream>
 #include <unistd.h>
 
 #include "app/cli/commands.h"
 #include "app/cli/engine_options.h"
+#include "app/cli/decoding_arguments.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
@@ -40,6 +43,7 @@ struct GenerateOptions {
   std::string backend = "auto";
   bool no_cuda_graphs = false;
   std::string kv_cache_type = "f32";
+  DecodingArguments decoding;
   bool dense = false;
   bool reference_mapping = false;
   bool keep_floaters = false;
@@ -59,11 +63,58 @@ nlohmann::json timings_json(const StageTimings& t) {
           {"cleanup_ms", t.cleanup_ms},     {"total_ms", t.total_ms()}};
 }
 
+// Exact parallel decoding's speed-up, measured in the same run: the prompt's
+// tokens decoded sequentially and in parallel, alternating, three times each
+// (the medians), and whether the sequential tokens equal the generation's.
+struct SequentialComparison {
+  double sequential_ms = 0, parallel_ms = 0;
+  bool tokens_equal = false;
+};
+
+Result<SequentialComparison> compare_with_sequential(const CubeModel& model, const GenerationRequest& request,
+                                                     const std::vector<int>& tokens) {
+  std::optional<std::array<float, 3>> bbox;
+  if (request.bbox) {
+    CUBEFORGE_ASSIGN_OR_RETURN(bbox, normalize_bbox(*request.bbox));
+  }
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, request.prompt, bbox));
+  std::vector<float> uncond;
+  if (request.guidance_scale > 0.f) {
+    CUBEFORGE_ASSIGN_OR_RETURN(uncond, encode_prompt(model, "", std::nullopt));
+  }
+  TokenGenerationOptions generation;
+  generation.guidance_scale = request.guidance_scale;
+  generation.attention = request.attention;
+  DecodingOptions sequential_decoding = request.decoding;
+  sequential_decoding.mode = DecodingMode::kSequential;
+  std::vector<double> times[2];
+  SequentialComparison comparison;
+  for (int round = 0; round < 3; ++round)
+    for (int parallel = 0; parallel < 2; ++parallel) {
+      const auto start = std::chrono::steady_clock::now();
+      CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded,
+                                 decode_tokens(model.gpt(), nullptr, cond, uncond, model.shape_tokens(), generation,
+                                               parallel ? request.decoding : sequential_decoding));
+      times[parallel].push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      if (!parallel) comparison.tokens_equal = decoded.tokens == tokens;
+    }
+  for (auto& t : times) std::sort(t.begin(), t.end());
+  comparison.sequential_ms = times[0][1];
+  comparison.parallel_ms = times[1][1];
+  return comparison;
+}
+
 int run_generate(GenerateOptions o) {
   if (o.out.empty()) o.out = "cubeforge.glb";
   auto format = mesh_file_format_from_path(o.out);
   if (!format.ok()) {
     print_error("generate", format.error());
+    return 2;
+  }
+  if (!o.trace.empty() && o.decoding.options().mode != DecodingMode::kSequential) {
+    std::fprintf(stderr, "generate: a trace names the prefill's and the decode steps' intermediates; trace sequential "
+                 "decoding (leave out --decoding)\n");
     return 2;
   }
   const uint64_t seed = std::stoull(o.seed_text);  // checked by seed_number()
@@ -90,7 +141,9 @@ int run_generate(GenerateOptions o) {
   // Named intermediates are recorded by the CPU backend, which alone runs
   // the weight formats and KV cache options: a run that asks for them chooses it.
   BackendChoice choice = *parse_backend_choice(o.backend);
-  if ((!o.trace.empty() || !o.engine.exact()) && choice == BackendChoice::kAuto) choice = BackendChoice::kCpu;
+  if ((!o.trace.empty() || !o.engine.exact() || o.decoding.options().mode != DecodingMode::kSequential) &&
+      choice == BackendChoice::kAuto)
+    choice = BackendChoice::kCpu;
   auto selection = select_token_backend(choice, model->gpt());
   if (!selection.ok()) {
     print_error("generate", selection.error());
@@ -116,6 +169,7 @@ int run_generate(GenerateOptions o) {
   request.cuda_graphs = !o.no_cuda_graphs;
   request.kv_cache_type = o.kv_cache_type == "bf16" ? DType::kBF16 : DType::kF32;
   request.kv_cache = *kv;
+  request.decoding = o.decoding.options();
   request.coarse_to_fine = !o.dense;
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
@@ -174,6 +228,15 @@ int run_generate(GenerateOptions o) {
     print_error("generate", saved.error());
     return 1;
   }
+  std::optional<SequentialComparison> sequential;
+  if (request.decoding.mode == DecodingMode::kJacobi) {
+    auto compared = compare_with_sequential(*model, request, result->tokens);
+    if (!compared.ok()) {
+      print_error("generate", compared.error());
+      return 1;
+    }
+    sequential = *compared;
+  }
   // Watertightness is what 3D printing and boolean tools need; say it for the mesh as written.
   const MeshTopology topology = analyze_topology(result->mesh);
   if (o.json) {
@@ -209,9 +272,22 @@ int run_generate(GenerateOptions o) {
           {"components", topology.components}}},
         {"output", escape_untrusted(o.out)},
     };
+    nlohmann::json& decoding = report["decoding"] = decoding_json(result->decoding, request.decoding);
+    if (sequential) {
+      decoding["sequential_token_ms"] = sequential->sequential_ms;
+      decoding["parallel_token_ms"] = sequential->parallel_ms;
+      decoding["speedup_over_sequential"] = sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms);
+      decoding["tokens_equal_sequential"] = sequential->tokens_equal;
+    }
     std::cout << json_line(report) << std::endl;
   } else {
     print_timing_table(*result, stdout);
+    if (sequential)
+      std::printf("exact parallel decoding: %.1f ms for the tokens against %.1f ms sequentially (%.2fx, medians of "
+                  "3 alternating), %s\n",
+                  sequential->parallel_ms, sequential->sequential_ms,
+                  sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms),
+                  sequential->tokens_equal ? "the same tokens" : "DIFFERENT TOKENS");
     std::printf("wrote %s (%lld faces, %s)\n", out_shown.c_str(), static_cast<long long>(topology.faces),
                 topology.closed_and_oriented() ? "watertight" : "not watertight");
   }
@@ -249,6 +325,7 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs, "CUDA: launch each decode step's kernels instead of replaying a graph");
   cmd->add_option("--kv-cache-type", o->kv_cache_type, "CUDA: KV cache precision, f32 (exact) or bf16")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  add_decoding_arguments(cmd, o->decoding);
   cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
   cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");

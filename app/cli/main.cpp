@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   actions.push_back(cubeforge::cli::add_generate_command(app));
   actions.push_back(cubeforge::cli::add_tokenize_command(app));
   actions.push_back(cubeforge::cli::add_bench_command(app));
+  actions.push_back(cubeforge::cli::add_decoding_bench_command(app));
+  actions.push_back(cubeforge::cli::add_decoding_compare_command(app));
   actions.push_back(cubeforge::cli::add_occupancy_bench_command(app));
   actions.push_back(cubeforge::cli::add_meshing_bench_command(app));
   actions.push_back(cubeforge::cli::add_trace_diff_command(app));

@@ -23,21 +23,25 @@ void ProgressLine::on_event(const GenerationEvent& e) {
     case Kind::kStageFinished:
       break;
     case Kind::kToken: {
-      if (e.token_index == 1) decode_start_ = now;
-      const bool last = e.token_index + 1 == e.token_count;
+      ++tokens_seen_;
+      if (e.decode_step == 0) {
+        first_step_tokens_ = tokens_seen_;
+        decode_start_ = now;
+      }
+      const bool last = tokens_seen_ == e.token_count;
       if (!last && now - last_draw_ < std::chrono::milliseconds(50)) return;
       last_draw_ = now;
       const int width = 30;
-      const int done = e.token_count > 0 ? (e.token_index + 1) * width / e.token_count : width;
+      const int done = e.token_count > 0 ? tokens_seen_ * width / e.token_count : width;
       std::string bar(size_t(done), '#');
       bar.resize(size_t(width), '.');
       double rate = 0;
-      if (e.token_index >= 1) {
+      if (e.decode_step > 0) {
         const double seconds = std::chrono::duration<double>(now - decode_start_).count();
-        rate = seconds > 0 ? double(e.token_index) / seconds : 0;
+        rate = seconds > 0 ? double(tokens_seen_ - first_step_tokens_) / seconds : 0;
       }
       char line[160];
-      std::snprintf(line, sizeof line, "[%s] %d/%d tokens  %.1f tok/s  %s", bar.c_str(), e.token_index + 1,
+      std::snprintf(line, sizeof line, "[%s] %d/%d tokens  %.1f tok/s  %s", bar.c_str(), tokens_seen_,
                     e.token_count, rate, stage_.c_str());
       draw(line);
       break;
@@ -71,6 +75,10 @@ void print_timing_table(const GenerationResult& r, std::FILE* out) {
   if (!r.tokens.empty())
     std::fprintf(out, "tokens %zu, time to first token %.1f ms, %.1f tokens/s\n", r.tokens.size(),
                  r.time_to_first_token_ms, r.tokens_per_second);
+  if (r.decoding.mode != DecodingMode::kSequential)
+    std::fprintf(out, "decoding %s: %d model evaluations, %.2f tokens per evaluation\n",
+                 decoding_mode_name(r.decoding.mode), r.decoding.model_evaluations,
+                 r.decoding.tokens_per_evaluation());
   std::fprintf(out, "mesh: %lld vertices, %lld faces (%lld before cleanup), %lld occupancy points of %lld dense\n",
                (long long)r.stats.vertices, (long long)r.stats.faces, (long long)r.stats.faces_before_cleanup,
                (long long)r.stats.occupancy_points, (long long)r.stats.dense_points);

@@ -24,6 +24,8 @@ class ProgressLine {
   bool enabled_;
   bool drawn_ = false;
   std::string stage_ = "starting";
+  int tokens_seen_ = 0;  // parallel decoding reports several tokens per step, block diffusion out of order
+  int first_step_tokens_ = 0;
   std::chrono::steady_clock::time_point decode_start_{};
   std::chrono::steady_clock::time_point last_draw_{};
 };

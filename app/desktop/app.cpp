@@ -56,12 +56,18 @@ void App::start_latency_demo() {
     log_error("no model loaded: choose a model folder in Settings first");
     return;
   }
-  if (!worker.run_latency_demo(make_request(state.settings))) {
+  LatencyDemoChoice choice;
+  choice.parallel = parse_decoding_mode(state.settings.latency_decoding).value_or(DecodingMode::kJacobi);
+  choice.diffusion_threshold = state.settings.diffusion_threshold;
+  const auto summary = worker.model_summary();
+  choice.block_diffusion_model = summary && summary->block_diffusion;
+  std::vector<LatencyRun> runs = latency_demo_runs(choice);
+  if (!worker.run_latency_demo(make_request(state.settings), runs)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
   state.latency = LatencyDemoState{};
-  state.latency.runs = latency_demo_runs();
+  state.latency.runs = std::move(runs);
   state.latency.results.resize(state.latency.runs.size());
   state.latency.running = state.latency.shown = true;
   state.generation.generating = true;

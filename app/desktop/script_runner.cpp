@@ -74,10 +74,18 @@ nlohmann::json window_state(App& app) {
                        {"available", state.latency.runs[i].unavailable_reason.empty()},
                        {"done", result.has_value() && result->available},
                        {"tpot_ms", result ? result->mean_tpot_ms : 0.0},
+                       {"model_evaluations", result ? result->decoding.model_evaluations : 0},
+                       {"tokens_per_evaluation", result ? result->decoding.tokens_per_evaluation() : 0.0},
                        {"total_ms", result ? result->total_ms : 0.0},
-                       {"stages_ms", result ? result->stages.total_ms() : 0.0}});
+                       {"stages_ms", result ? result->stages.total_ms() : 0.0},
+                       {"decoding", decoding_mode_name(state.latency.runs[i].decoding.mode)},
+                       {"token_steps", result ? result->token_steps : std::vector<int>{}}});
   }
-  out["latency"] = {{"shown", state.latency.shown}, {"running", state.latency.running}, {"runs", latency}};
+  out["latency"] = {{"shown", state.latency.shown},
+                    {"running", state.latency.running},
+                    {"decoding", state.settings.latency_decoding},
+                    {"diffusion_threshold", state.settings.diffusion_threshold},
+                    {"runs", latency}};
   out["current_seed"] = state.current.seed;
   const HistoryState& history = state.history;
   out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},

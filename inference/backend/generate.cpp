@@ -80,7 +80,7 @@ Result<std::vector<int>> generate_tokens(const TokenBackend& backend, std::span<
       }
       // Tokens that landed together share the wait's time.
       const double step_ms = landed_ms / double(landed.size());
-      if (on_token && !on_token(TokenEvent{step, landed[i], step_ms}))
+      if (on_token && !on_token(TokenEvent{step, landed[i], step_ms, step}))
         return make_error(ErrorCode::kCancelled, "generation cancelled after " + std::to_string(step + 1) + " tokens");
     }
     since = Clock::now();

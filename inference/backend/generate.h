@@ -39,6 +39,7 @@ struct TokenEvent {
   int index = 0;        // 0-based position of the token
   int token = 0;
   double step_ms = 0;   // time from the previous token (from the start for index 0, the prefill)
+  int step = 0;         // the model evaluation that chose it: its index here, fewer with parallel decoding
 };
 
 // Return false to cancel; generation then ends with ErrorCode::kCancelled.

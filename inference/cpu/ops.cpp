@@ -188,6 +188,14 @@ void linear_accumulate(const float* x, int64_t m, const WeightMatrix& w, const f
     run_gemm(x, m, w, bias, y, true);
 }
 
+void linear_rows(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y) {
+  if (m > 0) run_matvec(x, m, w, bias, y, false);
+}
+
+void linear_rows_accumulate(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y) {
+  if (m > 0) run_matvec(x, m, w, bias, y, true);
+}
+
 void layer_norm(const float* x, int64_t m, int64_t n, float eps, const float* weight, const float* bias, float* y) {
   parallel_for(m, std::max<int64_t>(1, 32768 / std::max<int64_t>(1, n)), [&](int64_t i0, int64_t i1) {
   for (int64_t i = i0; i < i1; ++i) {

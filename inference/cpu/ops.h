@@ -66,6 +66,14 @@ void linear(const float* x, int64_t m, const WeightMatrix& w, const float* bias,
 // Same, accumulating into y: y += x · Wᵀ (+ bias). Used for residual adds.
 void linear_accumulate(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y);
 
+// y[M, N] = x[M, K] · Wᵀ (+ bias), every row through the decode kernel: a row's
+// values are the same bits whatever M is, and the same as linear() gives a
+// one- or two-row decode. Exact parallel decoding verifies several positions
+// in one evaluation and relies on it. The weights are streamed once per two
+// rows, so many rows cost more than through linear().
+void linear_rows(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y);
+void linear_rows_accumulate(const float* x, int64_t m, const WeightMatrix& w, const float* bias, float* y);
+
 // Row-wise LayerNorm over n features; weight/bias may be null (no affine).
 // Mean and variance are summed in double precision, one value at a time, and
 // rounded to float32; the normalisation itself is float32. The same on every

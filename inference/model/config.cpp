@@ -153,6 +153,21 @@ Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const st
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_pooled_text_embed", &g.use_pooled_text_embed, file, false));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "encoder_with_cls_token", &g.encoder_with_cls_token, file, false));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_bbox", &g.use_bbox, file, false));
+  if (const YAML::Node diffusion = gpt["block_diffusion"]) {
+    const std::string section = "gpt_model.block_diffusion";
+    if (!diffusion.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + " is not a mapping");
+    CUBEFORGE_TRY(read_key(diffusion, section, "block_size", &g.diffusion_block_size, file, true));
+    CUBEFORGE_TRY(read_key(diffusion, section, "mask_token_id", &g.mask_token_id, file, true));
+    if (g.diffusion_block_size < 1)
+      return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + ".block_size = " +
+                                                     std::to_string(g.diffusion_block_size) + " must be at least 1");
+    // The mask is a special token: its embedding row exists, and no code is it.
+    if (g.mask_token_id < g.codes || g.mask_token_id >= g.vocab_size())
+      return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + ".mask_token_id = " +
+                                                     std::to_string(g.mask_token_id) + " is not a special token (" +
+                                                     std::to_string(g.codes) + ".." +
+                                                     std::to_string(g.vocab_size() - 1) + ")");
+  }
 
   ShapeModelConfig& s = config.shape;
   CUBEFORGE_TRY(read_key(shape, "shape_model", "encoder_with_cls_token", &s.encoder_with_cls_token, file, false));

@@ -32,7 +32,14 @@ struct GptConfig {
   bool use_pooled_text_embed = false;
   bool use_bbox = false;
   bool encoder_with_cls_token = true;
+  // A block-diffusion model (gpt_model.block_diffusion: block_size,
+  // mask_token_id): the same tensors, decoded block by block with masked
+  // inputs and bidirectional attention inside a block (inference/decoding/).
+  // 0 for an autoregressive model; no tensor tells the two apart.
+  int diffusion_block_size = 0;
+  int mask_token_id = -1;
 
+  bool block_diffusion() const { return diffusion_block_size > 0; }
   int head_dim() const { return heads > 0 ? width / heads : 0; }
   int vocab_size() const { return codes + 3; }
   int bos_id() const { return codes; }

@@ -1,4 +1,5 @@
-// DualStreamRoformer on the CPU: weight binding, prefill and one-token decode.
+// DualStreamRoformer on the CPU: weight binding, prefill, and the evaluation
+// of new shape positions over the KV cache (one-token decode is one of them).
 #include "inference/model/gpt.h"
 
 #include <algorithm>
@@ -236,6 +237,7 @@ struct GptSession::State {
   int cond_length = 0;
   int capacity = 0;  // shape positions the session decodes
   int filled = 0;
+  bool prefilled = false;  // the condition's keys and values are in the cache
   AttentionMode mode = AttentionMode::kCausal;
   KvCacheOptions kv;
   // Per layer, per batch row (index layer * batch + row): dual layers cache
@@ -287,6 +289,7 @@ GptSession::GptSession(GptSession&&) noexcept = default;
 
 int GptSession::batch() const { return state_->batch; }
 int GptSession::cond_length() const { return state_->cond_length; }
+int GptSession::capacity() const { return state_->capacity; }
 int GptSession::filled() const { return state_->filled; }
 void GptSession::set_trace(TraceSink* sink) { state_->trace = sink; }
 
@@ -310,44 +313,55 @@ namespace {
 
 using State = GptSession::State;
 
+// How a pass runs its products: prefill through linear() (BLAS for many
+// rows), evaluated positions through linear_rows(), whose rows have the same
+// bits however many run together.
+struct Products {
+  decltype(&cpu::linear) linear;
+  decltype(&cpu::linear_accumulate) accumulate;
+};
+constexpr Products kPrefillProducts{cpu::linear, cpu::linear_accumulate};
+constexpr Products kRowProducts{cpu::linear_rows, cpu::linear_rows_accumulate};
+
 // x += c_proj(attn); x += down(silu(gate(ln(x))) * up(ln(x))) over
 // batch * positions rows. `at` and `norm` name the points when tracing.
 void post_attention(State& s, const PostAttention& post, float* x, const float* attn, int batch, int positions,
-                    const TracePrefix& at, std::string_view norm) {
+                    const TracePrefix& at, std::string_view norm, const Products& products = kPrefillProducts) {
   const int d = s.d(), rows = batch * positions;
   const float eps = s.w->config.eps;
   trace_tensor(s.trace, at, "attn", attn, {batch, positions, d});
-  cpu::linear_accumulate(attn, rows, post.proj.weight, post.proj.bias_data(), x);
+  products.accumulate(attn, rows, post.proj.weight, post.proj.bias_data(), x);
   trace_tensor(s.trace, at, "attn_residual", x, {batch, positions, d});
   cpu::layer_norm(x, rows, d, eps, nullptr, nullptr, s.normed.data());
   trace_tensor(s.trace, at, norm, s.normed.data(), {batch, positions, d});
-  cpu::linear(s.normed.data(), rows, post.gate.weight, post.gate.bias_data(), s.mlp_gate.data());
-  cpu::linear(s.normed.data(), rows, post.up.weight, post.up.bias_data(), s.mlp_up.data());
+  products.linear(s.normed.data(), rows, post.gate.weight, post.gate.bias_data(), s.mlp_gate.data());
+  products.linear(s.normed.data(), rows, post.up.weight, post.up.bias_data(), s.mlp_up.data());
   cpu::swiglu_inplace(s.mlp_gate.data(), s.mlp_up.data(), int64_t(rows) * 4 * d);
   trace_tensor(s.trace, at, "mlp_hidden", s.mlp_gate.data(), {batch, positions, 4 * d});
-  cpu::linear_accumulate(s.mlp_gate.data(), rows, post.down.weight, post.down.bias_data(), x);
+  products.accumulate(s.mlp_gate.data(), rows, post.down.weight, post.down.bias_data(), x);
   trace_tensor(s.trace, at, "out", x, {batch, positions, d});
 }
 
 // Projects normed rows into q (when present), k and v; applies the per-head
 // norms. Output: qk [rows, 2d] (q | k) or, without a query, k in the first d
 // columns of qk rows; v [rows, d].
-void project_qkv(State& s, const PreAttention& pre, const float* normed, int rows, float* qk, float* v) {
+void project_qkv(State& s, const PreAttention& pre, const float* normed, int rows, float* qk, float* v,
+                 const Products& products = kPrefillProducts) {
   const int d = s.d(), hd = s.w->config.head_dim(), heads = s.w->config.heads;
   const int stride = 2 * d;
   if (pre.has_query) {
-    cpu::linear(normed, rows, pre.qk.weight, pre.qk.bias_data(), qk);
+    products.linear(normed, rows, pre.qk.weight, pre.qk.bias_data(), qk);
     cpu::rms_norm_heads(qk, rows, heads, hd, stride, kQkNormEps, pre.q_norm.data());
     cpu::rms_norm_heads(qk + d, rows, heads, hd, stride, kQkNormEps, pre.k_norm.data());
   } else {
     // Keys only: write them into the k half of the [rows, 2d] layout.
     std::vector<float> keys(size_t(rows) * size_t(d));
-    cpu::linear(normed, rows, pre.qk.weight, pre.qk.bias_data(), keys.data());
+    products.linear(normed, rows, pre.qk.weight, pre.qk.bias_data(), keys.data());
     for (int r = 0; r < rows; ++r)
       std::memcpy(qk + size_t(r) * stride + d, keys.data() + size_t(r) * d, size_t(d) * sizeof(float));
     cpu::rms_norm_heads(qk + d, rows, heads, hd, stride, kQkNormEps, pre.k_norm.data());
   }
-  cpu::linear(normed, rows, pre.v.weight, pre.v.bias_data(), v);
+  products.linear(normed, rows, pre.v.weight, pre.v.bias_data(), v);
 }
 
 // q (when recorded), k in a [rows, 2d] q|k layout and v [rows, d], for
@@ -387,12 +401,12 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
   State& s = *state_;
   const int B = s.batch, S = s.cond_length, L = length, d = s.d();
   const GptConfig& cfg = s.w->config;
-  if (L < 1 || L > s.capacity)
+  if (L < 0 || L > s.capacity)
     return make_error(ErrorCode::kInvalidArgument, "prefill of " + std::to_string(L) +
                                                        " shape positions does not fit a cache of " +
                                                        std::to_string(s.capacity));
   if (cond.size() != size_t(B) * S * d || shape_embeddings.size() != size_t(B) * L * d ||
-      logits.size() != size_t(B) * cfg.vocab_size())
+      logits.size() != (L > 0 ? size_t(B) * cfg.vocab_size() : 0))
     return make_error(ErrorCode::kInvalidArgument, "prefill buffers do not match the session's sizes");
   CUBEFORGE_TRY(check_kv_cache_options(s.kv));
   if (!s.kv.exact() && s.mode == AttentionMode::kReference)
@@ -489,69 +503,119 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
     post_attention(s, block.post, x.data(), x_attn.data(), B, L, at, "ln_2");
   }
   s.filled = L;
-  final_logits(s, x.data(), B, L, logits.data());
+  s.prefilled = true;
+  if (L > 0) final_logits(s, x.data(), B, L, logits.data());
   return ok_status();
 }
 
 Status GptSession::decode(std::span<const float> embeddings, std::span<float> logits) {
+  const int position = state_->filled;
+  const int visible_end = position + 1;
+  if (!state_->prefilled || position < 1) return make_error(ErrorCode::kInvalidArgument, "decode before prefill");
+  return evaluate(embeddings, position, 1, std::span<const int>(&visible_end, 1), logits);
+}
+
+Status GptSession::evaluate(std::span<const float> embeddings, int first, int count, std::span<const int> visible_end,
+                            std::span<float> logits) {
   State& s = *state_;
   const int B = s.batch, d = s.d();
   const GptConfig& cfg = s.w->config;
-  if (s.filled < 1) return make_error(ErrorCode::kInvalidArgument, "decode before prefill");
-  if (s.filled >= s.capacity)
+  const int vocab = cfg.vocab_size();
+  if (!s.prefilled) return make_error(ErrorCode::kInvalidArgument, "evaluation before prefill");
+  if (count < 1 || first < 0 || first > s.filled)
+    return make_error(ErrorCode::kInvalidArgument, "evaluation of positions " + std::to_string(first) + ".." +
+                                                       std::to_string(first + count - 1) + " leaves a gap after the " +
+                                                       std::to_string(s.filled) + " cached positions");
+  if (first + count > s.capacity)
     return make_error(ErrorCode::kInvalidArgument, "the KV cache is full (" + std::to_string(s.capacity) + " positions)");
-  if (embeddings.size() != size_t(B) * d || logits.size() != size_t(B) * cfg.vocab_size())
-    return make_error(ErrorCode::kInvalidArgument, "decode buffers do not match the session's sizes");
-  const int position = s.filled;
-  s.reserve_rows(B);
+  if (embeddings.size() != size_t(B) * count * d || logits.size() != size_t(B) * count * vocab ||
+      visible_end.size() != size_t(count))
+    return make_error(ErrorCode::kInvalidArgument, "evaluation buffers do not match the session's sizes");
+  const int written = std::max(s.filled, first + count);
+  for (int i = 0; i < count; ++i)
+    if (visible_end[size_t(i)] < first + i + 1 || visible_end[size_t(i)] > written)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "position " + std::to_string(first + i) + " cannot see the cache up to " +
+                            std::to_string(visible_end[size_t(i)]) + " (itself at least, at most the " +
+                            std::to_string(written) + " positions written)");
+  // A compressed or evicting cache holds no position in a fixed slot: it
+  // decodes one position after the last, seeing all before it.
+  if (!s.kv.exact() && (count != 1 || first != s.filled || visible_end[0] != first + 1))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "parallel decoding needs the exact KV cache (f32, no budget, full rank)");
+  const int rows = B * count;  // batch-major: row b * count + i is position first + i of batch row b
+  s.reserve_rows(rows);
   std::vector<float> x(embeddings.begin(), embeddings.end());
-  trace_tensor(s.trace, "shape_embeddings", x.data(), {B, 1, d});
+  trace_tensor(s.trace, "shape_embeddings", x.data(), {B, count, d});
   float* qk = s.qk.data();
   float* v = s.v.data();
   float* attn = s.attn.data();
 
-  auto step_block = [&](size_t l, const PreAttention& pre, const TracePrefix& at) {
-    cpu::layer_norm(x.data(), B, d, cfg.eps, nullptr, nullptr, s.normed.data());
-    trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, 1, d});
-    project_qkv(s, pre, s.normed.data(), B, qk, v);
-    for (int b = 0; b < B; ++b) {
-      float* row = qk + size_t(b) * 2 * d;
-      rotate(s, row, 1, 2 * d, position);
-      rotate(s, row + d, 1, 2 * d, position);
-      s.cache(l, b).append(position, row + d, v + size_t(b) * d);
-      s.cache(l, b).attend(row, attn + size_t(b) * d);
-    }
-    trace_qkv(s, at, true, qk, v, B, 1);
+  // Projects every row and stores its key and value before any row attends:
+  // rows of one block see each other.
+  auto project_and_store = [&](size_t l, const PreAttention& pre, bool rotate_query, const TracePrefix& at) {
+    cpu::layer_norm(x.data(), rows, d, cfg.eps, nullptr, nullptr, s.normed.data());
+    trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, count, d});
+    project_qkv(s, pre, s.normed.data(), rows, qk, v, kRowProducts);
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < count; ++i) {
+        float* row = qk + size_t(b * count + i) * 2 * d;
+        if (rotate_query) rotate(s, row, 1, 2 * d, first + i);
+        rotate(s, row + d, 1, 2 * d, first + i);
+        s.cache(l, b).append(first + i, row + d, v + size_t(b * count + i) * d);
+      }
+    trace_qkv(s, at, rotate_query, qk, v, B, count);  // an unrotated query is never read
+  };
+  auto attend = [&](size_t l, int slot_offset) {
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < count; ++i)
+        s.cache(l, b).attend(qk + size_t(b * count + i) * 2 * d, attn + size_t(b * count + i) * d,
+                             slot_offset + visible_end[size_t(i)]);
   };
 
   for (size_t l = 0; l < s.w->dual.size(); ++l) {
     const TracePrefix at{"dual", int(l), "x"};
-    step_block(l, s.w->dual[l].pre_x, at);
-    post_attention(s, s.w->dual[l].post_1, x.data(), attn, B, 1, at, "ln_3");
+    project_and_store(l, s.w->dual[l].pre_x, true, at);
+    attend(l, s.cond_length);
+    post_attention(s, s.w->dual[l].post_1, x.data(), attn, B, count, at, "ln_3", kRowProducts);
   }
   for (size_t j = 0; j < s.w->single.size(); ++j) {
     const size_t l = s.w->dual.size() + j;
     const TracePrefix at{"single", int(j), {}};
     if (s.mode == AttentionMode::kReference) {
-      // The reference's cached decode aligns its causal mask top-left, so the
-      // single query sees only slot 0: the output is that slot's value.
-      cpu::layer_norm(x.data(), B, d, cfg.eps, nullptr, nullptr, s.normed.data());
-      trace_tensor(s.trace, at, "ln_1", s.normed.data(), {B, 1, d});
-      project_qkv(s, s.w->single[j].pre, s.normed.data(), B, qk, v);
-      for (int b = 0; b < B; ++b) {
-        float* row = qk + size_t(b) * 2 * d;
-        rotate(s, row + d, 1, 2 * d, position);
-        s.cache(l, b).append(position, row + d, v + size_t(b) * d);
-        s.cache(l, b).first_value(attn + size_t(b) * d);
-      }
-      trace_qkv(s, at, false, qk, v, B, 1);  // the query is never read
+      // The reference's cached decode aligns its causal mask top-left, so its
+      // one query sees only slot 0: the output is that slot's value.
+      project_and_store(l, s.w->single[j].pre, false, at);
+      for (int r = 0; r < rows; ++r) s.cache(l, r / count).first_value(attn + size_t(r) * d);
     } else {
-      step_block(l, s.w->single[j].pre, at);
+      project_and_store(l, s.w->single[j].pre, true, at);
+      attend(l, 0);
     }
-    post_attention(s, s.w->single[j].post, x.data(), attn, B, 1, at, "ln_2");
+    post_attention(s, s.w->single[j].post, x.data(), attn, B, count, at, "ln_2", kRowProducts);
   }
-  s.filled = position + 1;
-  final_logits(s, x.data(), B, 1, logits.data());
+  s.filled = written;
+  cpu::layer_norm(x.data(), rows, d, cfg.eps, nullptr, nullptr, s.normed.data());
+  cpu::linear_rows(s.normed.data(), rows, s.w->lm_head.weight, nullptr, logits.data());
+  // One position is named as the prefill's last row is, [B, d]; more are [B, count, d].
+  if (count == 1) {
+    trace_tensor(s.trace, "ln_f", s.normed.data(), {B, d});
+    trace_tensor(s.trace, "logits", logits.data(), {B, vocab});
+  } else {
+    trace_tensor(s.trace, "ln_f", s.normed.data(), {B, count, d});
+    trace_tensor(s.trace, "logits", logits.data(), {B, count, vocab});
+  }
+  return ok_status();
+}
+
+Status GptSession::truncate(int length) {
+  State& s = *state_;
+  if (length < 0 || length > s.filled)
+    return make_error(ErrorCode::kInvalidArgument, "cannot truncate " + std::to_string(s.filled) +
+                                                       " cached positions to " + std::to_string(length));
+  if (!s.kv.exact())
+    return make_error(ErrorCode::kInvalidArgument, "only the exact KV cache (f32, no budget, full rank) forgets positions");
+  for (LayerKvCache& cache : s.caches) cache.truncate(length);
+  s.filled = length;
   return ok_status();
 }
 

@@ -83,7 +83,7 @@ Status check_kv_cache_options(const KvCacheOptions& options) {
 
 LayerKvCache::LayerKvCache(const KvCacheOptions& options, size_t layer, int fixed_slots, int positions, int heads,
                            int head_dim)
-    : options_(&options), heads_(heads), head_dim_(head_dim) {
+    : options_(&options), fixed_slots_(fixed_slots), heads_(heads), head_dim_(head_dim) {
   const int kept = options.budget > 0 ? std::min(options.budget, positions) : positions;
   const int capacity = fixed_slots + kept;
   const int rank = options.low_rank ? options.low_rank->rank() : 0;
@@ -97,6 +97,11 @@ LayerKvCache::LayerKvCache(const KvCacheOptions& options, size_t layer, int fixe
   store_ = cpu::KvStore(options.format, capacity, rank ? 1 : heads, rank ? rank : head_dim);
   position_.assign(size_t(capacity), -1);
   attention_.assign(size_t(capacity), 0.f);
+}
+
+void LayerKvCache::truncate(int positions) {
+  CUBEFORGE_CHECK(options_->exact(), "only the exact KV cache forgets positions");
+  used_ = std::min(used_, fixed_slots_ + positions);
 }
 
 void LayerKvCache::clear() {
@@ -124,7 +129,14 @@ int LayerKvCache::choose_slot(int position) {
 }
 
 void LayerKvCache::append(int position, const float* key, const float* value) {
-  const int slot = choose_slot(position);
+  int slot = 0;
+  if (options_->exact() && position >= 0) {
+    slot = fixed_slots_ + position;
+    CUBEFORGE_CHECK(slot <= used_ && slot < store_.capacity, "a shape position past the cached ones");
+    used_ = std::max(used_, slot + 1);
+  } else {
+    slot = choose_slot(position);
+  }
   position_[size_t(slot)] = position;
   attention_[size_t(slot)] = 0.f;
   if (low_rank_) {
@@ -136,13 +148,14 @@ void LayerKvCache::append(int position, const float* key, const float* value) {
   }
 }
 
-void LayerKvCache::attend(const float* query, float* out) {
+void LayerKvCache::attend(const float* query, float* out, int rows) {
   const int64_t width = int64_t(heads_) * head_dim_;
   const float scale = 1.0f / std::sqrt(float(head_dim_));
   if (options_->exact()) {
     // The float32 cache is the plain [rows, width] layout cpu::attention reads.
+    const int seen = rows < 0 ? used_ : std::min(rows, used_);
     cpu::attention(query, 1, width, reinterpret_cast<const float*>(store_.keys.data()),
-                   reinterpret_cast<const float*>(store_.values.data()), used_, width, heads_, head_dim_, -1, out,
+                   reinterpret_cast<const float*>(store_.values.data()), seen, width, heads_, head_dim_, -1, out,
                    width);
     return;
   }

@@ -83,10 +83,15 @@ class LayerKvCache {
 
   void clear();
   // Caches one row: a condition token (position < 0) or a shape position.
-  // key (rotated) and value: [width].
+  // key (rotated) and value: [width]. The exact cache keeps shape position p
+  // in slot fixed_slots + p, so a position may be written again (parallel
+  // decoding rewrites rejected guesses); the others append and evict.
   void append(int position, const float* key, const float* value);
-  // One query [width] over every cached row; out: [width].
-  void attend(const float* query, float* out);
+  // One query [width] over the first `rows` cached rows (every row when
+  // negative; only the exact cache is read in part); out: [width].
+  void attend(const float* query, float* out, int rows = -1);
+  // Forgets the shape positions from `positions` on (the exact cache only).
+  void truncate(int positions);
   // Slot 0's value as float32 (the reference's cached decode reads it).
   void first_value(float* out) const;
   // Every cached row as float32 keys and values, [rows, width] each; with
@@ -102,7 +107,7 @@ class LayerKvCache {
 
   const KvCacheOptions* options_;
   const LowRankKv::Layer* low_rank_ = nullptr;
-  int heads_, head_dim_;
+  int fixed_slots_, heads_, head_dim_;
   cpu::KvStore store_;
   int used_ = 0;
   std::vector<int> position_;    // per slot: its shape position, −1 for a condition token

@@ -349,7 +349,9 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
   std::optional<StageClock> decode_clock;
   auto on_token = [&](const TokenEvent& t) {
-    if (t.index == 0) {
+    // The first evaluation's tokens end the prefill (block diffusion's first may not be token 0).
+    const bool first_evaluation = t.step == 0;
+    if (first_evaluation && prefill_clock) {
       timings.prefill_ms = prefill_clock->finish();
       prefill_clock.reset();
       if (count > 1) decode_clock.emplace(events, Stage::kDecode);
@@ -357,26 +359,29 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
     if (events) {
       GenerationEvent e;
       e.kind = GenerationEvent::Kind::kToken;
-      e.stage = t.index == 0 ? Stage::kPrefill : Stage::kDecode;
+      e.stage = first_evaluation ? Stage::kPrefill : Stage::kDecode;
       e.token_index = t.index;
       e.token = t.token;
       e.token_count = count;
       e.token_ms = t.step_ms;
+      e.decode_step = t.step;
       events(e);
     }
     return !cancelled(cancel);
   };
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<int> tokens,
-                             request.token_backend
-                                 ? generate_tokens(*request.token_backend, cond, uncond, count, options, on_token)
-                                 : generate_tokens(model.gpt(), cond, uncond, count, options, on_token));
+  CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded, decode_tokens(model.gpt(), request.token_backend.get(), cond, uncond,
+                                                                  count, options, request.decoding, on_token));
+  std::vector<int> tokens = std::move(decoded.tokens);
   if (decode_clock) timings.decode_ms = decode_clock->finish();
   if (cancelled(cancel)) return cancelled_error("after the last token");
   GenerationResult result;
   result.tokens = std::move(tokens);
   result.timings = timings;
   result.time_to_first_token_ms = timings.text_ms + timings.prefill_ms;
-  result.tokens_per_second = count > 1 && timings.decode_ms > 0 ? (count - 1) / (timings.decode_ms / 1000.0) : 0.0;
+  const int decoded_after_prefill = count - (decoded.stats.tokens_per_step.empty() ? 1 : decoded.stats.tokens_per_step[0]);
+  result.tokens_per_second =
+      decoded_after_prefill > 0 && timings.decode_ms > 0 ? decoded_after_prefill / (timings.decode_ms / 1000.0) : 0.0;
+  result.decoding = std::move(decoded.stats);
   return result;
 }
 
@@ -402,6 +407,7 @@ Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const Generat
   result.timings = timings;
   result.time_to_first_token_ms = tokens.time_to_first_token_ms;
   result.tokens_per_second = tokens.tokens_per_second;
+  result.decoding = tokens.decoding;
   return result;
 }
 

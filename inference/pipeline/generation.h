@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "inference/core/result.h"
+#include "inference/decoding/decoding.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/mesh.h"
 #include "inference/geometry/mesh_cleanup.h"
@@ -42,6 +43,7 @@ struct GenerationRequest {
   bool cuda_graphs = true;                         // CUDA: replay one recorded step per token
   DType kv_cache_type = DType::kF32;               // CUDA: F32 (exact) or BF16
   KvCacheOptions kv_cache;                         // CPU: stored form, budget, rank (gpt_kv_cache.h); default exact
+  DecodingOptions decoding;                        // sequential, exact parallel or block diffusion
   bool coarse_to_fine = true;                      // false: evaluate every grid point
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
@@ -66,6 +68,8 @@ struct GenerationEvent {
   int token = 0;                // kToken
   int token_count = 0;          // kToken: tokens in the whole sequence
   double token_ms = 0;          // kToken: model time of this token
+  int decode_step = 0;          // kToken: the model evaluation that chose it (several tokens share one
+                                // with parallel decoding, and block diffusion chooses them out of order)
   int64_t points_done = 0;      // kOccupancyProgress
   int64_t points_planned = 0;   // kOccupancyProgress
 };
@@ -97,6 +101,7 @@ struct GenerationResult {
   MeshStatistics stats;
   double time_to_first_token_ms = 0;
   double tokens_per_second = 0;        // decode steps only
+  DecodingStats decoding;              // model evaluations and the tokens each accepted
 };
 
 // The reference's bounding-box normalisation: largest side becomes 1.925.

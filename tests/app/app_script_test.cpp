@@ -561,6 +561,125 @@ TEST_F(AppScript, TheLatencyDemoHasItsOwnViewWithNamedRuns) {
   for (size_t i = 2; i < runs.size(); ++i) EXPECT_EQ(runs[i]["available"], runs[i]["done"]) << runs[i];
 }
 
+// Which model evaluation chose each token, as the demo's grid shows it: one
+// apiece for sequential decoding, in order and at least one each for exact
+// parallel decoding, and whatever was accepted for block diffusion.
+std::vector<int> token_steps(const nlohmann::json& run) { return run["token_steps"].get<std::vector<int>>(); }
+
+// The decoding selector on an autoregressive model: exact parallel decoding
+// runs after the cache runs and gives a grid whose evaluations are the ones it
+// counts; block diffusion is listed but needs a block-diffusion model.
+TEST_F(AppScript, TheLatencyDemoEndsWithTheChosenParallelDecoding) {
+  const auto dir = folder_.path();
+  std::ofstream(dir / "parallel.txt") << "model " << model_.string() << "\n"
+                                      << "prompt a red dragon\n"
+                                      << "set resolution 4\n"
+                                      << "set latency_decoding jacobi\n"
+                                      << "latency\n"
+                                      << "wait\n"
+                                      << "dump " << (dir / "jacobi.json").string() << "\n"
+                                      << "set latency_decoding diffusion\n"
+                                      << "latency\n"
+                                      << "wait\n"
+                                      << "dump " << (dir / "diffusion.json").string() << "\n"
+                                      << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "parallel.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto jacobi = read_dump(dir / "jacobi.json");
+  EXPECT_EQ(jacobi["latency"]["decoding"], "jacobi");
+  const auto& runs = jacobi["latency"]["runs"];
+  ASSERT_EQ(runs.size(), 5u) << runs;
+  EXPECT_EQ(runs[3]["name"], "Exact parallel");
+  EXPECT_EQ(runs[4]["name"], "Exact parallel, always guessing");
+  const auto sequential = token_steps(runs[1]);
+  ASSERT_FALSE(sequential.empty());
+  for (size_t i = 0; i < sequential.size(); ++i) EXPECT_EQ(sequential[i], int(i));
+  EXPECT_EQ(runs[1]["model_evaluations"], int(sequential.size()));
+  for (size_t i = 3; i < 5; ++i) {
+    EXPECT_EQ(runs[i]["decoding"], "jacobi");
+    ASSERT_TRUE(runs[i]["done"]) << runs[i];
+    const auto steps = token_steps(runs[i]);
+    ASSERT_EQ(steps.size(), sequential.size());
+    const int evaluations = runs[i]["model_evaluations"];
+    EXPECT_LE(evaluations, int(steps.size()));
+    // Every evaluation accepts at least one token, in order.
+    EXPECT_EQ(steps.front(), 0);
+    for (size_t t = 1; t < steps.size(); ++t) EXPECT_TRUE(steps[t] == steps[t - 1] || steps[t] == steps[t - 1] + 1);
+    EXPECT_EQ(steps.back() + 1, evaluations);
+    EXPECT_DOUBLE_EQ(double(runs[i]["tokens_per_evaluation"]), double(steps.size()) / evaluations);
+  }
+
+  const auto diffusion = read_dump(dir / "diffusion.json");
+  EXPECT_EQ(diffusion["latency"]["decoding"], "diffusion");
+  const auto& listed = diffusion["latency"]["runs"];
+  ASSERT_EQ(listed.size(), 6u) << listed;
+  EXPECT_TRUE(listed[1]["done"]);
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_EQ(listed[i]["decoding"], "diffusion");
+    EXPECT_FALSE(listed[i]["available"]) << "an autoregressive model cannot decode by blocks";
+    EXPECT_FALSE(listed[i]["done"]);
+  }
+}
+
+// The fixture's GPT read as a block-diffusion model (blocks of 8; its tokens
+// mean nothing here): with a threshold every proposal passes, each block
+// fills in one evaluation, and with the dual cache each half-block sub-block
+// does; the token-by-token runs are not available.
+TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
+  const auto dir = folder_.path();
+  const auto diffusion_model = dir / "model";
+  std::filesystem::create_directory(diffusion_model);
+  std::filesystem::create_directory_symlink(model_ / "clip", diffusion_model / "clip");
+  for (const char* file : {"shape_gpt.safetensors", "shape_tokenizer.safetensors"})
+    std::filesystem::create_symlink(model_ / file, diffusion_model / file);
+  auto config = read_file_text(model_ / "config.yaml");
+  ASSERT_TRUE(config.ok());
+  const std::string gpt_section = "gpt_model:\n";
+  const size_t at = config->find(gpt_section);
+  ASSERT_NE(at, std::string::npos);
+  // The padding token's row is the mask, as tools/train/diffusion.py makes it.
+  std::string with_blocks = *config;
+  with_blocks.insert(at + gpt_section.size(), "  block_diffusion:\n    block_size: 8\n    mask_token_id: 130\n");
+  std::ofstream(diffusion_model / "config.yaml") << with_blocks;
+
+  // A prompt whose shape has a surface with each cache (an error fails the script).
+  std::ofstream(dir / "blocks.txt") << "model " << diffusion_model.string() << "\n"
+                                    << "prompt a chair\n"
+                                    << "set resolution 4\n"
+                                    << "set latency_decoding jacobi\n"
+                                    << "set diffusion_threshold 0.000001\n"
+                                    << "latency\n"
+                                    << "wait\n"
+                                    << "dump " << (dir / "blocks.json").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "blocks.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto state = read_dump(dir / "blocks.json");
+  const auto& runs = state["latency"]["runs"];
+  ASSERT_EQ(runs.size(), 6u) << runs;
+  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(runs[i]["available"]) << runs[i]["name"];
+  const std::vector<std::string> names = {"Block diffusion, no cache", "Block diffusion, prefix cache",
+                                          "Block diffusion, dual cache"};
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_EQ(runs[i]["name"], names[i - 3]);
+    ASSERT_TRUE(runs[i]["done"]) << runs[i];
+    const auto steps = token_steps(runs[i]);
+    const int slots_per_evaluation = i == 5 ? 4 : 8;
+    ASSERT_EQ(steps.size(), 24u);
+    for (size_t t = 0; t < steps.size(); ++t) EXPECT_EQ(steps[t], int(t) / slots_per_evaluation) << runs[i]["name"];
+    EXPECT_EQ(runs[i]["model_evaluations"], 24 / slots_per_evaluation);
+  }
+}
+
 // A data folder in a bad state (the history folder a loop of symbolic links,
 // the window layout a FIFO) used to abort the app or hang it at start; a model
 // with a terminal escape sequence in a tensor name wrote it raw to the log.

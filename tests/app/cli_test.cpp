@@ -58,6 +58,116 @@ TEST(Cli, GenerateJsonGivesReferenceTokensAndWritesTheMesh) {
   std::filesystem::remove_all(out.parent_path());
 }
 
+// Every decoding reports its model evaluations; exact parallel decoding gives
+// the reference's tokens and says so against a sequential decode of its own;
+// block diffusion is refused on an autoregressive model.
+TEST(Cli, DecodingModesReportTheirEvaluations) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  auto meta = nlohmann::json::parse(*read_file_text(oracle_dir() / "meta.json"));
+  auto expected = SafetensorsFile::open(oracle_dir() / "expected.safetensors");
+  const auto tokens = *expected->read_i64("cfg.causal.tokens");
+  const auto out = scratch("decoded.ply");
+  const std::string base = "generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
+                           "' --resolution 4 --out '" + out.string() + "' --json";
+  auto sequential = run(base);
+  ASSERT_EQ(sequential.exit_code, 0) << sequential.out;
+  auto report = nlohmann::json::parse(sequential.out.substr(sequential.out.find('{')));
+  EXPECT_EQ(report["decoding"]["mode"], "sequential");
+  EXPECT_EQ(report["decoding"]["model_evaluations"].get<int>(), int(tokens.size()));
+  EXPECT_EQ(report["decoding"]["tokens_per_evaluation"].get<double>(), 1.0);
+  auto jacobi = run(base + " --decoding jacobi --guess-cost 0");
+  ASSERT_EQ(jacobi.exit_code, 0) << jacobi.out;
+  report = nlohmann::json::parse(jacobi.out.substr(jacobi.out.find('{')));
+  EXPECT_EQ(report["tokens"].get<std::vector<int64_t>>(), tokens);
+  const auto& decoding = report["decoding"];
+  EXPECT_EQ(decoding["mode"], "jacobi");
+  EXPECT_TRUE(decoding["tokens_equal_sequential"].get<bool>());
+  EXPECT_GT(decoding["speedup_over_sequential"].get<double>(), 0.0);
+  EXPECT_GT(decoding["guessed"].get<int>(), 0);
+  int accepted = 0;
+  for (int n : decoding["tokens_per_step"].get<std::vector<int>>()) accepted += n;
+  EXPECT_EQ(accepted, int(tokens.size()));
+  EXPECT_EQ(int(decoding["tokens_per_step"].size()), decoding["model_evaluations"].get<int>());
+  auto diffusion = run(base + " --decoding diffusion --threshold 0.9");
+  EXPECT_NE(diffusion.exit_code, 0);
+  EXPECT_NE(diffusion.out.find("autoregressive"), std::string::npos) << diffusion.out;
+  auto sampled_jacobi = run(base + " --decoding jacobi --sample");
+  EXPECT_NE(sampled_jacobi.exit_code, 0);
+  EXPECT_NE(sampled_jacobi.out.find("greedy"), std::string::npos) << sampled_jacobi.out;
+  // A trace names sequential decoding's steps; a parallel decoding refuses to write one without them.
+  auto traced_jacobi = run(base + " --decoding jacobi --trace '" + scratch("jacobi.safetensors").string() + "'");
+  EXPECT_NE(traced_jacobi.exit_code, 0);
+  EXPECT_NE(traced_jacobi.out.find("trace sequential decoding"), std::string::npos) << traced_jacobi.out;
+  EXPECT_FALSE(std::filesystem::exists(scratch("jacobi.safetensors")));
+  std::filesystem::remove_all(out.parent_path());
+}
+
+// The fixture's GPT read as a block-diffusion model with blocks of 8 (its
+// tokens mean nothing; the decoding rules are what is measured).
+std::filesystem::path fixture_as_block_diffusion() {
+  const auto folder = scratch("block-diffusion");
+  std::filesystem::create_directories(folder);
+  std::filesystem::create_directory_symlink(oracle_dir() / "clip", folder / "clip");
+  for (const char* file : {"shape_gpt.safetensors", "shape_tokenizer.safetensors"})
+    std::filesystem::create_symlink(oracle_dir() / file, folder / file);
+  std::string config = *read_file_text(oracle_dir() / "config.yaml");
+  config.insert(config.find("gpt_model:\n") + 11, "  block_diffusion:\n    block_size: 8\n    mask_token_id: 130\n");
+  EXPECT_TRUE(write_file_atomically(folder / "config.yaml", std::string_view(config)).ok());
+  return folder;
+}
+
+// compare-decoding: exact parallel decoding agrees with sequential decoding
+// token for token and shape for shape; block diffusion with blocks of one
+// position is autoregressive decoding and agrees as well; with a threshold
+// every proposal passes it fills a block per evaluation. A block-diffusion
+// model needs a reference with its shape tokenizer.
+TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  const std::string prompts = " -p 'a red dragon' -p 'a blue car' --rounds 1 --resolution 4 --iou-resolution 4 --json";
+  auto reports = [](const testing::CommandOutput& r) { return nlohmann::json::parse(r.out.substr(r.out.find('{'))); };
+  auto jacobi = run("compare-decoding --model '" + oracle_dir().string() + "' --decoding jacobi --guess-cost 0" + prompts);
+  ASSERT_EQ(jacobi.exit_code, 0) << jacobi.out;
+  auto report = reports(jacobi);
+  EXPECT_EQ(report["decoding"]["mode"], "jacobi");
+  ASSERT_EQ(report["prompts"].size(), 2u);
+  for (const auto& p : report["prompts"]) {
+    EXPECT_EQ(p["tokens_agreeing"].get<int>(), 24) << p;
+    EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
+    EXPECT_EQ(p["reference_model_evaluations"].get<int>(), 24);
+    EXPECT_LE(p["model_evaluations"].get<int>(), 24);
+    EXPECT_EQ(p["watertight"], p["reference_watertight"]);
+  }
+  EXPECT_EQ(report["mean"]["tokens_agreeing"].get<double>(), 1.0);
+
+  const auto diffusion_model = fixture_as_block_diffusion();
+  const std::string diffusion = "compare-decoding --model '" + diffusion_model.string() + "' --reference '" +
+                                oracle_dir().string() + "' --decoding diffusion --diffusion-cache none";
+  auto one_position_blocks = run(diffusion + " --block-size 1" + prompts);
+  ASSERT_EQ(one_position_blocks.exit_code, 0) << one_position_blocks.out;
+  report = reports(one_position_blocks);
+  for (const auto& p : report["prompts"]) {
+    EXPECT_EQ(p["tokens_agreeing"].get<int>(), 24) << p;
+    EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
+    EXPECT_EQ(p["model_evaluations"].get<int>(), 24);
+  }
+  auto whole_blocks = run(diffusion + " --threshold 0.000001" + prompts);
+  ASSERT_EQ(whole_blocks.exit_code, 0) << whole_blocks.out;
+  report = reports(whole_blocks);
+  EXPECT_EQ(report["decoding"]["threshold"].get<double>(), double(0.000001f));
+  for (const auto& p : report["prompts"]) {
+    EXPECT_EQ(p["model_evaluations"].get<int>(), 3) << p;
+    EXPECT_DOUBLE_EQ(p["tokens_per_evaluation"].get<double>(), 8.0);
+    EXPECT_GE(p["iou"].get<double>(), 0.0);
+    EXPECT_LE(p["iou"].get<double>(), 1.0);
+  }
+  EXPECT_DOUBLE_EQ(report["mean"]["fewer_model_evaluations"].get<double>(), 8.0);
+  // Without --reference a block-diffusion model is compared with the built-in model, whose shapes have 64 tokens.
+  auto other_tokenizer = run("compare-decoding --model '" + diffusion_model.string() + "' --decoding diffusion" + prompts);
+  EXPECT_EQ(other_tokenizer.exit_code, 2);
+  EXPECT_NE(other_tokenizer.out.find("tokens per shape"), std::string::npos) << other_tokenizer.out;
+  std::filesystem::remove_all(diffusion_model.parent_path());
+}
+
 TEST(Cli, UnwritableOutputIsAClearErrorAndLeavesNothing) {
   CUBEFORGE_REQUIRE_ORACLE();
   auto r = run("generate --model '" + oracle_dir().string() +

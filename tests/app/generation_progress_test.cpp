@@ -15,10 +15,12 @@ GenerationEvent stage(GenerationEvent::Kind kind, Stage s, double ms = 0) {
   return e;
 }
 
-GenerationEvent token(int index, int id, int count, double ms) {
+// Sequential decoding unless told: token i comes from evaluation i.
+GenerationEvent token(int index, int id, int count, double ms, int step = -1) {
   GenerationEvent e;
   e.kind = GenerationEvent::Kind::kToken;
-  e.stage = index == 0 ? Stage::kPrefill : Stage::kDecode;
+  e.decode_step = step >= 0 ? step : index;
+  e.stage = e.decode_step == 0 ? Stage::kPrefill : Stage::kDecode;
   e.token_index = index;
   e.token = id;
   e.token_count = count;
@@ -55,6 +57,30 @@ TEST(GenerationProgress, TokensFillTheirSlotsAndLatenciesFollowTheDecodeSteps) {
   EXPECT_DOUBLE_EQ(p.mean_tpot_ms(), 15.0);
   EXPECT_DOUBLE_EQ(*p.time_to_first_token_ms(), 43.0);  // later tokens do not move it
   EXPECT_DOUBLE_EQ(*p.stage_ms()[int(AppStage::kText)], 12.5);
+  EXPECT_EQ(p.token_steps(), (std::vector<int>{0, 1, 2, -1, -1}));
+}
+
+// Parallel decoding: one evaluation fills several slots, block diffusion out
+// of order; the slots keep the evaluation that chose them, the first
+// evaluation's tokens all count as the first token's time, and every later
+// token is one decode latency.
+TEST(GenerationProgress, SeveralSlotsFillInOneEvaluation) {
+  GenerationProgress p;
+  p.apply(token(2, 40, 6, 12.0, 0), 30.0);
+  p.apply(token(0, 41, 6, 12.0, 0), 30.0);
+  ASSERT_TRUE(p.time_to_first_token_ms().has_value());
+  EXPECT_DOUBLE_EQ(*p.time_to_first_token_ms(), 30.0);
+  EXPECT_TRUE(p.tpot_ms().empty());
+  p.apply(token(1, 42, 6, 4.0, 1), 38.0);
+  p.apply(token(3, 43, 6, 4.0, 1), 38.0);
+  p.apply(token(5, 44, 6, 8.0, 2), 46.0);
+  EXPECT_EQ(p.tokens_done(), 5);
+  EXPECT_EQ(p.token_slots(), (std::vector<int>{41, 42, 40, 43, -1, 44}));
+  EXPECT_EQ(p.token_steps(), (std::vector<int>{0, 1, 0, 1, -1, 2}));
+  EXPECT_EQ(p.tokens_so_far(), (std::vector<int>{41, 42, 40, 43}));
+  ASSERT_EQ(p.tpot_ms().size(), 3u);
+  EXPECT_DOUBLE_EQ(p.mean_tpot_ms(), 16.0 / 3.0);
+  EXPECT_DOUBLE_EQ(*p.time_to_first_token_ms(), 30.0);
 }
 
 TEST(GenerationProgress, OccupancyProgressAndTheUploadStage) {

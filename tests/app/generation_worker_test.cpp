@@ -4,6 +4,7 @@
 // one token, and load errors as messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -207,21 +208,78 @@ TEST_F(WorkerOnFixture, LatencyDemoComparesWithAndWithoutTheKvCache) {
   // The object's time split by stage adds up to at most the wall time.
   EXPECT_GT(bars[1].stages.occupancy_ms, 0.0);
   EXPECT_LE(bars[1].stages.total_ms(), bars[1].total_ms + 1.0);
-  // The runs this build cannot do say why, and are not run.
-  for (size_t i = 2; i < bars.size(); ++i) {
+  // The runs this build cannot do say why, and are not run; the others run.
+  size_t runnable = 0;
+  for (size_t i = 0; i < bars.size(); ++i) {
     EXPECT_EQ(bars[i].index, int(i));
-    EXPECT_FALSE(bars[i].available);
-    EXPECT_FALSE(bars[i].unavailable_reason.empty());
+    const bool listed_available = runs_listed[i].unavailable_reason.empty();
+    EXPECT_EQ(bars[i].available, listed_available) << bars[i].label << ": " << bars[i].unavailable_reason;
+    if (!listed_available) {
+      EXPECT_FALSE(bars[i].unavailable_reason.empty());
+    }
+    runnable += listed_available;
   }
-  EXPECT_EQ(only<worker_message::LatencyRunStarted>(messages).size(), 2u);
+  EXPECT_EQ(only<worker_message::LatencyRunStarted>(messages).size(), runnable);
   auto runs = only<worker_message::RunFinished>(messages);
-  ASSERT_EQ(runs.size(), 2u);
+  ASSERT_EQ(runs.size(), runnable);
   ASSERT_TRUE(runs[0].result.ok() && runs[1].result.ok());
   EXPECT_FALSE(runs[0].request.use_kv_cache);
   EXPECT_TRUE(runs[1].request.use_kv_cache);
-  // Causal attention: the cache changes the cost, not the tokens.
-  EXPECT_EQ(runs[0].result->tokens, runs[1].result->tokens);
+  // Causal attention: the cache changes the cost, not the tokens; nor does
+  // exact parallel decoding, which the demo ends with by default.
+  int parallel = 0;
+  for (const auto& run : runs) {
+    ASSERT_TRUE(run.result.ok()) << run.label << ": " << run.result.error().to_string();
+    EXPECT_EQ(run.result->tokens, runs[1].result->tokens) << run.label;
+    if (run.request.decoding.mode == DecodingMode::kJacobi) {
+      ++parallel;
+      EXPECT_EQ(run.result->decoding.mode, DecodingMode::kJacobi);
+    }
+  }
+  EXPECT_EQ(parallel, 2);
+  // Each run's grid: the evaluation that chose each token, from the token
+  // events, agrees with the strategy's own count of tokens per evaluation.
+  for (const auto& bar : bars) {
+    if (!bar.available) continue;
+    ASSERT_EQ(bar.token_steps.size(), runs[0].result->tokens.size()) << bar.label;
+    std::vector<int> per_step(size_t(bar.decoding.model_evaluations), 0);
+    for (int step : bar.token_steps) {
+      ASSERT_TRUE(step >= 0 && step < bar.decoding.model_evaluations) << bar.label << " step " << step;
+      ++per_step[size_t(step)];
+    }
+    EXPECT_EQ(per_step, bar.decoding.tokens_per_step) << bar.label;
+    EXPECT_TRUE(std::is_sorted(bar.token_steps.begin(), bar.token_steps.end())) << bar.label;
+  }
   EXPECT_EQ(only<worker_message::LatencyDemoFinished>(messages).size(), 1u);
+}
+
+// The demo's runs follow the decoding chosen and the model: block diffusion
+// needs a block-diffusion model, which cannot run the token-by-token ones.
+TEST(LatencyDemoRuns, FollowTheChoiceAndTheModel) {
+  LatencyDemoChoice choice;
+  choice.parallel = DecodingMode::kSequential;
+  EXPECT_EQ(latency_demo_runs(choice).size(), 3u);
+  choice.parallel = DecodingMode::kDiffusion;
+  choice.diffusion_threshold = 0.8f;
+  auto runs = latency_demo_runs(choice);
+  ASSERT_EQ(runs.size(), 6u);
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_EQ(runs[i].decoding.mode, DecodingMode::kDiffusion);
+    EXPECT_EQ(runs[i].decoding.diffusion.threshold, 0.8f);
+    EXPECT_NE(runs[i].unavailable_reason.find("block-diffusion model"), std::string::npos);
+  }
+  EXPECT_EQ(runs[3].decoding.diffusion.cache, DiffusionCache::kNone);
+  EXPECT_EQ(runs[5].decoding.diffusion.cache, DiffusionCache::kDual);
+  choice.block_diffusion_model = true;
+  runs = latency_demo_runs(choice);
+  EXPECT_FALSE(runs[0].unavailable_reason.empty());
+  EXPECT_FALSE(runs[1].unavailable_reason.empty());
+  for (size_t i = 3; i < 6; ++i) EXPECT_TRUE(runs[i].unavailable_reason.empty()) << runs[i].name;
+  // Whatever was chosen, a block-diffusion model ends with block diffusion.
+  choice.parallel = DecodingMode::kJacobi;
+  const auto by_blocks = latency_demo_runs(choice);
+  ASSERT_EQ(by_blocks.size(), 6u);
+  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(by_blocks[i].decoding.mode, DecodingMode::kDiffusion);
 }
 
 TEST(GenerationWorker, LoadingReportsProgressAndCanBeCancelled) {

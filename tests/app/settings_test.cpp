@@ -31,6 +31,8 @@ TEST(AppSettings, RoundTripThroughTheFileKeepsEveryField) {
   settings.bbox = {1.f, 2.f, 0.5f};
   settings.resolution = 6;
   settings.target_faces = -1;
+  settings.latency_decoding = "diffusion";
+  settings.diffusion_threshold = 0.75f;
   settings.progressive_preview = true;
   settings.preview_every = 3;
   settings.export_template = "{seed}.stl";
@@ -68,6 +70,14 @@ TEST(AppSettings, WrongTypesAndRangesAreErrorsNamingTheKey) {
   auto out_of_range = settings_from_json(nlohmann::json{{"top_p", 1.5}});
   ASSERT_FALSE(out_of_range.ok());
   EXPECT_NE(out_of_range.error().message.find("top_p"), std::string::npos);
+  auto unknown_decoding = settings_from_json(nlohmann::json{{"latency_decoding", "speculative"}});
+  ASSERT_FALSE(unknown_decoding.ok());
+  EXPECT_NE(unknown_decoding.error().message.find("latency_decoding"), std::string::npos);
+  for (double threshold : {0.0, 1.5, -0.2}) {
+    auto bad_threshold = settings_from_json(nlohmann::json{{"diffusion_threshold", threshold}});
+    ASSERT_FALSE(bad_threshold.ok()) << threshold;
+    EXPECT_NE(bad_threshold.error().message.find("diffusion_threshold"), std::string::npos);
+  }
 
   testing::TemporaryFolder folder;
   ASSERT_TRUE(write_file_atomically(folder.path() / "bad.json", std::string_view("{not json")).ok());
@@ -119,6 +129,7 @@ TEST(AppSettings, RequestCarriesTheSettings) {
   settings.kv_cache = false;
   settings.attention = "reference";
   settings.resolution = 5;
+  settings.diffusion_threshold = 0.8f;
   GenerationRequest request = make_request(settings);
   EXPECT_EQ(request.prompt, "a chair");
   EXPECT_EQ(request.seed, 7u);
@@ -129,6 +140,9 @@ TEST(AppSettings, RequestCarriesTheSettings) {
   EXPECT_FALSE(request.use_kv_cache);
   EXPECT_EQ(request.attention, AttentionMode::kReference);
   EXPECT_EQ(request.resolution, 5);
+  // Generate decodes token by token (a block-diffusion model by blocks, at this threshold).
+  EXPECT_EQ(request.decoding.mode, DecodingMode::kSequential);
+  EXPECT_FLOAT_EQ(request.decoding.diffusion.threshold, 0.8f);
   settings.use_bbox = false;
   EXPECT_FALSE(make_request(settings).bbox.has_value());
 }

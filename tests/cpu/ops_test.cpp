@@ -107,6 +107,31 @@ TEST(CpuOps, LinearThroughGemmMatchesScalar) {
   }
 }
 
+// linear_rows: any number of rows, each the same bits as that row through a
+// one-row linear() (what a decode step computes), and close to the definition.
+TEST(CpuOps, LinearRowsGiveEachRowTheDecodeBits) {
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
+    for (int64_t rows : {1, 2, 3, 7, 12}) {
+      auto w = make_matrix(dtype, 300, 130, uint32_t(20 + rows));
+      auto x = random_vector(size_t(rows * 130), 21);
+      auto bias = random_vector(300, 22);
+      std::vector<float> together(size_t(rows * 300), NAN);
+      cpu::linear_rows(x.data(), rows, w.view, bias.data(), together.data());
+      std::vector<float> accumulated(size_t(rows * 300), 0.5f);
+      cpu::linear_rows_accumulate(x.data(), rows, w.view, bias.data(), accumulated.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<float> alone(300, NAN), alone_accumulated(300, 0.5f);
+        cpu::linear(x.data() + r * 130, 1, w.view, bias.data(), alone.data());
+        cpu::linear_accumulate(x.data() + r * 130, 1, w.view, bias.data(), alone_accumulated.data());
+        for (int64_t j = 0; j < 300; ++j) {
+          ASSERT_EQ(together[size_t(r * 300 + j)], alone[size_t(j)]) << dtype_name(dtype) << " rows " << rows;
+          ASSERT_EQ(accumulated[size_t(r * 300 + j)], alone_accumulated[size_t(j)]) << dtype_name(dtype);
+        }
+      }
+      EXPECT_LT(relative_error(together, reference_linear(x, rows, w, bias)), 1e-6) << dtype_name(dtype);
+    }
+}
+
 // cpu::sgemm splits large products over the pool by rows or columns: every
 // split, transposed or not, with strides, alpha and beta, gives the product.
 TEST(CpuOps, SgemmInPartsMatchesDoublePrecision) {

@@ -81,6 +81,37 @@ TEST(ModelConfig, MalformedYamlIsAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+// gpt_model.block_diffusion marks a block-diffusion model; without it a model
+// is autoregressive. Its mask token must be one of the special tokens.
+TEST(ModelConfig, BlockDiffusionSection) {
+  auto dir = temp_dir();
+  const std::string base =
+      "gpt_model:\n  n_layer: 2\n  n_head: 2\n  n_embd: 8\n  shape_model_vocab_size: 16\n"
+      "  shape_model_embed_dim: 4\n  text_model_embed_dim: 8\n";
+  const std::string shape =
+      "shape_model:\n  num_encoder_latents: 8\n  embed_dim: 4\n  width: 8\n  num_heads: 2\n  num_freqs: 4\n"
+      "  num_encoder_layers: 1\n  num_decoder_layers: 1\n  num_codes: 16\n";
+  auto parse = [&](const std::string& diffusion) {
+    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(base + diffusion + shape)).ok());
+    return parse_model_config_yaml(dir / "config.yaml");
+  };
+  auto autoregressive = parse("");
+  ASSERT_TRUE(autoregressive.ok()) << autoregressive.error().to_string();
+  EXPECT_FALSE(autoregressive->gpt.block_diffusion());
+  auto diffusion = parse("  block_diffusion:\n    block_size: 8\n    mask_token_id: 18\n");
+  ASSERT_TRUE(diffusion.ok()) << diffusion.error().to_string();
+  EXPECT_TRUE(diffusion->gpt.block_diffusion());
+  EXPECT_EQ(diffusion->gpt.diffusion_block_size, 8);
+  EXPECT_EQ(diffusion->gpt.mask_token_id, 18);
+  auto code_as_mask = parse("  block_diffusion:\n    block_size: 8\n    mask_token_id: 3\n");
+  ASSERT_FALSE(code_as_mask.ok());
+  EXPECT_NE(code_as_mask.error().message.find("mask_token_id"), std::string::npos) << code_as_mask.error().message;
+  auto no_size = parse("  block_diffusion:\n    mask_token_id: 18\n");
+  ASSERT_FALSE(no_size.ok());
+  EXPECT_NE(no_size.error().message.find("block_diffusion.block_size"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ModelConfig, MissingAndUnexpectedTensorsAreListed) {
   CUBEFORGE_REQUIRE_ORACLE();
   auto gpt_file = SafetensorsFile::open(oracle_dir() / "shape_gpt.safetensors");

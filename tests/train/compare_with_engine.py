@@ -21,6 +21,11 @@
 4. With --reference: the prompts and tokens recorded in JSON (the shipped model's reference,
    which the C++ suite checks without PyTorch) must equal the training code's greedy tokens
    now, so the recorded file cannot go stale. --write-reference records them.
+A block-diffusion folder (tools/train/diffusion.py) is checked the same way with block
+diffusion instead of greedy decoding (generate.diffusion_tokens against the engine's
+`--decoding diffusion`), for the threshold rule with the engine recomputing everything
+(`--diffusion-cache none`) and with its prefix cache, which must decode the same, and for the
+factor rule.
 Exits non-zero with the first mismatch shown.
 """
 
@@ -97,9 +102,27 @@ def check_mesh_bounds(shape, tokens, obj_path, resolution, prompt):
           f"decoded occupancy {np.round(lo, 3)} .. {np.round(hi, 3)}")
 
 
+# Block diffusion's rules the check runs: (engine flags, CLI flags, generate.diffusion_tokens arguments).
+DIFFUSION_RULES = [
+    (["--threshold", "0.9", "--cache", "none"], ["--threshold", "0.9", "--diffusion-cache", "none"],
+     {"threshold": 0.9}),
+    (["--threshold", "0.9", "--cache", "prefix"], ["--threshold", "0.9", "--diffusion-cache", "prefix"],
+     {"threshold": 0.9}),
+    (["--factor", "1.0", "--cache", "none"], ["--factor", "1.0", "--diffusion-cache", "none"], {"factor": 1.0}),
+]
+GREEDY = ([], [], None)
+
+
+def python_tokens(loaded, prompt, rule):
+    if rule is None:
+        return generate.greedy_tokens(*loaded, prompt, guidance=3.0)
+    return generate.diffusion_tokens(*loaded, prompt, guidance=3.0, **rule)
+
+
 def check_reference(model_dir, path, write):
     loaded = generate.load_folder(model_dir)
-    ours = [{"prompt": p, "tokens": generate.greedy_tokens(*loaded, p, guidance=3.0)} for p in REFERENCE_PROMPTS]
+    rule = DIFFUSION_RULES[0][2] if generate.block_diffusion(loaded[2]) else None
+    ours = [{"prompt": p, "tokens": python_tokens(loaded, p, rule)} for p in REFERENCE_PROMPTS]
     if write:
         with open(path + ".tmp", "w") as f:
             json.dump({"guidance": 3.0, "greedy": ours}, f, indent=1)
@@ -114,10 +137,14 @@ def check_reference(model_dir, path, write):
     print(f"reference: {len(ours)} recorded prompts equal the training code's greedy tokens")
 
 
-def check_generation(model_dir, cli, engine_tokens, prompts=PROMPTS):
+def check_generation(model_dir, cli, engine_tokens, prompts=PROMPTS, decoding=GREEDY):
+    engine_flags, cli_flags, rule = decoding
     loaded = generate.load_folder(model_dir)
-    ours = {prompt: generate.greedy_tokens(*loaded, prompt, guidance=3.0) for prompt in prompts}
-    run = subprocess.run([engine_tokens, model_dir, *prompts], capture_output=True, text=True)
+    ours = {prompt: python_tokens(loaded, prompt, rule) for prompt in prompts}
+    if rule is not None:
+        cli_flags = ["--decoding", "diffusion", *cli_flags]
+        print(f"block diffusion: {' '.join(cli_flags)}", flush=True)
+    run = subprocess.run([engine_tokens, model_dir, *engine_flags, *prompts], capture_output=True, text=True)
     if run.returncode != 0:
         sys.exit(f"engine_tokens failed: {run.stderr.strip()}")
     for line in run.stdout.strip().splitlines():
@@ -134,7 +161,7 @@ def check_generation(model_dir, cli, engine_tokens, prompts=PROMPTS):
             out = os.path.join(tmp, "shape.obj")
             run = subprocess.run([cli, "generate", "--model", model_dir, "--prompt", prompt, "--resolution", "5",
                                   "--dense", "--keep-floaters", "--target-faces", "-1", "--threads", "1", "--json",
-                                  "-q", "--out", out], capture_output=True, text=True)
+                                  "-q", "--out", out, *cli_flags], capture_output=True, text=True)
             if run.returncode != 0:
                 if "has no surface" in run.stderr:
                     print(f"cli: {prompt!r}: the decoded shape has no surface (tokens checked above)")
@@ -163,8 +190,10 @@ def main():
     ap.add_argument("--write-reference", action="store_true")
     args = ap.parse_args()
     check_tokenizer(args.model_dir, args.vocab_check)
-    check_generation(args.model_dir, args.cli, args.engine_tokens,
-                     REFERENCE_PROMPTS if args.reference else PROMPTS)
+    diffusion = generate.block_diffusion(generate.load_folder(args.model_dir)[2])
+    for decoding in DIFFUSION_RULES if diffusion else [GREEDY]:
+        check_generation(args.model_dir, args.cli, args.engine_tokens,
+                         REFERENCE_PROMPTS if args.reference else PROMPTS, decoding)
     if args.reference:
         check_reference(args.model_dir, args.reference, args.write_reference)
 

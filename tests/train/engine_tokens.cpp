@@ -1,12 +1,15 @@
 // Prints the engine's greedy shape tokens for each prompt given on the command line, as one
-// JSON object per line: {"prompt": ..., "tokens": [...], "has_surface": ...}. It runs the
-// same generate_shape() as `cubeforge-cli generate` (guidance 3.0, greedy, KV cache), but
+// JSON object per line: {"prompt": ..., "tokens": [...], "has_surface": ..., "model_evaluations": ...}.
+// It runs the same generate_shape() as `cubeforge-cli generate` (guidance 3.0, greedy, KV cache), but
 // reports the tokens even when the decoded shape has no surface, which the CLI treats as a
-// failure; a barely trained smoke-scale model may decode some prompts to nothing.
+// failure; a barely trained smoke-scale model may decode some prompts to nothing. A
+// block-diffusion model folder decodes with block diffusion: --threshold T (default 0.9) or
+// --factor F, and --cache none|prefix|dual (default none).
 //
-//   engine_tokens MODEL_DIR PROMPT...
+//   engine_tokens MODEL_DIR [--threshold T | --factor F] [--cache C] PROMPT...
 #include <cstdio>
 #include <iostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +18,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL_DIR PROMPT...\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL_DIR [--threshold T | --factor F] [--cache C] PROMPT...\n", argv[0]);
     return 2;
   }
   auto model = cubeforge::CubeModel::load(argv[1]);
@@ -23,17 +26,44 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "engine_tokens: %s\n", model.error().to_string().c_str());
     return 1;
   }
-  for (int i = 2; i < argc; ++i) {
+  cubeforge::DecodingOptions decoding;
+  if (model->gpt().config().block_diffusion()) {
+    decoding.mode = cubeforge::DecodingMode::kDiffusion;
+    decoding.diffusion.cache = cubeforge::DiffusionCache::kNone;
+  }
+  int i = 2;
+  for (; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--threshold") {
+      decoding.diffusion.threshold = std::stof(argv[i + 1]);
+    } else if (flag == "--factor") {
+      decoding.diffusion.factor = std::stof(argv[i + 1]);
+    } else if (flag == "--cache") {
+      auto cache = cubeforge::parse_diffusion_cache(argv[i + 1]);
+      if (!cache) {
+        std::fprintf(stderr, "engine_tokens: unknown cache '%s'\n", argv[i + 1]);
+        return 2;
+      }
+      decoding.diffusion.cache = *cache;
+    } else {
+      break;
+    }
+  }
+  for (; i < argc; ++i) {
     cubeforge::GenerationRequest request;
     request.prompt = argv[i];
     request.guidance_scale = 3.0f;
     request.resolution = 3;  // the mesh is not what this checks; keep it cheap
+    request.decoding = decoding;
     auto result = cubeforge::generate_shape(*model, request);
     if (!result.ok()) {
       std::fprintf(stderr, "engine_tokens: '%s': %s\n", argv[i], result.error().to_string().c_str());
       return 1;
     }
-    nlohmann::json line = {{"prompt", argv[i]}, {"tokens", result->tokens}, {"has_surface", result->stats.has_surface}};
+    nlohmann::json line = {{"prompt", argv[i]},
+                           {"tokens", result->tokens},
+                           {"has_surface", result->stats.has_surface},
+                           {"model_evaluations", result->decoding.model_evaluations}};
     std::cout << line.dump() << std::endl;
   }
   return 0;

@@ -10,6 +10,14 @@ shape_tokenizer.safetensors, clip/) and decodes as the reference engine does:
   - rows 0..V-1 of the token embedding = shape_proj(get_codebook());
   - BOS, then num_encoder_latents steps: at step i of N, gamma = s * (N - i) / N and
     logits = (1 + gamma) * cond - gamma * uncond over the V codes; the argmax is fed to both.
+A block-diffusion folder (config.yaml with gpt_model.block_diffusion, made by diffusion.py)
+decodes block by block instead (diffusion_tokens, --threshold or --factor): rows are BOS and
+the tokens, masked until decided, at positions 0..N-1; every evaluation recomputes the
+positions up to the current block's end with block-causal attention, takes each undecided
+token of the block's most likely code (guided as above, gamma by the token's index) and its
+softmax probability, and accepts those above the threshold (or, with the factor rule, the n
+most confident while the n-th has at least 1 - f / (n + 1)), at least the most confident one.
+That is the engine's `--decoding diffusion --diffusion-cache none`.
 Prints one JSON object per prompt: {"prompt": ..., "tokens": [...]}. The engine's
 `cubeforge-cli generate --json` must print the same tokens (tests/train).
 """
@@ -19,6 +27,7 @@ import json
 import os
 import sys
 
+import numpy as np
 import torch
 import yaml
 
@@ -73,16 +82,78 @@ def greedy_tokens(tokenizer, clip, gpt, shape, prompt, guidance=3.0, bbox=None):
     return out
 
 
+def block_diffusion(gpt):
+    """(block_size, mask_token_id) of a block-diffusion GPT, or None for an autoregressive one."""
+    section = gpt.cfg.get("block_diffusion")
+    return (int(section["block_size"]), int(section["mask_token_id"])) if section else None
+
+
+@torch.no_grad()
+def diffusion_tokens(tokenizer, clip, gpt, shape, prompt, guidance=3.0, threshold=0.9, factor=None,
+                     block_size=None, bbox=None):
+    model_block, mask_id = block_diffusion(gpt)
+    block = block_size or model_block
+    prompts = [prompt, ""] if guidance > 0 else [prompt]
+    ids, masks = zip(*[tokenizer.encode(p) for p in prompts])
+    boxes = torch.zeros(len(prompts), 3)
+    if bbox is not None:
+        boxes[0] = torch.tensor(bbox)
+    cond = gpt.condition(clip(torch.tensor(ids), torch.tensor(masks)), boxes)
+    table = gpt.token_table(shape.vq.get_codebook())
+    n = shape.cfg["num_encoder_latents"]
+    # The engine compares in float32's values of the rule's constants.
+    threshold = float(np.float32(threshold))
+    factor = float(np.float32(factor)) if factor else None
+    decided = [-1] * n
+    for begin in range(0, n, block):
+        end = begin + block
+        while any(decided[t] < 0 for t in range(begin, end)):
+            inputs = [gpt.bos_id] + [decided[t] if decided[t] >= 0 else mask_id for t in range(end - 1)]
+            rows = torch.tensor([inputs] * len(prompts))
+            visible = models.block_causal_visibility(end, block)
+            logits = gpt.forward_visible(table[rows], cond, torch.arange(end), visible)[:, :, :gpt.codes]
+            candidates = []
+            for t in range(begin, end):
+                if decided[t] >= 0:
+                    continue
+                row = logits[:, t]
+                if guidance > 0:
+                    gamma = guidance * (n - t) / n
+                    row = (1 + gamma) * row[0] - gamma * row[1]
+                else:
+                    row = row[0]
+                code = int(torch.argmax(row))
+                confidence = 1.0 / float(torch.exp(row.double() - row[code].double()).sum())
+                candidates.append((confidence, t, code))
+            candidates.sort(key=lambda c: (-c[0], c[1]))
+            keep = 1
+            while keep < len(candidates):
+                confidence = candidates[keep][0]
+                if (confidence >= 1.0 - factor / (keep + 2)) if factor else (confidence > threshold):
+                    keep += 1
+                else:
+                    break
+            for _, t, code in candidates[:keep]:
+                decided[t] = code
+    return decided
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     ap.add_argument("prompts", nargs="+")
     ap.add_argument("--guidance", type=float, default=3.0)
+    ap.add_argument("--threshold", type=float, default=0.9, help="block diffusion: the confidence threshold")
+    ap.add_argument("--factor", type=float, help="block diffusion: the factor rule instead")
     args = ap.parse_args()
     torch.set_num_threads(1)
     loaded = load_folder(args.model)
     for prompt in args.prompts:
-        print(json.dumps({"prompt": prompt, "tokens": greedy_tokens(*loaded, prompt, args.guidance)}))
+        if block_diffusion(loaded[2]):
+            tokens = diffusion_tokens(*loaded, prompt, args.guidance, args.threshold, args.factor)
+        else:
+            tokens = greedy_tokens(*loaded, prompt, args.guidance)
+        print(json.dumps({"prompt": prompt, "tokens": tokens}))
 
 
 if __name__ == "__main__":

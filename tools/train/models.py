@@ -592,16 +592,40 @@ class DualStreamGPT(nn.Module):
     def forward(self, embed, cond):
         s, l = cond.shape[1], embed.shape[1]
         cos_d, sin_d = self.rotary.table(s, l)
-        bias = self._mask(s + l)
+        return self._run(embed, cond, cos_d, sin_d, self._mask(s + l), self._mask(l))
+
+    def forward_visible(self, embed, cond, positions, visible):
+        """logits for shape rows at rotary `positions` [L] where row i sees shape row j when
+        visible[i, j] (bool [L, L]); the condition stays a causal prefix every shape row sees.
+        A block-diffusion model runs with block_causal_visibility (below)."""
+        s, l = cond.shape[1], embed.shape[1]
+        pos = torch.cat([torch.zeros(s), positions.to(torch.float32)])
+        ang = torch.outer(pos, self.rotary.inv).repeat_interleave(2, dim=-1)
+        cos_d, sin_d = ang.cos(), ang.sin()
+        shape_bias = torch.zeros(l, l).masked_fill(~visible, float("-inf"))
+        bias = torch.full((s + l, s + l), float("-inf"))
+        bias[:s, :s] = self._mask(s)
+        bias[s:, :s] = 0.0
+        bias[s:, s:] = shape_bias
+        return self._run(embed, cond, cos_d, sin_d, bias, shape_bias)
+
+    def _run(self, embed, cond, cos_d, sin_d, bias, bias_s):
+        s = cond.shape[1]
         x, c = embed, cond
         for block in self.transformer.dual_blocks:
             x, c = block(x, c, cos_d, sin_d, bias)
         if len(self.transformer.single_blocks):
             cos_s, sin_s = cos_d[s:], sin_d[s:]
-            bias_s = self._mask(l)
             for block in self.transformer.single_blocks:
                 x = block(x, cos_s, sin_s, bias_s)
         return self.lm_head(layer_norm(x, self.cfg["eps"]))
+
+
+def block_causal_visibility(length, block_size):
+    """[L, L] bool: shape row i sees row j when j's block is not after i's (bidirectional inside
+    a block, causal across blocks). Block size 1 is the autoregressive causal mask."""
+    block = torch.arange(length) // block_size
+    return block[None, :] <= block[:, None]
 
 
 # --------------------------------------------------------------------------------------

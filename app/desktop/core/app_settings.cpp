@@ -36,6 +36,8 @@ void visit_fields(AppSettings& s, Visitor&& visit) {
   visit("bbox", s.bbox);
   visit("resolution", s.resolution);
   visit("target_faces", s.target_faces);
+  visit("latency_decoding", s.latency_decoding);
+  visit("diffusion_threshold", s.diffusion_threshold);
   visit("progressive_preview", s.progressive_preview);
   visit("preview_every", s.preview_every);
   visit("preview_resolution", s.preview_resolution);
@@ -56,6 +58,10 @@ Status check_ranges(const AppSettings& s) {
   if (s.attention != "causal" && s.attention != "reference")
     return bad("setting 'attention' must be causal or reference, not '" + s.attention + "'");
   if (s.resolution < 2 || s.resolution > 10) return bad("setting 'resolution' must be in 2..10");
+  if (!parse_decoding_mode(s.latency_decoding))
+    return bad("setting 'latency_decoding' must be sequential, jacobi or diffusion, not '" + s.latency_decoding + "'");
+  if (!(s.diffusion_threshold > 0.f && s.diffusion_threshold <= 1.f))
+    return bad("setting 'diffusion_threshold' must be in (0, 1]");
   if (s.preview_resolution < 2 || s.preview_resolution > 8) return bad("setting 'preview_resolution' must be in 2..8");
   if (s.preview_every < 1) return bad("setting 'preview_every' must be at least 1");
   if (!(s.guidance >= 0.f && s.guidance <= 100.f)) return bad("setting 'guidance' must be in 0..100");
@@ -207,6 +213,7 @@ GenerationRequest make_request(const AppSettings& s) {
   request.backend = parse_backend_choice(s.backend).ok() ? *parse_backend_choice(s.backend) : BackendChoice::kAuto;
   request.cuda_graphs = s.cuda_graphs;
   request.target_faces = s.target_faces;
+  request.decoding.diffusion.threshold = s.diffusion_threshold;
   return request;
 }
 

@@ -40,6 +40,11 @@ struct AppSettings {
   std::array<float, 3> bbox{1.f, 1.f, 1.f};
   int resolution = 8;
   int64_t target_faces = 0;                // 0: automatic, < 0: no simplification
+  // Parallel decoding: what the latency demo compares (sequential | jacobi |
+  // diffusion), and block diffusion's confidence threshold (a block-diffusion
+  // model always decodes by blocks).
+  std::string latency_decoding = "jacobi";
+  float diffusion_threshold = 0.9f;
   // Progressive preview
   bool progressive_preview = true;
   int preview_every = 8;                   // tokens between previews

@@ -26,15 +26,18 @@ void GenerationProgress::apply(const GenerationEvent& event, double elapsed_ms) 
       if (current_stage_ == static_cast<AppStage>(event.stage)) current_stage_.reset();
       break;
     case GenerationEvent::Kind::kToken: {
-      if (event.token_count > 0 && static_cast<int>(token_slots_.size()) != event.token_count)
+      if (event.token_count > 0 && static_cast<int>(token_slots_.size()) != event.token_count) {
         token_slots_.resize(event.token_count, -1);
+        token_steps_.resize(event.token_count, -1);
+      }
       if (event.token_index < 0 || event.token_index >= static_cast<int>(token_slots_.size())) break;
       if (token_slots_[event.token_index] < 0) ++tokens_done_;
       token_slots_[event.token_index] = event.token;
-      if (event.token_index == 0) {
+      token_steps_[event.token_index] = event.decode_step;
+      if (event.decode_step == 0) {
         if (!time_to_first_token_ms_) time_to_first_token_ms_ = elapsed_ms;
       } else {
-        // Token 0 comes out of the prefill; the per-output-token latency is the decode steps.
+        // The first evaluation is the prefill; the per-output-token latency is the decode steps.
         tpot_ms_.push_back(static_cast<float>(event.token_ms));
         tokens_per_second_.push_back(event.token_ms > 0 ? static_cast<float>(1000.0 / event.token_ms) : 0.f);
       }

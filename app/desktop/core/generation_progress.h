@@ -54,6 +54,10 @@ class GenerationProgress {
 
   // Slot i holds token i, or -1 while it has not arrived.
   const std::vector<int>& token_slots() const { return token_slots_; }
+  // Slot i holds the model evaluation that chose token i, or -1: with
+  // parallel decoding several slots share one, and block diffusion fills a
+  // block out of order.
+  const std::vector<int>& token_steps() const { return token_steps_; }
   int tokens_done() const { return tokens_done_; }
   int token_count() const { return static_cast<int>(token_slots_.size()); }
   // Model time of each decode token after the first (ms) and its rate (1000/ms).
@@ -72,6 +76,7 @@ class GenerationProgress {
 
  private:
   std::vector<int> token_slots_;
+  std::vector<int> token_steps_;
   int tokens_done_ = 0;
   std::vector<float> tpot_ms_;
   std::vector<float> tokens_per_second_;

@@ -36,7 +36,10 @@ const CudaAvailability& cuda_backend_availability() {
 }
 
 Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
-  if (request.token_backend || request.backend == BackendChoice::kCpu) return request;
+  // Parallel decoding runs on the CPU backend (decode_tokens says so for an explicit CUDA).
+  if (request.token_backend || request.backend == BackendChoice::kCpu ||
+      (request.backend == BackendChoice::kAuto && request.decoding.mode != DecodingMode::kSequential))
+    return request;
   if (backends_model_ != &model) {
     backends_.clear();
     backends_model_ = &model;
@@ -110,7 +113,8 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder) {
       messages_.push(worker_message::LoadFailed{loaded.error()});
       return;
     }
-    ModelSummary summary{folder.string(), loaded->shape_tokens(), ms_since(started)};
+    ModelSummary summary{folder.string(), loaded->shape_tokens(), ms_since(started),
+                         loaded->gpt().config().block_diffusion()};
     backends_.clear();  // opened for the previous model
     backends_model_ = nullptr;
     {
@@ -131,7 +135,10 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
   const auto started = Clock::now();
 
   PreviewCost cost;
-  std::vector<int> tokens;
+  // By position: block diffusion decides tokens out of order.
+  std::vector<int> tokens(static_cast<size_t>(token_count), -1);
+  std::vector<int> token_steps(static_cast<size_t>(token_count), -1);
+  int known = 0;
   Clock::time_point decode_started = started;
   auto sink = [&](const GenerationEvent& event) {
     messages_.push(worker_message::Event{run, event, ms_since(started)});
@@ -140,8 +147,10 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
     if (event.kind == GenerationEvent::Kind::kStageFinished && event.stage == Stage::kDecode)
       cost.decode_ms = event.stage_ms;
     if (event.kind != GenerationEvent::Kind::kToken) return;
-    tokens.push_back(event.token);
-    const int known = static_cast<int>(tokens.size());
+    if (event.token_index < 0 || event.token_index >= token_count) return;
+    if (tokens[size_t(event.token_index)] < 0) ++known;
+    tokens[size_t(event.token_index)] = event.token;
+    token_steps[size_t(event.token_index)] = event.decode_step;
     if (!preview.enabled || known % std::max(1, preview.every_tokens) != 0 || known >= token_count) return;
     // Budget: the previews so far plus the next one must stay within the
     // allowed share of the time spent on tokens. The next one's cost is the
@@ -153,9 +162,11 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
       ++cost.skipped;
       return;
     }
-    // The shape decoder needs all N tokens: the missing ones repeat the latest.
+    // The shape decoder needs all N tokens: a missing one repeats the nearest known one before it
+    // (after it, for missing ones at the start).
     std::vector<int> padded = tokens;
-    padded.resize(token_count, tokens.back());
+    int latest = *std::find_if(tokens.begin(), tokens.end(), [](int t) { return t >= 0; });
+    for (int& t : padded) t = t >= 0 ? (latest = t) : latest;
     MeshingOptions options;
     options.resolution = preview.resolution;
     options.target_faces = -1;
@@ -177,6 +188,7 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
   finished.result = mesh_in_passes(model, request, preview, run, started, sink);
   finished.preview = cost;
   finished.wall_ms = ms_since(started);
+  finished.token_steps = std::move(token_steps);
   return finished;
 }
 
@@ -184,7 +196,8 @@ Result<GenerationResult> GenerationWorker::mesh_in_passes(const CubeModel& model
                                                           const PreviewOptions& preview, int run,
                                                           Clock::time_point started,
                                                           const GenerationEventSink& sink) {
-  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult tokens, generate_shape_tokens(model, request, sink, &cancel_));
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult tokens,
+                             generate_shape_tokens(model, request_for_model(request, model), sink, &cancel_));
   if (preview.coarse_pass && request.resolution > kCoarseResolution) {
     messages_.push(worker_message::PassStarted{run, "coarse preview", kCoarseResolution, false, coarse_pass_ms_,
                                                ms_since(started)});
@@ -261,7 +274,7 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
     for (int i = 0; i < count; ++i) {
       GenerationRequest one = candidate_request(*opened, i);
       const auto started = Clock::now();
-      auto result = generate_shape(*loaded, one, {}, &cancel_);
+      auto result = generate_shape(*loaded, request_for_model(one, *loaded), {}, &cancel_);
       if (!result.ok()) {
         done.cancelled = result.error().code == ErrorCode::kCancelled;
         if (!done.cancelled) done.error = result.error().to_string();
@@ -275,25 +288,66 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
   });
 }
 
-std::vector<LatencyRun> latency_demo_runs() {
-  return {
-      {"No cache", "every token recomputes the whole sequence so far", false, ""},
-      {"KV cache", "every token reuses the keys and values of the tokens before it", true, ""},
-      {"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true,
-       cuda_backend_availability().available ? "" : "needs the CUDA backend: " + cuda_backend_availability().why_not,
-       true},
-      {"Parallel decoding", "several tokens per step, checked to give the same shape", true,
-       "not in this build yet"},
-  };
+GenerationRequest request_for_model(GenerationRequest request, const CubeModel& model) {
+  if (model.gpt().config().block_diffusion() && request.decoding.mode == DecodingMode::kSequential)
+    request.decoding.mode = DecodingMode::kDiffusion;
+  return request;
 }
 
-bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
+std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
+  const std::string by_blocks = choice.block_diffusion_model
+                                    ? "this block-diffusion model decodes by blocks, not token by token"
+                                    : "";
+  std::string cuda = cuda_backend_availability().available
+                         ? std::string()
+                         : "needs the CUDA backend: " + cuda_backend_availability().why_not;
+  if (cuda.empty()) cuda = by_blocks;
+  std::vector<LatencyRun> runs = {
+      {"No cache", "every token recomputes the whole sequence so far", false, {}, by_blocks},
+      {"KV cache", "every token reuses the keys and values of the tokens before it", true, {}, by_blocks},
+      {"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true},
+  };
+  // A block-diffusion model has no other parallel decoding.
+  const DecodingMode parallel = choice.block_diffusion_model ? DecodingMode::kDiffusion : choice.parallel;
+  if (parallel == DecodingMode::kJacobi) {
+    DecodingOptions paying, always;
+    paying.mode = always.mode = DecodingMode::kJacobi;
+    always.jacobi.position_cost = 0.f;
+    runs.push_back({"Exact parallel", "guesses the next tokens and checks them in one step where that pays: "
+                    "the same tokens", true, paying, by_blocks});
+    runs.push_back({"Exact parallel, always guessing", "a guess at every step: several slots per step when it "
+                    "is right, the same tokens", true, always, by_blocks});
+  } else if (parallel == DecodingMode::kDiffusion) {
+    const std::string needs_model =
+        choice.block_diffusion_model ? "" : "needs a block-diffusion model folder, such as assets/model-diffusion";
+    struct CacheRun {
+      DiffusionCache cache;
+      const char* name;
+      const char* what;
+    };
+    const CacheRun caches[] = {
+        {DiffusionCache::kNone, "Block diffusion, no cache", "every step recomputes every position so far"},
+        {DiffusionCache::kPrefix, "Block diffusion, prefix cache", "finished blocks' keys and values are reused"},
+        {DiffusionCache::kDual, "Block diffusion, dual cache",
+         "the rest of the block is reused too, refreshed once per sub-block"}};
+    for (const auto& [cache, name, what] : caches) {
+      DecodingOptions options;
+      options.mode = DecodingMode::kDiffusion;
+      options.diffusion.cache = cache;
+      options.diffusion.threshold = choice.diffusion_threshold;
+      runs.push_back({name,
+                      std::string(what) + "; many slots per step", true, options, needs_model});
+    }
+  }
+  return runs;
+}
+
+bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs) {
   auto loaded = model();
   if (!loaded) return false;
-  return start([this, loaded, request] {
+  return start([this, loaded, request, runs = std::move(runs)] {
     auto opened = with_backend(*loaded, request);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
-    const std::vector<LatencyRun> runs = latency_demo_runs();
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
       worker_message::LatencyResult bar;
@@ -316,17 +370,27 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request) {
       }
       varied.use_kv_cache = run.kv_cache;
       varied.cuda_graphs = run.cuda_graphs;
+      varied.decoding = run.decoding;
+      // Parallel decoding runs on the CPU backend.
+      if (run.decoding.mode != DecodingMode::kSequential) {
+        varied.backend = BackendChoice::kCpu;
+        varied.token_backend = nullptr;
+      }
       PreviewOptions no_previews;  // the demo times the pipeline alone
       no_previews.coarse_pass = false;
       auto finished = run_generation(*loaded, varied, no_previews, run.name);
       const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
       if (finished.result.ok()) {
         const auto& r = *finished.result;
-        const double decode_tokens = std::max<size_t>(1, r.tokens.size()) - 1.0;
+        // Tokens after the first evaluation (the prefill's one, or several with block diffusion).
+        const int first_step = r.decoding.tokens_per_step.empty() ? 1 : r.decoding.tokens_per_step[0];
+        const double decode_tokens = double(r.tokens.size()) - first_step;
         bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
         bar.time_to_first_token_ms = r.time_to_first_token_ms;
         bar.total_ms = finished.wall_ms;
         bar.stages = r.timings;
+        bar.decoding = r.decoding;
+        bar.token_steps = finished.token_steps;
       } else {
         bar.available = false;
         bar.unavailable_reason = finished.result.error().to_string();

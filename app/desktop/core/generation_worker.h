@@ -40,7 +40,12 @@ struct ModelSummary {
   std::string folder;
   int shape_tokens = 0;
   double load_ms = 0;
+  bool block_diffusion = false;  // decodes by blocks (gpt_model.block_diffusion), never token by token
 };
+
+// A block-diffusion model decodes only by blocks: a request for sequential
+// decoding becomes block diffusion with the request's diffusion options.
+GenerationRequest request_for_model(GenerationRequest request, const CubeModel& model);
 
 // Candidates are meshed this coarsely at most: enough to choose among them.
 constexpr int kCandidateResolution = 6;
@@ -103,6 +108,9 @@ struct RunFinished {
   Result<GenerationResult> result = make_error(ErrorCode::kInternal, "not run");
   PreviewCost preview;
   double wall_ms = 0;
+  // By position: the model evaluation that chose each token (-1: none did,
+  // the run stopped first). Several tokens share one with parallel decoding.
+  std::vector<int> token_steps;
 };
 // One run of the latency demo begins (index into latency_demo_runs()).
 struct LatencyRunStarted { int index = 0; };
@@ -114,6 +122,8 @@ struct LatencyResult {
   std::string unavailable_reason;
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
   StageTimings stages;  // where the object's time went
+  DecodingStats decoding;  // model evaluations and the tokens each accepted
+  std::vector<int> token_steps;  // RunFinished::token_steps
 };
 struct LatencyDemoFinished { bool cancelled = false; };
 // One of several seeds of one prompt, meshed at the candidates' resolution.
@@ -136,16 +146,26 @@ using WorkerMessage =
                  worker_message::LatencyRunStarted, worker_message::Log>;
 
 // The latency demo's runs, in order: each one faster than the last where it
-// exists. A run that this build or machine cannot do has a reason and is
-// shown as such, so the GPU path and parallel decoding slot in when they come.
+// exists. A run that this build, machine or model cannot do has a reason and
+// is shown as such. After the cache runs come the parallel decodings chosen:
+// exact parallel decoding (guessing where it pays, and at every step), or
+// block diffusion with each key-value cache, which needs a block-diffusion
+// model (which in turn cannot decode token by token, and always ends with
+// block diffusion).
 struct LatencyRun {
   std::string name;      // for the audience
   std::string what;      // one line on what changes
   bool kv_cache = true;
+  DecodingOptions decoding;
   std::string unavailable_reason;  // empty: it runs
   bool cuda_graphs = false;        // needs the CUDA backend
 };
-std::vector<LatencyRun> latency_demo_runs();
+struct LatencyDemoChoice {
+  DecodingMode parallel = DecodingMode::kJacobi;  // kSequential: the cache runs alone
+  float diffusion_threshold = 0.9f;
+  bool block_diffusion_model = false;
+};
+std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice = {});
 
 // Whether generations can run on CUDA here: the device, or why not (asked
 // once per process; the settings panel shows it).
@@ -164,7 +184,7 @@ class GenerationWorker {
   // generation, when no model is loaded.
   bool load_model(const std::filesystem::path& folder);
   bool generate(const GenerationRequest& request, const PreviewOptions& preview);
-  bool run_latency_demo(const GenerationRequest& request);
+  bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs());
   // `count` seeds from request.seed on, each sampled (a greedy decode gives
   // every seed the same shape) and meshed at candidate_resolution(), to
   // compare side by side and pick one to refine.
