@@ -7,7 +7,10 @@
 // The decoding runs on --model (a block-diffusion folder for --decoding
 // diffusion); the sequential reference on --reference, by default --model
 // itself when it is autoregressive and the built-in model otherwise (the one
-// the built-in block-diffusion model was fine-tuned from). Each prompt is
+// the built-in block-diffusion model was fine-tuned from). With
+// --against-no-cache the reference is the same block diffusion recomputing
+// every position, which is exact: how far the prefix and dual caches move
+// the tokens and the shape. Each prompt is
 // generated --rounds times by both, alternating; times are medians, shapes
 // come from the last round (greedy decoding repeats itself).
 #include <nlohmann/json.hpp>
@@ -44,6 +47,7 @@ struct CompareOptions {
   int rounds = 3;
   int threads = 0;
   bool json = false;
+  bool against_no_cache = false;  // the reference is this block diffusion recomputing every position
 };
 
 struct PromptFigures {
@@ -75,6 +79,10 @@ Result<PromptFigures> measure_prompt(const CubeModel& model, const CubeModel& re
   request.decoding = o.decoding.options();
   GenerationRequest sequential = request;
   sequential.decoding = DecodingOptions{};
+  if (o.against_no_cache) {
+    sequential.decoding = request.decoding;
+    sequential.decoding.diffusion.cache = DiffusionCache::kNone;
+  }
 
   PromptFigures figures;
   figures.prompt = prompt;
@@ -142,15 +150,21 @@ int run_compare(const CompareOptions& o) {
   install_interrupt_handler();
   auto model = load_model_or_report(*folder, kCommand);
   if (!model) return 1;
+  const bool block_diffusion = model->gpt().config().block_diffusion();
+  if (o.against_no_cache && (!block_diffusion || !o.reference_dir.empty())) {
+    std::fprintf(stderr, "%s: --against-no-cache compares block diffusion's caches on one block-diffusion model; "
+                 "leave out --reference\n", kCommand);
+    return 2;
+  }
   std::filesystem::path reference_folder = o.reference_dir;
-  if (reference_folder.empty()) reference_folder = model->gpt().config().block_diffusion() ? default_model_folder() : *folder;
+  if (reference_folder.empty()) reference_folder = block_diffusion && !o.against_no_cache ? default_model_folder() : *folder;
   std::optional<CubeModel> reference_loaded;
   if (reference_folder != *folder) {
     reference_loaded = load_model_or_report(reference_folder, kCommand);
     if (!reference_loaded) return 1;
   }
   const CubeModel& reference = reference_loaded ? *reference_loaded : *model;
-  if (reference.gpt().config().block_diffusion()) {
+  if (reference.gpt().config().block_diffusion() && !o.against_no_cache) {
     std::fprintf(stderr, "%s: the reference '%s' is a block-diffusion model; give an autoregressive one with "
                  "--reference\n", kCommand, escape_untrusted(reference_folder.string()).c_str());
     return 2;
@@ -216,6 +230,7 @@ int run_compare(const CompareOptions& o) {
     nlohmann::json report = {{"model", escape_untrusted(model->folder().string())},
                              {"reference", escape_untrusted(reference.folder().string())},
                              {"decoding", settings},
+                             {"reference_decoding", o.against_no_cache ? "the same, no cache" : "sequential"},
                              {"guidance", o.guidance},
                              {"resolution", o.resolution},
                              {"iou_resolution", o.iou_resolution},
@@ -238,8 +253,9 @@ int run_compare(const CompareOptions& o) {
     std::cout << json_line(report) << std::endl;
     return 0;
   }
-  std::printf("%s (%s) against sequential decoding of %s, %d round(s), resolution %d, IoU grid %d\n",
+  std::printf("%s (%s) against %s of %s, %d round(s), resolution %d, IoU grid %d\n",
               escape_untrusted(model->folder().string()).c_str(), settings.dump().c_str(),
+              o.against_no_cache ? "the same decoding without a cache" : "sequential decoding",
               escape_untrusted(reference.folder().string()).c_str(), o.rounds, o.resolution, o.iou_resolution);
   std::printf("%-32s %11s %10s %9s %9s %6s %10s %6s\n", "prompt", "evaluations", "tokens/ev", "token ms", "ref ms",
               "IoU", "watertight", "agree");
@@ -248,7 +264,7 @@ int run_compare(const CompareOptions& o) {
                 r.stats.model_evaluations, r.stats.tokens_per_evaluation(), r.token_ms, r.reference_token_ms, r.iou,
                 r.watertight ? "yes" : "no", 100.0 * r.tokens_agreeing / std::max(1, r.tokens));
   std::printf("mean: %.1f evaluations (%.2fx fewer), %.2f tokens per evaluation, tokens %.1f ms against %.1f ms "
-              "(%.2fx), object %.0f ms against %.0f ms, IoU %.3f (min %.3f), watertight %.0f%% (sequential %.0f%%)\n",
+              "(%.2fx), object %.0f ms against %.0f ms, IoU %.3f (min %.3f), watertight %.0f%% (reference %.0f%%)\n",
               double(mean["model_evaluations"]), double(mean["fewer_model_evaluations"]),
               double(mean["tokens_per_evaluation"]), double(mean["token_ms"]), double(mean["reference_token_ms"]),
               double(mean["token_speedup"]), double(mean["object_ms"]), double(mean["reference_object_ms"]),
@@ -267,6 +283,9 @@ Action add_decoding_compare_command(CLI::App& app) {
   cmd->add_option("--reference", o->reference_dir,
                   "Autoregressive model decoded sequentially to compare with (default: --model when it is "
                   "autoregressive, else the built-in model)");
+  cmd->add_flag("--against-no-cache", o->against_no_cache,
+                "Compare block diffusion with the same rule recomputing every position (exact) instead of "
+                "sequential decoding: how far a cache moves it");
   cmd->add_option("--prompt,-p", o->prompts, "A prompt (repeatable)");
   cmd->add_option("--prompts", o->prompts_file, "A file of prompts, one per line ('#' starts a comment)");
   add_decoding_arguments(cmd, o->decoding);

@@ -119,8 +119,9 @@ std::filesystem::path fixture_as_block_diffusion() {
 // compare-decoding: exact parallel decoding agrees with sequential decoding
 // token for token and shape for shape; block diffusion with blocks of one
 // position is autoregressive decoding and agrees as well; with a threshold
-// every proposal passes it fills a block per evaluation. A block-diffusion
-// model needs a reference with its shape tokenizer.
+// every proposal passes it fills a block per evaluation; the prefix cache
+// decodes what recomputing every position decodes. A block-diffusion model
+// needs a reference with its shape tokenizer.
 TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   CUBEFORGE_REQUIRE_ORACLE();
   const std::string prompts = " -p 'a red dragon' -p 'a blue car' --rounds 1 --resolution 4 --iou-resolution 4 --json";
@@ -161,6 +162,19 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
     EXPECT_LE(p["iou"].get<double>(), 1.0);
   }
   EXPECT_DOUBLE_EQ(report["mean"]["fewer_model_evaluations"].get<double>(), 8.0);
+  // The prefix cache keeps what recomputing every position computes: the same tokens and shapes.
+  auto prefix = run("compare-decoding --model '" + diffusion_model.string() +
+                    "' --decoding diffusion --diffusion-cache prefix --threshold 0.3 --against-no-cache" + prompts);
+  ASSERT_EQ(prefix.exit_code, 0) << prefix.out;
+  report = reports(prefix);
+  EXPECT_EQ(report["reference_decoding"], "the same, no cache");
+  for (const auto& p : report["prompts"]) {
+    EXPECT_EQ(p["tokens_agreeing"].get<int>(), 24) << p;
+    EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
+    EXPECT_EQ(p["model_evaluations"], p["reference_model_evaluations"]);
+  }
+  auto autoregressive = run("compare-decoding --model '" + oracle_dir().string() + "' --against-no-cache" + prompts);
+  EXPECT_EQ(autoregressive.exit_code, 2);
   // Without --reference a block-diffusion model is compared with the built-in model, whose shapes have 64 tokens.
   auto other_tokenizer = run("compare-decoding --model '" + diffusion_model.string() + "' --decoding diffusion" + prompts);
   EXPECT_EQ(other_tokenizer.exit_code, 2);
