@@ -20,7 +20,8 @@
    head (embedding, attention, MLPs, codebook) in the engine against models.py.
 4. With --reference: the prompts and tokens recorded in JSON (the shipped model's reference,
    which the C++ suite checks without PyTorch) must equal the training code's greedy tokens
-   now, so the recorded file cannot go stale. --write-reference records them.
+   now (a block-diffusion folder's: its block diffusion at threshold 0.9), so the recorded
+   file cannot go stale. --write-reference records them.
 A block-diffusion folder (tools/train/diffusion.py) is checked the same way with block
 diffusion instead of greedy decoding (generate.diffusion_tokens against the engine's
 `--decoding diffusion`), for the threshold rule with the engine recomputing everything
@@ -122,19 +123,22 @@ def python_tokens(loaded, prompt, rule):
 def check_reference(model_dir, path, write):
     loaded = generate.load_folder(model_dir)
     rule = DIFFUSION_RULES[0][2] if generate.block_diffusion(loaded[2]) else None
+    # A block-diffusion folder's reference is its block diffusion at the first rule's threshold.
+    key, what = ("block_diffusion", f"block-diffusion tokens (threshold {rule['threshold']})") if rule else \
+        ("greedy", "greedy tokens")
     ours = [{"prompt": p, "tokens": python_tokens(loaded, p, rule)} for p in REFERENCE_PROMPTS]
     if write:
         with open(path + ".tmp", "w") as f:
-            json.dump({"guidance": 3.0, "greedy": ours}, f, indent=1)
+            json.dump({"guidance": 3.0, **(rule or {}), key: ours}, f, indent=1)
             f.write("\n")
         os.replace(path + ".tmp", path)
-        print(f"reference: wrote {len(ours)} prompts' greedy tokens to {path}")
+        print(f"reference: wrote {len(ours)} prompts' {what} to {path}")
         return
-    recorded = json.load(open(path))["greedy"]
+    recorded = json.load(open(path))[key]
     if recorded != ours:
-        sys.exit(f"{path} no longer matches the training code's greedy tokens for {model_dir}; "
+        sys.exit(f"{path} no longer matches the training code's {what} for {model_dir}; "
                  "rerun with --write-reference if the model was retrained on purpose")
-    print(f"reference: {len(ours)} recorded prompts equal the training code's greedy tokens")
+    print(f"reference: {len(ours)} recorded prompts equal the training code's {what}")
 
 
 def check_generation(model_dir, cli, engine_tokens, prompts=PROMPTS, decoding=GREEDY):

@@ -62,9 +62,9 @@ BLOCK_SIZES = (4, 8, 16)
 CHECKPOINT_EVERY = 100
 
 PRESETS = {
-    # Sized for the shared 2-core machine: one step took 21-25 s there at nice 19 (README.md).
+    # Sized for the shared 2-core machine: 600 steps took 87 minutes there (README.md).
     "full": {"data_preset": "full", "batch": 16, "lr": 5e-4, "steps": 600, "block_sizes": BLOCK_SIZES,
-             "block_size": 8},
+             "block_size": 16},
     "smoke": {"data_preset": "smoke", "batch": 16, "lr": 1e-3, "steps": 120, "block_sizes": (2, 4),
               "block_size": 4},
 }

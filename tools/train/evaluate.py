@@ -25,11 +25,18 @@ Everything is measured on shapes and captions the model never trained on:
     whether the final mesh is closed (every edge shared by two consistently wound faces); the
     engine's tokens are compared with the training code's, and its time per object is kept.
     Without --engine, a grid proxy: some cells occupied and none on the grid's boundary.
+A block-diffusion folder (diffusion.py) is decoded by the training code with block diffusion
+(generate.diffusion_tokens: --threshold T or --factor F, every position recomputed) and by the
+engine with the same rule and no cache. --engine-decoding "ARGS" passes other decoding options
+to the engine instead (for example "--decoding jacobi" or "--decoding diffusion
+--diffusion-cache dual --threshold 0.9"), and --judge-engine judges the engine's tokens rather
+than the training code's, for decodings that only the engine has (the dual cache).
 """
 
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -84,15 +91,16 @@ def reconstruction(shape, rng, per_category, judge, points, held_out_combination
     return volume, mixed, float(np.mean(recognised)) if recognised else None
 
 
-def run_engine(cli, model, text, resolution, folder):
+def run_engine(cli, model, text, resolution, folder, decoding=()):
     out = os.path.join(folder, "mesh.ply")
     proc = subprocess.run([cli, "generate", "--model", model, "--prompt", text, "--resolution", str(resolution),
-                           "--out", out, "--json", "--threads", "2"], capture_output=True, text=True)
+                           "--out", out, "--json", "--threads", "2", *decoding], capture_output=True, text=True)
     if proc.returncode != 0:
         return {"ok": False, "error": (proc.stderr or proc.stdout).strip()}
     report = json.loads(proc.stdout[proc.stdout.index("{"):])
     return {"ok": True, "tokens": report["tokens"], "closed": bool(report["mesh"]["closed"]),
-            "faces": report["mesh"]["faces"], "total_ms": report["timings"]["total_ms"]}
+            "faces": report["mesh"]["faces"], "total_ms": report["timings"]["total_ms"],
+            "model_evaluations": report["decoding"]["model_evaluations"]}
 
 
 def main():
@@ -105,10 +113,31 @@ def main():
     ap.add_argument("--captions-per-setting", type=int, default=2)
     ap.add_argument("--classifier-shapes", type=int, default=40, help="fresh training shapes per category")
     ap.add_argument("--json", help="write the figures and every caption's verdicts here too")
+    ap.add_argument("--threshold", type=float, default=0.9, help="block diffusion: the confidence threshold")
+    ap.add_argument("--factor", type=float, help="block diffusion: the factor rule instead")
+    ap.add_argument("--engine-decoding", default=None,
+                    help="decoding options for the engine's generate (default: the training code's decoding)")
+    ap.add_argument("--judge-engine", action="store_true",
+                    help="judge the engine's tokens instead of the training code's (needs --engine)")
     args = ap.parse_args()
+    if args.judge_engine and not args.engine:
+        sys.exit("--judge-engine needs --engine")
     torch.set_num_threads(1)
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     tokenizer, clip, gpt, shape = generate.load_folder(args.model)
+    diffusion = generate.block_diffusion(gpt) is not None
+    rule = ["--factor", str(args.factor)] if args.factor else ["--threshold", str(args.threshold)]
+    if args.engine_decoding is not None:
+        engine_decoding = shlex.split(args.engine_decoding)
+    else:
+        engine_decoding = ["--decoding", "diffusion", "--diffusion-cache", "none", *rule] if diffusion else []
+
+    def training_tokens(text):
+        if diffusion:
+            return generate.diffusion_tokens(tokenizer, clip, gpt, shape, text, threshold=args.threshold,
+                                             factor=args.factor)
+        return generate.greedy_tokens(tokenizer, clip, gpt, shape, text)
+
     n = args.grid
     points = classifier.grid_points(n)
     judge = classifier.Classifier(n=n, per_category=args.classifier_shapes, log=log)
@@ -129,8 +158,15 @@ def main():
             for attrs in SETTINGS + (combo,):
                 for _ in range(args.captions_per_setting):
                     text = captions.caption(name, attrs, rng, captions.HELD_OUT_TEMPLATES)
-                    tokens = generate.greedy_tokens(tokenizer, clip, gpt, shape, text)
-                    occ = decode(shape, tokens, points)
+                    tokens = training_tokens(text)
+                    if args.engine:
+                        engine = run_engine(args.engine, args.model, text, args.resolution, folder, engine_decoding)
+                    judged = tokens
+                    if args.judge_engine:
+                        if not engine["ok"]:
+                            sys.exit(f"engine: {text!r}: {engine['error']}")
+                        judged = engine["tokens"]
+                    occ = decode(shape, judged, points)
                     cube = occ.reshape(n, n, n)
                     boundary = np.concatenate([cube[[0, -1]].ravel(), cube[:, [0, -1]].ravel(),
                                                cube[:, :, [0, -1]].ravel()])
@@ -145,7 +181,6 @@ def main():
                         row["attribute_agrees"] = bool(not np.isnan(ratio) and
                                                        (ratio > median) == (word in ("tall", "narrow")))
                     if args.engine:
-                        engine = run_engine(args.engine, args.model, text, args.resolution, folder)
                         row["engine"] = engine
                         row["engine_tokens_equal"] = engine["ok"] and engine["tokens"] == tokens
                     rows.append(row)
@@ -178,6 +213,9 @@ def main():
             f"engine_ms_per_object_r{args.resolution}_p90": times[(9 * len(times)) // 10] if times else None,
             f"engine_ms_per_object_r{args.resolution}_max": times[-1] if times else None,
             "engine_fraction_under_1s": float(np.mean([t < 1000.0 for t in times])) if times else None,
+            "engine_model_evaluations_mean": float(np.mean([e["model_evaluations"] for e in ok])) if ok else None,
+            "engine_decoding": " ".join(engine_decoding) or "sequential",
+            "judged": "engine tokens" if args.judge_engine else "training code tokens",
         })
     per_category = {name: {"volumetric_iou": round(float(np.mean(volume[name])), 3),
                            "accuracy": float(np.mean([r["predicted"] == name for r in rows if r["category"] == name]))}

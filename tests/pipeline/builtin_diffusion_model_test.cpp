@@ -1,0 +1,80 @@
+// The block-diffusion model in assets/model-diffusion, as shipped: the built-in
+// model's architecture and shape tokenizer with a block_diffusion config, and
+// for the recorded prompts the engine's block diffusion, recomputing every
+// position and with the prefix cache, gives the training code's tokens
+// (builtin_diffusion_model_reference.json, written by
+// tests/train/compare_with_engine.py from tools/train/generate.py; the `train`
+// suite re-derives it when PyTorch is present). The dual cache decodes each in
+// fewer model evaluations than tokens, and every mesh is watertight.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "inference/core/file_io.h"
+#include "inference/geometry/mesh_metrics.h"
+#include "inference/pipeline/cube_model.h"
+#include "inference/pipeline/generation.h"
+
+namespace cubeforge {
+namespace {
+
+const std::filesystem::path kBuiltin = CUBEFORGE_BUILTIN_MODEL_DIR;
+const std::filesystem::path kDiffusion = CUBEFORGE_BUILTIN_DIFFUSION_MODEL_DIR;
+const std::filesystem::path kReference = CUBEFORGE_BUILTIN_DIFFUSION_REFERENCE;
+
+TEST(BuiltinDiffusionModel, IsABlockDiffusionFolderOfTheBuiltInModel) {
+  auto model = CubeModel::load(kDiffusion);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto builtin = CubeModel::load(kBuiltin);
+  ASSERT_TRUE(builtin.ok()) << builtin.error().to_string();
+  const GptConfig& c = model->gpt().config();
+  EXPECT_TRUE(c.block_diffusion());
+  EXPECT_EQ(c.diffusion_block_size, 16);
+  EXPECT_EQ(c.mask_token_id, c.padding_id());
+  EXPECT_EQ(model->shape_tokens(), builtin->shape_tokens());
+  EXPECT_EQ(c.width, builtin->gpt().config().width);
+  // Sequential decoding is refused with a word on what to do instead.
+  GenerationRequest sequential;
+  sequential.prompt = "a tall chair";
+  sequential.resolution = 4;
+  auto refused = generate_shape(*model, sequential);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("--decoding diffusion"), std::string::npos) << refused.error().message;
+}
+
+TEST(BuiltinDiffusionModel, TokensEqualTheTrainingCodeAndMeshesAreWatertight) {
+  auto model = CubeModel::load(kDiffusion);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto text = read_file_text(kReference);
+  ASSERT_TRUE(text.ok()) << text.error().to_string();
+  const auto reference = nlohmann::json::parse(*text);
+  const auto& prompts = reference.at("block_diffusion");
+  ASSERT_GE(prompts.size(), 5u);
+  for (const auto& entry : prompts) {
+    const std::string prompt = entry.at("prompt");
+    const auto expected = entry.at("tokens").get<std::vector<int>>();
+    GenerationRequest request;
+    request.prompt = prompt;
+    request.guidance_scale = reference.at("guidance").get<float>();
+    request.resolution = 7;
+    request.decoding.mode = DecodingMode::kDiffusion;
+    request.decoding.diffusion.threshold = reference.at("threshold").get<float>();
+    for (DiffusionCache cache : {DiffusionCache::kNone, DiffusionCache::kPrefix, DiffusionCache::kDual}) {
+      request.decoding.diffusion.cache = cache;
+      auto result = generate_shape(*model, request);
+      ASSERT_TRUE(result.ok()) << prompt << ": " << result.error().to_string();
+      const char* name = diffusion_cache_name(cache);
+      if (cache != DiffusionCache::kDual) EXPECT_EQ(result->tokens, expected) << prompt << ", cache " << name;
+      EXPECT_LT(result->decoding.model_evaluations, int(expected.size())) << prompt << ", cache " << name;
+      EXPECT_EQ(result->decoding.tokens(), int(expected.size()));
+      ASSERT_TRUE(result->stats.has_surface) << prompt << ", cache " << name;
+      const MeshTopology topology = analyze_topology(result->mesh);
+      EXPECT_GT(topology.faces, 0) << prompt;
+      EXPECT_TRUE(topology.closed_and_oriented()) << prompt << ", cache " << name << ": " << topology.boundary_edges
+                                                  << " boundary, " << topology.non_manifold_edges << " non-manifold";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cubeforge
