@@ -469,7 +469,9 @@ Status GptSession::prefill(std::span<const float> cond, std::span<const float> s
         float* out = s.attn.data();
         cpu::attention(q, S + L, d, keys, values, S + L, d, heads, hd, 0, out, d);
         std::memcpy(c_attn.data() + size_t(b) * S * d, out, size_t(S) * d * sizeof(float));
-        std::memcpy(x_attn.data() + size_t(b) * L * d, out + size_t(S) * d, size_t(L) * d * sizeof(float));
+        // A prefill of the condition alone (block diffusion) has no shape rows to copy.
+        if (L > 0)
+          std::memcpy(x_attn.data() + size_t(b) * L * d, out + size_t(S) * d, size_t(L) * d * sizeof(float));
       } else {
         cpu::attention(x_qk.data() + size_t(b) * L * 2 * d, L, 2 * d, keys, values, S + L, d, heads, hd, S,
                        x_attn.data() + size_t(b) * L * d, d);
