@@ -19,6 +19,7 @@
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
 #include "tests/support/oracle.h"
+#include "tests/support/oracle_gpt.h"
 
 namespace cubeforge::cuda::testing {
 namespace {
@@ -41,49 +42,18 @@ constexpr Mode kModes[] = {{"causal, KV cache + graph", AttentionMode::kCausal, 
                            {"causal, no KV cache", AttentionMode::kCausal, false, false},
                            {"reference KV quirk, KV cache + graph", AttentionMode::kReference, true, true}};
 
-class CudaSessionOracle : public CudaTest {
+class CudaSessionOracle : public CudaTest, protected cubeforge::testing::OracleGpt {
  protected:
   void SetUp() override {
     CudaTest::SetUp();
     if (IsSkipped()) return;
     CUBEFORGE_REQUIRE_ORACLE();
-    auto expected = SafetensorsFile::open(oracle_dir() / "expected.safetensors");
-    ASSERT_TRUE(expected.ok()) << expected.error().to_string();
-    expected_ = std::move(*expected);
-    std::optional<ModelConfig> yaml;
-    if (std::filesystem::exists(oracle_dir() / "config.yaml")) {
-      auto parsed = parse_model_config_yaml(oracle_dir() / "config.yaml");
-      ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
-      yaml = *parsed;
-    }
-    auto model = DualStreamGpt::load(oracle_dir() / "shape_gpt.safetensors", yaml ? &yaml->gpt : nullptr);
-    ASSERT_TRUE(model.ok()) << model.error().to_string();
-    model_.emplace(std::move(*model));
-    auto codebook = expected_.read_f32("decode.codebook");
-    ASSERT_TRUE(codebook.ok()) << codebook.error().to_string();
-    ASSERT_TRUE(model_->install_codebook(*codebook).ok());
+    ASSERT_NO_FATAL_FAILURE(load_oracle_gpt());
     auto selected = select_token_backend(BackendChoice::kCuda, *model_);
     ASSERT_TRUE(selected.ok()) << selected.error().to_string();
     ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
     cuda_ = selected->backend;
     cpu_ = make_cpu_token_backend(*model_);
-  }
-
-  std::vector<float> tensor(const std::string& name) {
-    auto t = expected_.read_f32(name);
-    EXPECT_TRUE(t.ok()) << t.error().to_string();
-    return t.ok() ? *t : std::vector<float>{};
-  }
-  std::vector<int> ids(const std::string& name) {
-    auto t = expected_.read_i64(name);
-    EXPECT_TRUE(t.ok()) << t.error().to_string();
-    return t.ok() ? std::vector<int>(t->begin(), t->end()) : std::vector<int>{};
-  }
-  std::vector<std::string> cases() {
-    std::vector<std::string> found;
-    for (const char* name : {"cfg_bbox", "cfg", "nocfg"})
-      if (expected_.contains(std::string(name) + ".cond")) found.push_back(name);
-    return found;
   }
 
   // The condition of a case: cond and (with guidance) uncond rows [S, d].
@@ -123,8 +93,6 @@ class CudaSessionOracle : public CudaTest {
     return result;
   }
 
-  SafetensorsFile expected_;
-  std::optional<DualStreamGpt> model_;
   std::shared_ptr<TokenBackend> cuda_, cpu_;
 };
 

@@ -13,24 +13,14 @@
 #include "inference/model/gpt.h"
 #include "inference/model/random_weights.h"
 #include "tests/support/oracle.h"
+#include "tests/support/small_gpt.h"
 
 namespace cubeforge {
 namespace {
 
 using testing::relative_error;
 
-GptConfig small_config() {
-  GptConfig c;
-  c.dual_layers = 2;
-  c.single_layers = 1;
-  c.heads = 2;
-  c.width = 64;
-  c.codes = 40;
-  c.shape_embed_dim = 8;
-  c.text_width = 24;
-  c.use_bbox = true;
-  return c;
-}
+GptConfig small_config() { return testing::small_gpt_config(); }
 
 class GptKvCache : public ::testing::Test {
  protected:

@@ -13,6 +13,7 @@
 #include "inference/model/gpt.h"
 #include "inference/tensor/trace_file.h"
 #include "tests/support/oracle.h"
+#include "tests/support/oracle_gpt.h"
 
 namespace cubeforge {
 namespace {
@@ -21,44 +22,11 @@ using testing::kOracleTolerance;
 using testing::oracle_dir;
 using testing::relative_error;
 
-class GptOracle : public ::testing::Test {
+class GptOracle : public ::testing::Test, protected testing::OracleGpt {
  protected:
   void SetUp() override {
     CUBEFORGE_REQUIRE_ORACLE();
-    auto expected = SafetensorsFile::open(oracle_dir() / "expected.safetensors");
-    ASSERT_TRUE(expected.ok()) << expected.error().to_string();
-    expected_ = std::move(*expected);
-    const GptConfig* config = nullptr;
-    std::optional<ModelConfig> yaml;
-    if (std::filesystem::exists(oracle_dir() / "config.yaml")) {
-      auto parsed = parse_model_config_yaml(oracle_dir() / "config.yaml");
-      ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
-      yaml = *parsed;
-      config = &yaml->gpt;
-    }
-    auto model = DualStreamGpt::load(oracle_dir() / "shape_gpt.safetensors", config);
-    ASSERT_TRUE(model.ok()) << model.error().to_string();
-    model_.emplace(std::move(*model));
-    auto codebook = expected_.read_f32("decode.codebook");
-    ASSERT_TRUE(codebook.ok()) << codebook.error().to_string();
-    ASSERT_TRUE(model_->install_codebook(*codebook).ok());
-  }
-
-  std::vector<float> tensor(const std::string& name) {
-    auto t = expected_.read_f32(name);
-    EXPECT_TRUE(t.ok()) << t.error().to_string();
-    return t.ok() ? *t : std::vector<float>{};
-  }
-  std::vector<int> ids(const std::string& name) {
-    auto t = expected_.read_i64(name);
-    EXPECT_TRUE(t.ok()) << t.error().to_string();
-    return t.ok() ? std::vector<int>(t->begin(), t->end()) : std::vector<int>{};
-  }
-  std::vector<std::string> cases() {
-    std::vector<std::string> found;
-    for (const char* name : {"cfg_bbox", "cfg", "nocfg"})
-      if (expected_.contains(std::string(name) + ".cond")) found.push_back(name);
-    return found;
+    ASSERT_NO_FATAL_FAILURE(load_oracle_gpt());
   }
 
   // The reference's condition rows for a case: [B, S, d].
@@ -80,8 +48,6 @@ class GptOracle : public ::testing::Test {
     return rows;
   }
 
-  SafetensorsFile expected_;
-  std::optional<DualStreamGpt> model_;
 };
 
 TEST_F(GptOracle, CodebookCopyIntoTokenEmbedding) {

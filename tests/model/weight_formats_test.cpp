@@ -12,22 +12,12 @@
 #include "inference/model/gpt.h"
 #include "inference/model/random_weights.h"
 #include "inference/model/weight_formats.h"
+#include "tests/support/small_gpt.h"
 
 namespace cubeforge {
 namespace {
 
-GptConfig small_config() {
-  GptConfig c;
-  c.dual_layers = 2;
-  c.single_layers = 1;
-  c.heads = 2;
-  c.width = 64;
-  c.codes = 40;
-  c.shape_embed_dim = 8;
-  c.text_width = 24;
-  c.use_bbox = true;
-  return c;
-}
+GptConfig small_config() { return testing::small_gpt_config(); }
 
 SafetensorsFile source_file() {
   auto file = random_weights_file(expected_gpt_tensors(small_config()), 5, DType::kF32, "source.safetensors");
