@@ -33,7 +33,7 @@ void App::keep_model_in_chosen_weights() {
   if (worker.busy() || !state.model.loading_folder.empty()) return;
   const auto summary = worker.model_summary();
   if (!summary || weight_format_name(summary->weights) == state.settings.weights) return;
-  log("the weights changed to " + state.settings.weights + ": reloading the model to convert them");
+  log("the weights changed to " + state.settings.weights + ": reloading the model");
   load_model(summary->folder);
 }
 

@@ -82,7 +82,7 @@ struct MessageHandler {
     state.model.status = line;
     app.log(state.model.status + " (" + m.summary.folder + ")");
     if (!m.summary.kv_bases_problem.empty())
-      app.log_error(m.summary.kv_bases_problem + " (the KV rank stays at full rank until it is recalibrated)");
+      app.log_error(m.summary.kv_bases_problem + " (no KV rank for this model until it is recalibrated)");
     auto card = load_model_card(m.summary.folder);
     state.model.card.reset();
     if (card.ok()) state.model.card = *card;

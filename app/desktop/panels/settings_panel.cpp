@@ -114,30 +114,25 @@ struct Choice {
 };
 
 // A combo over `choices` editing `value`; `refused` names the choices that
-// cannot be taken now (with the engine's reason). Each choice is a named item
-// (`NAME-CHOICE`) for scripts.
-bool choice_combo(App& app, const char* label, const char* name, std::string& value,
+// cannot be taken now (with the engine's reason). The combo is a named item
+// (`NAME`), and so is each choice (`NAME-CHOICE`), for scripts.
+void choice_combo(App& app, const char* label, const char* name, std::string& value,
                   std::span<const Choice> choices, const std::function<std::string(const Choice&)>& refused) {
   const Choice* current = &choices[0];
   for (const Choice& choice : choices)
     if (value == choice.name) current = &choice;
-  bool changed = false;
-  if (ImGui::BeginCombo(label, current->label)) {
-    for (const Choice& choice : choices) {
-      const std::string why_not = refused ? refused(choice) : "";
-      if (ImGui::Selectable(choice.label, &choice == current,
-                            why_not.empty() ? 0 : ImGuiSelectableFlags_Disabled) &&
-          value != choice.name) {
-        value = choice.name;
-        changed = true;
-      }
-      remember_item(app, std::string(name) + "-" + choice.name);
-      reason_tooltip(why_not.empty() ? choice.cost : why_not);
-    }
-    ImGui::EndCombo();
+  if (!ImGui::BeginCombo(label, current->label)) {
+    remember_item(app, name);  // while open, the last item is in the popup: the closed combo's place stays
+    return;
   }
-  remember_item(app, name);
-  return changed;
+  for (const Choice& choice : choices) {
+    const std::string why_not = refused ? refused(choice) : "";
+    if (ImGui::Selectable(choice.label, &choice == current, why_not.empty() ? 0 : ImGuiSelectableFlags_Disabled))
+      value = choice.name;
+    remember_item(app, std::string(name) + "-" + choice.name);
+    reason_tooltip(why_not.empty() ? choice.cost : why_not);
+  }
+  ImGui::EndCombo();
 }
 
 const Choice kWeightChoices[] = {
