@@ -16,15 +16,25 @@ void App::load_model(const std::string& folder) {
     model.status += kModelFolderHelp;
     return;
   }
-  if (!worker.load_model(folder)) {
+  const std::string& weights = state.settings.weights;
+  if (!worker.load_model(folder, WeightOptions{weight_format_from_name(weights).value_or(WeightFormat::kStored)})) {
     log_error("cannot load a model while a generation or another load runs; cancel it first");
     return;
   }
   model.loading_folder = folder;
+  model.loading_weights = weights;
   model.folder_field = folder;
   model.load_step = "starting";
   model.load_fraction = 0;
-  log("loading model " + folder);
+  log("loading model " + folder + (weights == "stored" ? "" : " with " + weights + " weights"));
+}
+
+void App::keep_model_in_chosen_weights() {
+  if (worker.busy() || !state.model.loading_folder.empty()) return;
+  const auto summary = worker.model_summary();
+  if (!summary || weight_format_name(summary->weights) == state.settings.weights) return;
+  log("the weights changed to " + state.settings.weights + ": reloading the model");
+  load_model(summary->folder);
 }
 
 void App::start_generation() {
@@ -38,7 +48,7 @@ void App::start_generation() {
   preview.enabled = settings.progressive_preview;
   preview.every_tokens = settings.preview_every;
   preview.resolution = settings.preview_resolution;
-  if (!worker.generate(request, preview)) {
+  if (!worker.generate(request, preview, kv_rank_of(settings))) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
@@ -61,8 +71,15 @@ void App::start_latency_demo() {
   choice.diffusion_threshold = state.settings.diffusion_threshold;
   const auto summary = worker.model_summary();
   choice.block_diffusion_model = summary && summary->block_diffusion;
+  const AppSettings& settings = state.settings;
+  choice.weights = summary ? summary->weights : WeightFormat::kStored;
+  choice.kv_cache = kv_cache_label(settings.kv_cache_format, settings.kv_budget, settings.kv_rank);
   std::vector<LatencyRun> runs = latency_demo_runs(choice);
-  if (!worker.run_latency_demo(make_request(state.settings), runs)) {
+  // The demo runs with and without the cache whatever the settings say, and
+  // with the KV cache options chosen beside the exact cache.
+  GenerationRequest request = make_request(settings);
+  request.kv_cache = chosen_kv_options(settings);
+  if (!worker.run_latency_demo(request, runs, settings.kv_rank)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
@@ -81,7 +98,7 @@ void App::start_candidates(int count) {
     return;
   }
   GenerationRequest request = make_request(state.settings);
-  if (!worker.generate_candidates(request, count)) {
+  if (!worker.generate_candidates(request, count, kv_rank_of(state.settings))) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }

@@ -50,7 +50,11 @@ struct App {
   GenerationWorker worker;
 
   // --- actions ---
+  // Loads `folder` with the weight format the settings choose.
   void load_model(const std::string& folder);
+  // Reloads the model when the settings' weight format is not the one it was
+  // loaded with and nothing runs (a format is converted as the model loads).
+  void keep_model_in_chosen_weights();
   void start_generation();
   void start_latency_demo();
   // Candidates: several seeds of the prompt in a grid; pick one; refine it.

@@ -50,6 +50,7 @@ FrameTimeSummary summarise(std::vector<float> times);
 struct ModelState {
   std::string folder_field;    // the text field; becomes the model folder once it loads
   std::string loading_folder;  // empty when nothing loads
+  std::string loading_weights;  // the weight format it loads with
   std::string load_step;
   double load_fraction = 0;
   std::string status;          // the last load's outcome, shown under the buttons
@@ -69,6 +70,7 @@ struct GenerationState {
   bool generating = false;  // a generation or the latency demo runs
   GenerationProgress progress;
   Clock::time_point run_started;  // when the worker started the current run
+  std::string weights, kv_cache;  // what the current run decodes with (kv_cache_label)
   int preview_uploads = 0;  // previews shown during this run
   std::string preview_shown;  // what the mesh on screen is while the run goes on
   std::optional<double> first_mesh_ms;  // from Generate to the first mesh on screen

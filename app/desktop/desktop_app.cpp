@@ -2,10 +2,11 @@
 // app knows is in app_state.h, what it can do in app.h, the panels in panels/.
 //
 // Main loop in Dear ImGui's order: poll -> drain the worker's messages ->
-// next script command -> new frame (this frame's share of the queued input)
-// -> layout -> viewport mouse and keys -> panels -> render -> draw_frame (rebuild the swapchain if flagged, skip while
-// minimised, scene + ImGui overlay, present). Everything here runs on the UI
-// thread; only GenerationWorker's job runs elsewhere.
+// next script command -> reload the model if the weight format changed ->
+// new frame (this frame's share of the queued input) -> layout -> viewport
+// mouse and keys -> panels -> render -> draw_frame (rebuild the swapchain if
+// flagged, skip while minimised, scene + ImGui overlay, present). Everything
+// here runs on the UI thread; only GenerationWorker's job runs elsewhere.
 #include "app/desktop/desktop_app.h"
 
 #include <imgui.h>
@@ -182,6 +183,7 @@ void main_loop(App& app) {
     const bool idle = !app.worker.busy();
     handle_worker_messages(app);
     step_script(app, frame_ms, idle);
+    app.keep_model_in_chosen_weights();
 
     viewport.imgui->new_frame();
     update_layout(app);

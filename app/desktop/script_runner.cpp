@@ -79,6 +79,8 @@ nlohmann::json window_state(App& app) {
                        {"total_ms", result ? result->total_ms : 0.0},
                        {"stages_ms", result ? result->stages.total_ms() : 0.0},
                        {"decoding", decoding_mode_name(state.latency.runs[i].decoding.mode)},
+                       {"weights", result ? result->weights : ""},
+                       {"kv_cache", result ? result->kv_cache : ""},
                        {"token_steps", result ? result->token_steps : std::vector<int>{}}});
   }
   out["latency"] = {{"shown", state.latency.shown},
@@ -114,7 +116,15 @@ nlohmann::json window_state(App& app) {
                 {"outcome", outcomes[int(progress.outcome())]},
                 {"fraction", progress.fraction(elapsed_ms)},
                 {"stages", stages},
-                {"first_mesh_ms", generation.first_mesh_ms ? *generation.first_mesh_ms : -1.0}};
+                {"first_mesh_ms", generation.first_mesh_ms ? *generation.first_mesh_ms : -1.0},
+                {"weights", generation.weights},
+                {"kv_cache", generation.kv_cache},
+                {"tokens", progress.token_slots()}};
+  if (const auto summary = app.worker.model_summary())
+    out["model"] = {{"folder", summary->folder},
+                    {"weights", weight_format_name(summary->weights)},
+                    {"kv_bases_rank", summary->kv_bases_rank}};
+  out["settings"] = settings_to_json(state.settings);
   nlohmann::json errors = nlohmann::json::array();
   for (const LogLine& line : state.log.lines)
     if (line.error) errors.push_back(line.text);

@@ -23,6 +23,14 @@ void add_to_history(App& app, const worker_message::RunFinished& finished, const
   used.prompt = finished.request.prompt;
   used.seed = finished.request.seed;
   used.kv_cache = finished.request.use_kv_cache;
+  // What the run decoded with, so that restoring the entry makes it again.
+  used.weights = weight_format_name(finished.weights);
+  if (finished.request.use_kv_cache) {
+    const KvCacheOptions& kv = finished.request.kv_cache;
+    used.kv_cache_format = cpu::kv_format_name(kv.format);
+    used.kv_budget = kv.budget;
+    used.kv_rank = kv.low_rank ? kv.low_rank->rank() : 0;
+  }
   entry.settings = settings_to_json(used);
   entry.timings.total_ms = finished.wall_ms;
   entry.timings.time_to_first_token_ms = result.time_to_first_token_ms;
@@ -69,10 +77,12 @@ struct MessageHandler {
     state.settings.model_folder = m.summary.folder;
     remember_folder(state.settings, m.summary.folder);
     char line[256];
-    std::snprintf(line, sizeof line, "model loaded in %.0f ms: %d shape tokens", m.summary.load_ms,
-                  m.summary.shape_tokens);
+    std::snprintf(line, sizeof line, "model loaded in %.0f ms: %d shape tokens, %s weights", m.summary.load_ms,
+                  m.summary.shape_tokens, std::string(weight_format_name(m.summary.weights)).c_str());
     state.model.status = line;
     app.log(state.model.status + " (" + m.summary.folder + ")");
+    if (!m.summary.kv_bases_problem.empty())
+      app.log_error(m.summary.kv_bases_problem + " (no KV rank for this model until it is recalibrated)");
     auto card = load_model_card(m.summary.folder);
     state.model.card.reset();
     if (card.ok()) state.model.card = *card;
@@ -82,6 +92,14 @@ struct MessageHandler {
   void operator()(worker_message::LoadFailed& m) {
     std::string folder = state.model.loading_folder;
     state.model.loading_folder.clear();
+    // The model loaded before stays, and so does the weight format it decodes
+    // with (else the app would try the failed conversion again and again).
+    if (const auto loaded = app.worker.model_summary()) {
+      const std::string weights(weight_format_name(loaded->weights));
+      if (state.settings.weights != weights)
+        app.log("the weights stay " + weights + ", as the loaded model has them");
+      state.settings.weights = weights;
+    }
     if (m.error.code == ErrorCode::kCancelled) {
       state.model.status = "loading cancelled";
       app.log("loading " + folder + " cancelled");
@@ -91,8 +109,10 @@ struct MessageHandler {
     }
   }
 
-  void operator()(worker_message::RunStarted&) {
+  void operator()(worker_message::RunStarted& m) {
     state.generation.progress.reset();
+    state.generation.weights = m.weights;
+    state.generation.kv_cache = m.kv_cache;
     state.generation.run_started = Clock::now();
     state.generation.preview_shown.clear();
   }
@@ -179,11 +199,14 @@ struct MessageHandler {
     } else {
       generation.last_decode_ms_without_preview = result.timings.decode_ms;
     }
-    char line[256];
+    char line[320];
     std::snprintf(line, sizeof line,
-                  "%s done: %lld faces, total %.0f ms, first token %.1f ms, %.1f tokens/s, TPOT %.2f ms",
+                  "%s done: %lld faces, total %.0f ms, first token %.1f ms, %.1f tokens/s, TPOT %.2f ms "
+                  "(%s weights, KV cache %s)",
                   finished.label.c_str(), static_cast<long long>(result.stats.faces), finished.wall_ms,
-                  result.time_to_first_token_ms, result.tokens_per_second, generation.progress.mean_tpot_ms());
+                  result.time_to_first_token_ms, result.tokens_per_second, generation.progress.mean_tpot_ms(),
+                  std::string(weight_format_name(finished.weights)).c_str(),
+                  kv_cache_label(finished.request).c_str());
     app.log(line);
     if (state.history.store) add_to_history(app, finished, result);
   }
@@ -195,9 +218,11 @@ struct MessageHandler {
     if (m.index >= 0 && m.index < static_cast<int>(latency.results.size())) latency.results[size_t(m.index)] = m;
     if (latency.current == m.index) latency.current = -1;
     if (m.available) {
-      char line[200];
-      std::snprintf(line, sizeof line, "latency demo, %s: TPOT %.2f ms, first token %.1f ms, total %.0f ms",
-                    m.label.c_str(), m.mean_tpot_ms, m.time_to_first_token_ms, m.total_ms);
+      char line[320];
+      std::snprintf(line, sizeof line,
+                    "latency demo, %s: TPOT %.2f ms, first token %.1f ms, total %.0f ms (%s weights, KV cache %s)",
+                    m.label.c_str(), m.mean_tpot_ms, m.time_to_first_token_ms, m.total_ms, m.weights.c_str(),
+                    m.kv_cache.c_str());
       app.log(line);
     } else {
       app.log("latency demo, " + m.label + ": not run (" + m.unavailable_reason + ")");

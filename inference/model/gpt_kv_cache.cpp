@@ -71,16 +71,6 @@ Result<std::shared_ptr<const LowRankKv>> LowRankKv::load(const std::filesystem::
   return std::shared_ptr<const LowRankKv>(std::move(bases));
 }
 
-Status check_kv_cache_options(const KvCacheOptions& options) {
-  if (options.budget < 0 || options.budget == 1)
-    return make_error(ErrorCode::kInvalidArgument, "a KV budget keeps BOS and at least one more position: give 2 or more slots (0: keep all)");
-  if (options.budget > 0 && options.format == cpu::KvFormat::kInt8)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "eviction rewrites cache slots, but the INT8 (KIVI) cache quantises keys in blocks of 32 "
-                      "slots that stay as they are; use --kv-budget with --kv-cache f32, bf16 or fp8");
-  return ok_status();
-}
-
 LayerKvCache::LayerKvCache(const KvCacheOptions& options, size_t layer, int fixed_slots, int positions, int heads,
                            int head_dim)
     : options_(&options), fixed_slots_(fixed_slots), heads_(heads), head_dim_(head_dim) {

@@ -13,22 +13,6 @@
 
 namespace cubeforge {
 
-std::string_view weight_format_name(WeightFormat format) {
-  switch (format) {
-    case WeightFormat::kStored: return "stored";
-    case WeightFormat::kBF16: return "bf16";
-    case WeightFormat::kQ8: return "q8";
-    case WeightFormat::kQ4: return "q4";
-  }
-  return "?";
-}
-
-std::optional<WeightFormat> weight_format_from_name(std::string_view name) {
-  for (WeightFormat f : {WeightFormat::kStored, WeightFormat::kBF16, WeightFormat::kQ8, WeightFormat::kQ4})
-    if (weight_format_name(f) == name) return f;
-  return std::nullopt;
-}
-
 namespace {
 
 std::string scales_name(const std::string& name) { return name + ".scales"; }

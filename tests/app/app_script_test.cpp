@@ -23,6 +23,7 @@
 #include "inference/geometry/mesh_io.h"
 #include "inference/tensor/safetensors.h"
 #include "test_folder.h"
+#include "tests/support/run_command.h"
 
 namespace cubeforge::app {
 namespace {
@@ -678,6 +679,138 @@ TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
     for (size_t t = 0; t < steps.size(); ++t) EXPECT_EQ(steps[t], int(t) / slots_per_evaluation) << runs[i]["name"];
     EXPECT_EQ(runs[i]["model_evaluations"], 24 / slots_per_evaluation);
   }
+}
+
+// The tokens `cubeforge-cli generate` decodes for the prompt with these
+// engine options: what the app must decode with the same ones.
+std::vector<int> cli_tokens(const std::filesystem::path& model, const std::filesystem::path& out,
+                            const std::string& engine_options) {
+  const auto r = cubeforge::testing::run_command(CUBEFORGE_CLI_PATH, "generate --model '" + model.string() +
+                                                              "' --prompt 'a tall chair' --resolution 4 --json --out '" +
+                                                              out.string() + "' " + engine_options);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  if (r.exit_code != 0) return {};
+  return nlohmann::json::parse(r.out.substr(r.out.find('{')))["tokens"].get<std::vector<int>>();
+}
+
+// Smaller weights and cache chosen with the mouse in the Speed section: q8
+// reloads the model, int8 stores the cache; the run says so in the window,
+// decodes exactly the tokens the command line decodes with the same options
+// (equal to the exact run's or not, as the engine has it), and the latency
+// demo runs the int8 cache beside the exact one. The choices persist.
+TEST_F(AppScript, SmallerWeightsAndKvCacheChosenInTheSettingsReachTheRun) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "smaller.txt") << "model " << builtin.string() << "\n"
+                                     << "prompt a tall chair\n"
+                                     << "set resolution 4\n"
+                                     << "generate\n"
+                                     << "wait\n"
+                                     << dump("exact")
+                                     // Room for the Speed section at the default size.
+                                     << "click section-shape\n"
+                                     << "click section-variation\n"
+                                     << "click section-speed\n"
+                                     << "click weights\n"
+                                     << "click weights-q8\n"
+                                     << "wait\n"
+                                     << dump("reloaded") << "click kv-cache-format\n"
+                                     << "click kv-cache-format-int8\n"
+                                     << "generate\n"
+                                     << "wait\n"
+                                     << dump("smaller") << "set latency_decoding sequential\n"
+                                     << "latency\n"
+                                     << "wait\n"
+                                     << dump("latency") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "smaller.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto exact = read_dump(dir / "exact.json");
+  EXPECT_EQ(exact["run"]["weights"], "stored");
+  EXPECT_EQ(exact["run"]["kv_cache"], "f32");
+  const auto reloaded = read_dump(dir / "reloaded.json");
+  EXPECT_EQ(reloaded["model"]["weights"], "q8") << "choosing q8 did not reload the model\n" << *log;
+  EXPECT_EQ(reloaded["settings"]["weights"], "q8");
+  const auto smaller = read_dump(dir / "smaller.json");
+  EXPECT_EQ(smaller["settings"]["kv_cache_format"], "int8");
+  EXPECT_EQ(smaller["run"]["outcome"], "done") << *log;
+  EXPECT_EQ(smaller["run"]["weights"], "q8");
+  EXPECT_EQ(smaller["run"]["kv_cache"], "int8");
+  EXPECT_TRUE(smaller["targets"].contains("run-engine-options")) << "the statistics do not say it";
+  EXPECT_NE(log->find("(q8 weights, KV cache int8)"), std::string::npos) << *log;
+
+  const auto exact_tokens = exact["run"]["tokens"].get<std::vector<int>>();
+  const auto smaller_tokens = smaller["run"]["tokens"].get<std::vector<int>>();
+  const auto cli_exact = cli_tokens(builtin, dir / "exact.glb", "");
+  const auto cli_smaller = cli_tokens(builtin, dir / "smaller.glb", "--weights q8 --kv-cache int8");
+  ASSERT_FALSE(cli_exact.empty());
+  EXPECT_EQ(exact_tokens, cli_exact);
+  EXPECT_EQ(smaller_tokens, cli_smaller);
+  EXPECT_EQ(exact_tokens == smaller_tokens, cli_exact == cli_smaller);
+
+  // The demo: every run with q8 weights; the int8 cache beside the exact one.
+  const auto latency = read_dump(dir / "latency.json");
+  const auto& runs = latency["latency"]["runs"];
+  ASSERT_GE(runs.size(), 3u) << runs;
+  EXPECT_EQ(runs[0]["kv_cache"], "none");
+  EXPECT_EQ(runs[1]["kv_cache"], "f32");
+  EXPECT_EQ(runs[2]["name"], "Smaller KV cache");
+  EXPECT_EQ(runs[2]["kv_cache"], "int8");
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(runs[i]["done"]) << runs[i];
+    EXPECT_EQ(runs[i]["weights"], "q8") << runs[i];
+  }
+
+  // Kept for the next start, and with the run in the history.
+  auto saved = read_file_text(data / "settings.json");
+  ASSERT_TRUE(saved.ok());
+  const auto settings = nlohmann::json::parse(*saved);
+  EXPECT_EQ(settings["weights"], "q8");
+  EXPECT_EQ(settings["kv_cache_format"], "int8");
+  auto index_text = read_file_text(data / "history" / "index.json");
+  ASSERT_TRUE(index_text.ok());
+  const auto index = nlohmann::json::parse(*index_text);
+  bool kept = false;
+  for (const auto& entry : index["entries"])
+    kept |= entry["settings"]["weights"] == "q8" && entry["settings"]["kv_cache_format"] == "int8";
+  EXPECT_TRUE(kept) << "no history entry says it decoded with q8 weights and the int8 cache";
+}
+
+// A settings file with a value the engine does not take: the app says which
+// one, starts from the defaults and runs; the controls for combinations the
+// engine refuses are not offered.
+TEST_F(AppScript, ABadWeightsOrKvCacheSettingIsSaidAndTheDefaultsRun) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::filesystem::create_directories(data);
+  std::ofstream(data / "settings.json") << R"({"weights": "q3", "resolution": 4})";
+  std::ofstream(dir / "bad.txt") << "model " << builtin.string() << "\n"
+                                 << "set resolution 4\n"
+                                 << "generate\n"
+                                 << "wait\n"
+                                 << "set kv_cache_format int8\n"
+                                 << "set kv_budget 16\n"
+                                 << "dump " << (dir / "bad.json").string() << "\n"
+                                 << "quit\n";
+  int code = run_app("--script '" + (dir / "bad.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 1) << "the bad settings are errors in the log\n" << *log;
+  EXPECT_NE(log->find("'weights' must be stored, bf16, q8 or q4, not 'q3'"), std::string::npos) << *log;
+  EXPECT_NE(log->find("starting from the defaults"), std::string::npos) << *log;
+  EXPECT_NE(log->find("INT8"), std::string::npos) << "the engine's reason for refusing the budget\n" << *log;
+  const auto state = read_dump(dir / "bad.json");
+  EXPECT_EQ(state["run"]["outcome"], "done") << *log;
+  EXPECT_EQ(state["run"]["weights"], "stored");
+  EXPECT_EQ(state["settings"]["kv_cache_format"], "int8");
+  EXPECT_EQ(state["settings"]["kv_budget"], 0) << "a refused setting left the others as they were";
 }
 
 // A data folder in a bad state (the history folder a loop of symbolic links,

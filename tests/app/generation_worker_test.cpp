@@ -1,7 +1,8 @@
 // The generation worker on the fixture model: loading off the calling thread,
 // a generation whose streamed tokens equal a direct generate_shape call,
 // progressive previews within their budget bookkeeping, cancellation within
-// one token, and load errors as messages.
+// one token, load errors as messages, and the weights and KV cache options
+// each run decodes with.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <thread>
 
 #include "app/desktop/core/generation_worker.h"
+#include "inference/model/gpt_kv_cache.h"
+#include "inference/tensor/safetensors.h"
 #include "test_folder.h"
 
 namespace cubeforge::app {
@@ -251,6 +254,172 @@ TEST_F(WorkerOnFixture, LatencyDemoComparesWithAndWithoutTheKvCache) {
     EXPECT_TRUE(std::is_sorted(bar.token_steps.begin(), bar.token_steps.end())) << bar.label;
   }
   EXPECT_EQ(only<worker_message::LatencyDemoFinished>(messages).size(), 1u);
+}
+
+// Converted weights and a smaller KV cache: the worker loads the model in the
+// format asked for, every run says what it decoded with, and its tokens are
+// those of a direct generation with the same options (whether or not they
+// differ from the exact ones is the engine's business, not this test's).
+TEST(GenerationWorker, RunsWithTheWeightsAndKvCacheChosenAndSaysSo) {
+  const auto folder = testing::oracle_model_folder();
+  if (folder.empty()) GTEST_SKIP() << "fixture model folder absent";
+  GenerationWorker worker(1);
+  ASSERT_TRUE(worker.load_model(folder, WeightOptions{WeightFormat::kQ8}));
+  auto loaded = only<worker_message::ModelLoaded>(wait_for(worker));
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].summary.weights, WeightFormat::kQ8);
+  EXPECT_EQ(loaded[0].summary.kv_bases_rank, 0) << "the fixture has no KV bases";
+
+  GenerationRequest request;
+  request.prompt = "a red dragon";
+  request.resolution = 4;
+  request.kv_cache.format = cpu::KvFormat::kInt8;
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}));
+  auto messages = wait_for(worker);
+  auto started = only<worker_message::RunStarted>(messages);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].weights, "q8");
+  EXPECT_EQ(started[0].kv_cache, "int8");
+  auto finished = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].result.ok()) << finished[0].result.error().to_string();
+  EXPECT_EQ(finished[0].weights, WeightFormat::kQ8);
+  EXPECT_EQ(kv_cache_label(finished[0].request), "int8");
+
+  auto direct_model = CubeModel::load(folder, {}, WeightOptions{WeightFormat::kQ8});
+  ASSERT_TRUE(direct_model.ok());
+  auto direct = generate_shape(*direct_model, request);
+  ASSERT_TRUE(direct.ok()) << direct.error().to_string();
+  EXPECT_EQ(finished[0].result->tokens, direct->tokens);
+
+  // A rank without bases in the folder: the engine's error, naming the command that makes them.
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, 4));
+  auto refused = only<worker_message::RunFinished>(wait_for(worker));
+  ASSERT_EQ(refused.size(), 1u);
+  ASSERT_FALSE(refused[0].result.ok());
+  EXPECT_NE(refused[0].result.error().message.find("calibrate-kv"), std::string::npos)
+      << refused[0].result.error().message;
+  // Options the engine refuses together are its error, not a crash.
+  GenerationRequest evicting_int8 = request;
+  evicting_int8.kv_cache.budget = 8;
+  ASSERT_TRUE(worker.generate(evicting_int8, PreviewOptions{}));
+  refused = only<worker_message::RunFinished>(wait_for(worker));
+  ASSERT_EQ(refused.size(), 1u);
+  ASSERT_FALSE(refused[0].result.ok());
+  EXPECT_NE(refused[0].result.error().message.find("INT8"), std::string::npos) << refused[0].result.error().message;
+}
+
+// Bases beside the model (the first rows of the identity: orthonormal, so
+// valid whatever a calibration would find): the worker offers their rank,
+// reads the rank asked for, and decodes as a direct generation with them does.
+TEST(GenerationWorker, ReadsTheKvRankBasesFromTheModelFolder) {
+  const auto fixture = testing::oracle_model_folder();
+  if (fixture.empty()) GTEST_SKIP() << "fixture model folder absent";
+  testing::TemporaryFolder temporary;
+  const auto folder = temporary.path() / "model";
+  std::filesystem::create_directory(folder);
+  for (const char* part : {"shape_gpt.safetensors", "shape_tokenizer.safetensors", "config.yaml", "clip"})
+    std::filesystem::create_symlink(fixture / part, folder / part);
+  auto model = CubeModel::load(folder);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  const GptConfig& config = model->config().gpt;
+  const int64_t max_rank = 6, width = config.width;
+  std::vector<float> identity(size_t(max_rank * width), 0.f);
+  for (int64_t i = 0; i < max_rank; ++i) identity[size_t(i * width + i)] = 1.f;
+  const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(identity.data()),
+                                         identity.size() * sizeof(float));
+  std::vector<TensorToWrite> tensors;
+  for (int l = 0; l < config.dual_layers + config.single_layers; ++l)
+    for (const char* kind : {"keys", "values"})
+      tensors.push_back({"layers." + std::to_string(l) + "." + kind, DType::kF32, {max_rank, width}, bytes});
+  ASSERT_TRUE(write_safetensors(folder / kKvBasesFile, tensors).ok());
+
+  GenerationWorker worker(1);
+  ASSERT_TRUE(worker.load_model(folder));
+  auto loaded = only<worker_message::ModelLoaded>(wait_for(worker));
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].summary.kv_bases_rank, max_rank);
+  EXPECT_EQ(loaded[0].summary.kv_bases_problem, "");
+
+  GenerationRequest request;
+  request.prompt = "a red dragon";
+  request.resolution = 4;
+  request.kv_cache.format = cpu::KvFormat::kBF16;
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, 4));
+  auto messages = wait_for(worker);
+  auto started = only<worker_message::RunStarted>(messages);
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].kv_cache, "bf16, rank 4");
+  auto finished = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_TRUE(finished[0].result.ok()) << finished[0].result.error().to_string();
+  ASSERT_NE(finished[0].request.kv_cache.low_rank, nullptr);
+  EXPECT_EQ(finished[0].request.kv_cache.low_rank->rank(), 4);
+
+  auto bases = LowRankKv::load(folder / kKvBasesFile, config, 4);
+  ASSERT_TRUE(bases.ok()) << bases.error().to_string();
+  GenerationRequest direct_request = request;
+  direct_request.kv_cache.low_rank = *bases;
+  auto direct = generate_shape(*model, direct_request);
+  ASSERT_TRUE(direct.ok()) << direct.error().to_string();
+  EXPECT_EQ(finished[0].result->tokens, direct->tokens);
+
+  // More than the bases hold: the engine's error.
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, max_rank + 1));
+  auto refused = only<worker_message::RunFinished>(wait_for(worker));
+  ASSERT_EQ(refused.size(), 1u);
+  ASSERT_FALSE(refused[0].result.ok());
+  EXPECT_NE(refused[0].result.error().message.find("recalibrate"), std::string::npos)
+      << refused[0].result.error().message;
+}
+
+// A smaller KV cache chosen: the demo runs it beside the exact cache, each
+// run saying what it decoded with; the runs that need the exact cache keep it.
+TEST_F(WorkerOnFixture, LatencyDemoRunsTheChosenKvCacheBesideTheExactOne) {
+  LatencyDemoChoice choice;
+  choice.kv_cache = "fp8, budget 8";
+  const auto runs_listed = latency_demo_runs(choice);
+  ASSERT_GE(runs_listed.size(), 4u);
+  EXPECT_EQ(runs_listed[2].name, "Smaller KV cache");
+  EXPECT_NE(runs_listed[2].what.find("fp8, budget 8"), std::string::npos) << runs_listed[2].what;
+  EXPECT_TRUE(runs_listed[2].chosen_kv_cache);
+  for (size_t i = 0; i < runs_listed.size(); ++i) EXPECT_EQ(runs_listed[i].chosen_kv_cache, i == 2);
+  GenerationRequest chosen = request();
+  chosen.kv_cache.format = cpu::KvFormat::kFp8;
+  chosen.kv_cache.budget = 8;
+  ASSERT_TRUE(worker_.run_latency_demo(chosen, runs_listed));
+  auto messages = wait_for(worker_);
+  auto bars = only<worker_message::LatencyResult>(messages);
+  ASSERT_EQ(bars.size(), runs_listed.size());
+  EXPECT_EQ(bars[0].kv_cache, "none");
+  EXPECT_EQ(bars[1].kv_cache, "f32");
+  EXPECT_EQ(bars[2].kv_cache, "fp8, budget 8");
+  for (const auto& bar : bars) {
+    if (!bar.available) continue;
+    EXPECT_EQ(bar.weights, "stored") << bar.label;
+    if (bar.index > 2) {
+      EXPECT_EQ(bar.kv_cache, "f32") << bar.label << " needs the exact cache";
+    }
+  }
+  ASSERT_TRUE(bars[2].available) << bars[2].unavailable_reason;
+  // The chosen run's tokens are a direct generation's with the same cache.
+  auto runs = only<worker_message::RunFinished>(messages);
+  ASSERT_GE(runs.size(), 3u);
+  ASSERT_TRUE(runs[2].result.ok());
+  auto model = CubeModel::load(folder_);
+  ASSERT_TRUE(model.ok());
+  auto direct = generate_shape(*model, chosen);
+  ASSERT_TRUE(direct.ok()) << direct.error().to_string();
+  EXPECT_EQ(runs[2].result->tokens, direct->tokens);
+
+  // Converted weights: the CUDA graphs run says the CUDA backend cannot read them.
+  choice.weights = WeightFormat::kQ4;
+  if (cuda_backend_availability().available) {
+    bool said = false;
+    for (const auto& run : latency_demo_runs(choice))
+      if (run.cuda_graphs) said = run.unavailable_reason.find("q4") != std::string::npos;
+    EXPECT_TRUE(said);
+  }
 }
 
 // The demo's runs follow the decoding chosen and the model: block diffusion

@@ -20,7 +20,6 @@ TEST(AppSettings, RoundTripThroughTheFileKeepsEveryField) {
   remember_folder(settings, "/models/b");
   settings.prompt = "a teapot\nwith a lid";
   settings.kv_cache = false;
-  settings.attention = "reference";
   settings.guidance = 4.5f;
   settings.seed = 1234567890123ull;
   settings.sampling = true;
@@ -33,6 +32,10 @@ TEST(AppSettings, RoundTripThroughTheFileKeepsEveryField) {
   settings.target_faces = -1;
   settings.latency_decoding = "diffusion";
   settings.diffusion_threshold = 0.75f;
+  settings.weights = "q4";
+  settings.kv_cache_format = "fp8";
+  settings.kv_budget = 24;
+  settings.kv_rank = 16;
   settings.progressive_preview = true;
   settings.preview_every = 3;
   settings.export_template = "{seed}.stl";
@@ -46,6 +49,18 @@ TEST(AppSettings, RoundTripThroughTheFileKeepsEveryField) {
   EXPECT_EQ(loaded->seed, 1234567890123ull);
   EXPECT_EQ(loaded->prompt, "a teapot\nwith a lid");
   EXPECT_EQ(loaded->recent_folders, (std::vector<std::string>{"/models/b", "/models/a"}));
+  EXPECT_EQ(loaded->weights, "q4");
+  EXPECT_EQ(loaded->kv_cache_format, "fp8");
+  EXPECT_EQ(loaded->kv_budget, 24);
+  EXPECT_EQ(loaded->kv_rank, 16);
+  // The exact attention quirk round-trips with the exact cache.
+  settings.attention = "reference";
+  settings.kv_cache_format = "f32";
+  settings.kv_budget = settings.kv_rank = 0;
+  ASSERT_TRUE(save_settings(settings, path).ok());
+  loaded = load_settings(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().to_string();
+  EXPECT_EQ(loaded->attention, "reference");
 }
 
 TEST(AppSettings, MissingFileGivesDefaultsAndMissingKeysKeepThem) {
@@ -57,6 +72,59 @@ TEST(AppSettings, MissingFileGivesDefaultsAndMissingKeysKeepThem) {
   ASSERT_TRUE(partial.ok());
   EXPECT_EQ(partial->resolution, 5);
   EXPECT_EQ(partial->guidance, AppSettings{}.guidance);
+  // A settings file from before the smaller weights and caches: the exact defaults.
+  EXPECT_EQ(partial->weights, "stored");
+  EXPECT_EQ(partial->kv_cache_format, "f32");
+  EXPECT_EQ(partial->kv_budget, 0);
+  EXPECT_EQ(partial->kv_rank, 0);
+  EXPECT_TRUE(engine_options_exact(*partial));
+}
+
+// Each value the engine does not take, and each combination it refuses, is an
+// error naming the setting; the app then starts from the defaults.
+TEST(AppSettings, WeightsAndKvCacheValuesAreChecked) {
+  struct Bad {
+    const char* json;
+    const char* named;
+  };
+  for (const Bad& bad : {Bad{R"({"weights": "q2"})", "'weights'"},
+                         Bad{R"({"weights": 8})", "'weights'"},
+                         Bad{R"({"kv_cache_format": "int4"})", "'kv_cache_format'"},
+                         Bad{R"({"kv_cache_format": true})", "'kv_cache_format'"},
+                         Bad{R"({"kv_budget": -4})", "'kv_budget'"},
+                         Bad{R"({"kv_budget": 2e6})", "'kv_budget'"},
+                         Bad{R"({"kv_budget": "all"})", "'kv_budget'"},
+                         Bad{R"({"kv_budget": 1})", "2 or more"},
+                         Bad{R"({"kv_rank": -1})", "'kv_rank'"},
+                         Bad{R"({"kv_rank": 1.5})", "'kv_rank'"},
+                         Bad{R"({"kv_cache_format": "int8", "kv_budget": 32})", "INT8"},
+                         Bad{R"({"attention": "reference", "kv_cache_format": "bf16"})", "exact KV cache"},
+                         Bad{R"({"attention": "reference", "kv_budget": 16})", "exact KV cache"},
+                         Bad{R"({"attention": "reference", "kv_rank": 8})", "exact KV cache"}}) {
+    auto parsed = settings_from_json(nlohmann::json::parse(bad.json));
+    ASSERT_FALSE(parsed.ok()) << bad.json;
+    EXPECT_NE(parsed.error().message.find(bad.named), std::string::npos) << bad.json << ": " << parsed.error().message;
+    EXPECT_EQ(parsed.error().message.find("json.exception"), std::string::npos) << parsed.error().message;
+  }
+  // Through the file: an error naming the file and the setting, never a crash.
+  testing::TemporaryFolder folder;
+  const auto path = folder.path() / "settings.json";
+  ASSERT_TRUE(write_file_atomically(path, std::string_view(R"({"resolution": 5, "weights": "q3"})")).ok());
+  auto loaded = load_settings(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.error().code, ErrorCode::kCorruptFile);
+  EXPECT_NE(loaded.error().message.find("settings.json"), std::string::npos) << loaded.error().message;
+  EXPECT_NE(loaded.error().message.find("must be stored, bf16, q8 or q4, not 'q3'"), std::string::npos)
+      << loaded.error().message;
+
+  // What the engine takes: every format alone, a budget with every storage but int8, a rank with any.
+  for (const char* weights : {"stored", "bf16", "q8", "q4"})
+    for (const char* format : {"f32", "bf16", "fp8", "int8"}) {
+      nlohmann::json json = {{"weights", weights}, {"kv_cache_format", format}, {"kv_rank", 8}};
+      if (std::string(format) != "int8") json["kv_budget"] = 16;
+      auto fine = settings_from_json(json);
+      EXPECT_TRUE(fine.ok()) << json.dump() << ": " << fine.error().to_string();
+    }
 }
 
 TEST(AppSettings, WrongTypesAndRangesAreErrorsNamingTheKey) {
@@ -106,6 +174,30 @@ TEST(AppSettings, SetTakesTheSettingsNames) {
   EXPECT_FALSE(set_setting(settings, "kv_cache", "maybe").ok());
   EXPECT_FALSE(set_setting(settings, "no_such_key", "1").ok());
   EXPECT_FALSE(set_setting(settings, "attention", "sideways").ok());
+
+  // The smaller weights and caches; a refused combination leaves the settings as they were.
+  settings.attention = "causal";
+  ASSERT_TRUE(set_setting(settings, "weights", "q8").ok());
+  ASSERT_TRUE(set_setting(settings, "kv_cache_format", "int8").ok());
+  ASSERT_TRUE(set_setting(settings, "kv_rank", "4").ok());
+  EXPECT_EQ(settings.weights, "q8");
+  EXPECT_EQ(settings.kv_cache_format, "int8");
+  EXPECT_EQ(settings.kv_rank, 4);
+  EXPECT_FALSE(engine_options_exact(settings));
+  EXPECT_FALSE(set_setting(settings, "weights", "q5").ok());
+  EXPECT_EQ(settings.weights, "q8");
+  Status evicting_int8 = set_setting(settings, "kv_budget", "32");
+  ASSERT_FALSE(evicting_int8.ok());
+  EXPECT_NE(evicting_int8.error().message.find("INT8"), std::string::npos) << evicting_int8.error().message;
+  EXPECT_EQ(settings.kv_budget, 0);
+  EXPECT_FALSE(set_setting(settings, "attention", "reference").ok());
+  EXPECT_EQ(settings.attention, "causal");
+  ASSERT_TRUE(set_setting(settings, "kv_cache_format", "fp8").ok());
+  ASSERT_TRUE(set_setting(settings, "kv_budget", "32").ok());
+  EXPECT_EQ(settings.kv_budget, 32);
+  EXPECT_FALSE(set_setting(settings, "kv_budget", "1").ok());
+  EXPECT_FALSE(set_setting(settings, "kv_rank", "-2").ok());
+  EXPECT_FALSE(set_setting(settings, "kv_budget", "lots").ok());
 }
 
 TEST(AppSettings, RecentFoldersAreUniqueMostRecentFirstAndBounded) {
@@ -145,6 +237,35 @@ TEST(AppSettings, RequestCarriesTheSettings) {
   EXPECT_FLOAT_EQ(request.decoding.diffusion.threshold, 0.8f);
   settings.use_bbox = false;
   EXPECT_FALSE(make_request(settings).bbox.has_value());
+}
+
+// The KV cache options reach the request when the cache is on; without the
+// cache there is nothing to store, and the request keeps the exact options
+// (the engine refuses KV options without a cache). The rank goes to the worker.
+TEST(AppSettings, RequestCarriesTheKvCacheOptionsWhenTheCacheIsOn) {
+  AppSettings settings;
+  EXPECT_TRUE(make_request(settings).kv_cache.exact());
+  EXPECT_EQ(kv_rank_of(settings), 0);
+  settings.kv_cache_format = "bf16";
+  settings.kv_budget = 12;
+  settings.kv_rank = 6;
+  GenerationRequest request = make_request(settings);
+  EXPECT_TRUE(request.use_kv_cache);
+  EXPECT_EQ(request.kv_cache.format, cpu::KvFormat::kBF16);
+  EXPECT_EQ(request.kv_cache.budget, 12);
+  EXPECT_EQ(request.kv_cache.low_rank, nullptr);
+  EXPECT_EQ(kv_rank_of(settings), 6);
+  EXPECT_FALSE(engine_options_exact(settings));
+  settings.kv_cache = false;
+  request = make_request(settings);
+  EXPECT_FALSE(request.use_kv_cache);
+  EXPECT_TRUE(request.kv_cache.exact());
+  EXPECT_EQ(kv_rank_of(settings), 0);
+  EXPECT_TRUE(engine_options_exact(settings)) << "without the cache only the weights can differ";
+  settings.weights = "bf16";
+  EXPECT_FALSE(engine_options_exact(settings));
+  EXPECT_EQ(chosen_kv_options(settings).format, cpu::KvFormat::kBF16) << "the latency demo's chosen cache";
+  EXPECT_EQ(chosen_kv_options(settings).budget, 12);
 }
 
 TEST(AppSettings, ASettingsFileThatIsNotAFileIsAnErrorNotAWaitOrDefaults) {

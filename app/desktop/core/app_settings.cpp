@@ -10,10 +10,15 @@
 
 #include "app/desktop/core/json_number.h"
 #include "inference/core/file_io.h"
+#include "inference/model/gpt_kv_cache.h"
+#include "inference/model/weight_formats.h"
 
 namespace cubeforge::app {
 
 namespace {
+
+// The largest KV budget or rank a setting takes (the command line's bound).
+constexpr int kMaxKvSize = 1 << 20;
 
 // One table of fields drives the JSON writer, the reader and `set`, so a new
 // setting cannot be written but forgotten on read.
@@ -26,6 +31,10 @@ void visit_fields(AppSettings& s, Visitor&& visit) {
   visit("kv_cache", s.kv_cache);
   visit("cuda_graphs", s.cuda_graphs);
   visit("attention", s.attention);
+  visit("weights", s.weights);
+  visit("kv_cache_format", s.kv_cache_format);
+  visit("kv_budget", s.kv_budget);
+  visit("kv_rank", s.kv_rank);
   visit("guidance", s.guidance);
   visit("seed", s.seed);
   visit("sampling", s.sampling);
@@ -57,6 +66,17 @@ Status check_ranges(const AppSettings& s) {
     return bad("setting 'backend' must be auto, cpu or cuda, not '" + s.backend + "'");
   if (s.attention != "causal" && s.attention != "reference")
     return bad("setting 'attention' must be causal or reference, not '" + s.attention + "'");
+  if (!weight_format_from_name(s.weights))
+    return bad("setting 'weights' must be stored, bf16, q8 or q4, not '" + s.weights + "'");
+  if (!cpu::kv_format_from_name(s.kv_cache_format))
+    return bad("setting 'kv_cache_format' must be f32, bf16, fp8 or int8, not '" + s.kv_cache_format + "'");
+  if (s.kv_budget < 0 || s.kv_budget > kMaxKvSize)
+    return bad("setting 'kv_budget' must be 0 (every position) or a number of positions up to " +
+               std::to_string(kMaxKvSize));
+  if (s.kv_rank < 0 || s.kv_rank > kMaxKvSize)
+    return bad("setting 'kv_rank' must be 0 (full rank) or a rank up to " + std::to_string(kMaxKvSize));
+  if (std::string conflict = kv_options_conflict(s); !conflict.empty())
+    return bad("settings 'kv_cache_format', 'kv_budget', 'kv_rank' and 'attention': " + conflict);
   if (s.resolution < 2 || s.resolution > 10) return bad("setting 'resolution' must be in 2..10");
   if (!parse_decoding_mode(s.latency_decoding))
     return bad("setting 'latency_decoding' must be sequential, jacobi or diffusion, not '" + s.latency_decoding + "'");
@@ -210,11 +230,35 @@ GenerationRequest make_request(const AppSettings& s) {
   request.resolution = s.resolution;
   request.attention = s.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
   request.use_kv_cache = s.kv_cache;
+  if (s.kv_cache) request.kv_cache = chosen_kv_options(s);
   request.backend = parse_backend_choice(s.backend).ok() ? *parse_backend_choice(s.backend) : BackendChoice::kAuto;
   request.cuda_graphs = s.cuda_graphs;
   request.target_faces = s.target_faces;
   request.decoding.diffusion.threshold = s.diffusion_threshold;
   return request;
+}
+
+KvCacheOptions chosen_kv_options(const AppSettings& s) {
+  KvCacheOptions kv;
+  kv.format = cpu::kv_format_from_name(s.kv_cache_format).value_or(cpu::KvFormat::kF32);
+  kv.budget = s.kv_budget;
+  return kv;
+}
+
+int kv_rank_of(const AppSettings& s) { return s.kv_cache ? s.kv_rank : 0; }
+
+bool engine_options_exact(const AppSettings& s) {
+  const bool exact_cache = s.kv_cache_format == "f32" && s.kv_budget == 0 && s.kv_rank == 0;
+  return s.weights == "stored" && (exact_cache || !s.kv_cache);
+}
+
+std::string kv_options_conflict(const AppSettings& s) {
+  const KvCacheOptions kv = chosen_kv_options(s);
+  if (Status checked = check_kv_cache_options(kv); !checked.ok()) return checked.error().message;
+  // The engine refuses this when the prefill runs (gpt.cpp); said here before any run.
+  if (s.attention == "reference" && (!kv.exact() || s.kv_rank > 0))
+    return "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)";
+  return "";
 }
 
 }  // namespace cubeforge::app

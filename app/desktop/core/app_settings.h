@@ -30,6 +30,12 @@ struct AppSettings {
   bool kv_cache = true;
   bool cuda_graphs = true;
   std::string attention = "causal";        // causal | reference
+  // Smaller weights and cache (the engine's --weights, --kv-cache, --kv-budget,
+  // --kv-rank); the defaults are exact. Changing the weights reloads the model.
+  std::string weights = "stored";          // stored | bf16 | q8 | q4
+  std::string kv_cache_format = "f32";     // f32 | bf16 | fp8 | int8
+  int kv_budget = 0;                       // shape positions kept per layer; 0: every one
+  int kv_rank = 0;                         // low-rank keys and values (the model folder's bases); 0: full rank
   float guidance = 3.0f;
   uint64_t seed = 0;
   bool sampling = false;                   // off: greedy
@@ -78,7 +84,20 @@ Status set_setting(AppSettings& settings, const std::string& key, const std::str
 // Puts `folder` first in the recent list (no duplicates, bounded).
 void remember_folder(AppSettings& settings, const std::string& folder);
 
-// The generation request these settings describe.
+// The generation request these settings describe. Its KV cache options are
+// the exact ones when the cache is off (there is nothing to store); the rank
+// is not in it: the worker reads the bases for kv_rank_of() from the model folder.
 GenerationRequest make_request(const AppSettings& settings);
+int kv_rank_of(const AppSettings& settings);
+// The KV cache's storage and budget chosen, whether or not the cache is on
+// (the latency demo runs with and without it).
+KvCacheOptions chosen_kv_options(const AppSettings& settings);
+
+// Whether a generation decodes with the exact weights and KV cache (the
+// cache's options do not apply when it is off).
+bool engine_options_exact(const AppSettings& settings);
+// Why the KV cache options cannot run with the attention chosen, or with each
+// other, in the engine's words; empty when they can.
+std::string kv_options_conflict(const AppSettings& settings);
 
 }  // namespace cubeforge::app

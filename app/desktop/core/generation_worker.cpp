@@ -9,7 +9,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "inference/core/file_io.h"
 #include "inference/cpu/ops.h"
+#include "inference/model/gpt_kv_cache.h"
 
 namespace cubeforge::app {
 
@@ -35,10 +37,26 @@ const CudaAvailability& cuda_backend_availability() {
   return availability;
 }
 
+std::string kv_cache_label(const std::string& format, int budget, int rank) {
+  std::string label = format;
+  if (budget > 0) label += ", budget " + std::to_string(budget);
+  if (rank > 0) label += ", rank " + std::to_string(rank);
+  return label;
+}
+
+std::string kv_cache_label(const GenerationRequest& request) {
+  if (!request.use_kv_cache) return "none";
+  const KvCacheOptions& kv = request.kv_cache;
+  return kv_cache_label(std::string(cpu::kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : 0);
+}
+
 Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
-  // Parallel decoding runs on the CPU backend (decode_tokens says so for an explicit CUDA).
+  // Parallel decoding, converted weights and the smaller KV caches run on the
+  // CPU backend (the engine says so for an explicit CUDA).
+  const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !request.kv_cache.exact() ||
+                        model.gpt().weight_options().format != WeightFormat::kStored;
   if (request.token_backend || request.backend == BackendChoice::kCpu ||
-      (request.backend == BackendChoice::kAuto && request.decoding.mode != DecodingMode::kSequential))
+      (request.backend == BackendChoice::kAuto && cpu_only))
     return request;
   if (backends_model_ != &model) {
     backends_.clear();
@@ -52,6 +70,36 @@ Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model,
   }
   request.token_backend = found->second.backend;
   return request;
+}
+
+Result<GenerationRequest> GenerationWorker::with_kv_rank(const CubeModel& model, GenerationRequest request,
+                                                         int kv_rank) {
+  if (kv_rank > 0 && request.use_kv_cache) {
+    if (kv_bases_model_ != &model) {
+      kv_bases_.clear();
+      kv_bases_model_ = &model;
+    }
+    auto found = kv_bases_.find(kv_rank);
+    if (found == kv_bases_.end()) {
+      const auto path = model.folder() / kKvBasesFile;
+      CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
+      if (kind == FileKind::kMissing)
+        return make_error(ErrorCode::kNotFound, "a KV rank needs '" + path.string() +
+                                                    "'; write it with `cubeforge-cli calibrate-kv --model DIR "
+                                                    "--prompts FILE`, or set the KV rank to 0");
+      CUBEFORGE_ASSIGN_OR_RETURN(auto bases, LowRankKv::load(path, model.config().gpt, kv_rank));
+      found = kv_bases_.emplace(kv_rank, std::move(bases)).first;
+    }
+    request.kv_cache.low_rank = found->second;
+  }
+  CUBEFORGE_TRY(check_kv_cache_options(request.kv_cache));
+  return request;
+}
+
+Result<GenerationRequest> GenerationWorker::prepare(const CubeModel& model, const GenerationRequest& request,
+                                                    int kv_rank) {
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationRequest with_rank, with_kv_rank(model, request, kv_rank));
+  return with_backend(model, std::move(with_rank));
 }
 
 GenerationWorker::GenerationWorker(int generation_threads) {
@@ -102,21 +150,37 @@ std::optional<ModelSummary> GenerationWorker::model_summary() const {
   return summary_;
 }
 
-bool GenerationWorker::load_model(const std::filesystem::path& folder) {
-  return start([this, folder] {
+bool GenerationWorker::load_model(const std::filesystem::path& folder, const WeightOptions& weights) {
+  return start([this, folder, weights] {
     auto started = Clock::now();
-    auto loaded = CubeModel::load(folder, [this](const std::string& step, double fraction) {
-      messages_.push(worker_message::LoadProgress{step, fraction});
-      return !cancel_.load();
-    });
+    auto loaded = CubeModel::load(
+        folder,
+        [this](const std::string& step, double fraction) {
+          messages_.push(worker_message::LoadProgress{step, fraction});
+          return !cancel_.load();
+        },
+        weights);
     if (!loaded.ok()) {
       messages_.push(worker_message::LoadFailed{loaded.error()});
       return;
     }
-    ModelSummary summary{folder.string(), loaded->shape_tokens(), ms_since(started),
-                         loaded->gpt().config().block_diffusion()};
+    ModelSummary summary;
+    summary.folder = folder.string();
+    summary.shape_tokens = loaded->shape_tokens();
+    summary.load_ms = ms_since(started);
+    summary.block_diffusion = loaded->gpt().config().block_diffusion();
+    summary.weights = loaded->gpt().weight_options().format;
+    // Read once here so that the settings can offer the ranks the bases hold.
+    const auto bases_path = folder / kKvBasesFile;
+    if (auto kind = file_kind(bases_path); kind.ok() && *kind != FileKind::kMissing) {
+      auto bases = LowRankKv::load(bases_path, loaded->config().gpt, 1);
+      if (bases.ok()) summary.kv_bases_rank = (*bases)->max_rank();
+      else summary.kv_bases_problem = bases.error().message;
+    }
     backends_.clear();  // opened for the previous model
     backends_model_ = nullptr;
+    kv_bases_.clear();
+    kv_bases_model_ = nullptr;
     {
       std::lock_guard lock(model_mutex_);
       model_ = std::make_shared<const CubeModel>(std::move(*loaded));
@@ -131,7 +195,9 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
                                                              const std::string& label) {
   const int run = next_run_++;
   const int token_count = model.shape_tokens();
-  messages_.push(worker_message::RunStarted{run, label, token_count});
+  const WeightFormat weights = model.gpt().weight_options().format;
+  messages_.push(worker_message::RunStarted{run, label, token_count, std::string(weight_format_name(weights)),
+                                            kv_cache_label(request)});
   const auto started = Clock::now();
 
   PreviewCost cost;
@@ -185,6 +251,7 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
   finished.label = label;
   finished.request = request;
   finished.request.token_backend = nullptr;  // the history must not keep a GPU's weights alive
+  finished.weights = weights;
   finished.result = mesh_in_passes(model, request, preview, run, started, sink);
   finished.preview = cost;
   finished.wall_ms = ms_since(started);
@@ -229,15 +296,16 @@ Result<GenerationResult> GenerationWorker::mesh_in_passes(const CubeModel& model
   return result;
 }
 
-bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview) {
+bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview, int kv_rank) {
   auto loaded = model();
   if (!loaded) return false;
-  return start([this, loaded, request, preview] {
-    auto opened = with_backend(*loaded, request);
+  return start([this, loaded, request, preview, kv_rank] {
+    auto opened = prepare(*loaded, request, kv_rank);
     if (!opened.ok()) {
       worker_message::RunFinished failed;
       failed.label = "generate";
       failed.request = request;
+      failed.weights = loaded->gpt().weight_options().format;
       failed.result = opened.take_error();
       messages_.push(std::move(failed));
       return;
@@ -260,12 +328,12 @@ GenerationRequest candidate_request(GenerationRequest request, int index) {
   return request;
 }
 
-bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count) {
+bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count, int kv_rank) {
   auto loaded = model();
   if (!loaded || count < 1) return false;
-  return start([this, loaded, request, count] {
+  return start([this, loaded, request, count, kv_rank] {
     worker_message::CandidatesFinished done;
-    auto opened = with_backend(*loaded, request);
+    auto opened = prepare(*loaded, request, kv_rank);
     if (!opened.ok()) {
       done.error = opened.error().to_string();
       messages_.push(done);
@@ -301,12 +369,24 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
   std::string cuda = cuda_backend_availability().available
                          ? std::string()
                          : "needs the CUDA backend: " + cuda_backend_availability().why_not;
+  if (cuda.empty() && choice.weights != WeightFormat::kStored)
+    cuda = "the CUDA backend reads the weights as stored; " + std::string(weight_format_name(choice.weights)) +
+           " weights run on the CPU";
   if (cuda.empty()) cuda = by_blocks;
   std::vector<LatencyRun> runs = {
       {"No cache", "every token recomputes the whole sequence so far", false, {}, by_blocks},
       {"KV cache", "every token reuses the keys and values of the tokens before it", true, {}, by_blocks},
-      {"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true},
   };
+  if (choice.kv_cache != "f32") {
+    LatencyRun smaller{"Smaller KV cache",
+                       "KV cache " + choice.kv_cache +
+                           ": fewer bytes of keys and values to read per token; the tokens may differ from the "
+                           "exact cache's",
+                       true, {}, by_blocks};
+    smaller.chosen_kv_cache = true;
+    runs.push_back(smaller);
+  }
+  runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true});
   // A block-diffusion model has no other parallel decoding.
   const DecodingMode parallel = choice.block_diffusion_model ? DecodingMode::kDiffusion : choice.parallel;
   if (parallel == DecodingMode::kJacobi) {
@@ -342,11 +422,18 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
   return runs;
 }
 
-bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs) {
+bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs,
+                                        int kv_rank) {
   auto loaded = model();
   if (!loaded) return false;
-  return start([this, loaded, request, runs = std::move(runs)] {
-    auto opened = with_backend(*loaded, request);
+  return start([this, loaded, request, runs = std::move(runs), kv_rank] {
+    // The exact cache's request opens the backend; the chosen cache's runs on the CPU.
+    GenerationRequest exact = request;
+    exact.kv_cache = KvCacheOptions{};
+    auto opened = with_backend(*loaded, exact);
+    GenerationRequest chosen_request = request;
+    chosen_request.use_kv_cache = true;
+    auto chosen = with_kv_rank(*loaded, chosen_request, kv_rank);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
@@ -356,6 +443,7 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       std::string unavailable = run.unavailable_reason;
       if (unavailable.empty() && run.cuda_graphs && !on_cuda)
         unavailable = !opened.ok() ? opened.error().message : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
+      if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = chosen.error().message;
       if (!unavailable.empty()) {
         bar.available = false;
         bar.unavailable_reason = unavailable;
@@ -363,7 +451,7 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
         continue;
       }
       messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index)});
-      GenerationRequest varied = opened.ok() ? *opened : request;
+      GenerationRequest varied = opened.ok() ? *opened : exact;
       if (!opened.ok()) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
@@ -371,14 +459,17 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       varied.use_kv_cache = run.kv_cache;
       varied.cuda_graphs = run.cuda_graphs;
       varied.decoding = run.decoding;
-      // Parallel decoding runs on the CPU backend.
-      if (run.decoding.mode != DecodingMode::kSequential) {
+      if (run.chosen_kv_cache) varied.kv_cache = chosen->kv_cache;
+      // Parallel decoding and the smaller KV caches run on the CPU backend.
+      if (run.decoding.mode != DecodingMode::kSequential || run.chosen_kv_cache) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
       PreviewOptions no_previews;  // the demo times the pipeline alone
       no_previews.coarse_pass = false;
       auto finished = run_generation(*loaded, varied, no_previews, run.name);
+      bar.weights = weight_format_name(finished.weights);
+      bar.kv_cache = kv_cache_label(finished.request);
       const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
       if (finished.result.ok()) {
         const auto& r = *finished.result;

@@ -1,8 +1,13 @@
 // Model loading and generation off the UI thread.
 //
-// One job at a time runs on a std::jthread: loading a model folder, a
-// generation (with optional progressive previews), or the latency demo (the
-// same request with and without the KV cache).
+// One job at a time runs on a std::jthread: loading a model folder (its
+// decode matrices converted to the weight format asked for), a generation
+// (with optional progressive previews), or the latency demo (the same request
+// with and without the KV cache).
+//
+// A KV rank is a number in the job's arguments, not in the request: its
+// bases are the model folder's kv_bases.safetensors, which the worker reads
+// once per model and rank. Every run says which weights and KV cache it used.
 //
 // A generation meshes in passes once its tokens are done: a coarse one at
 // kCoarseResolution (milliseconds on the built-in model) whose mesh goes to
@@ -41,7 +46,17 @@ struct ModelSummary {
   int shape_tokens = 0;
   double load_ms = 0;
   bool block_diffusion = false;  // decodes by blocks (gpt_model.block_diffusion), never token by token
+  WeightFormat weights = WeightFormat::kStored;  // the format it decodes with
+  // The largest KV rank the folder's kv_bases.safetensors holds (0: none), or
+  // why the file there cannot be used.
+  int kv_bases_rank = 0;
+  std::string kv_bases_problem;
 };
+
+// What a run used, as the app shows it: "f32", "int8, budget 32, rank 16";
+// "none" without the cache.
+std::string kv_cache_label(const std::string& format, int budget, int rank);
+std::string kv_cache_label(const GenerationRequest& request);
 
 // A block-diffusion model decodes only by blocks: a request for sequential
 // decoding becomes block diffusion with the request's diffusion options.
@@ -80,7 +95,12 @@ namespace worker_message {
 struct LoadProgress { std::string step; double fraction = 0; };
 struct ModelLoaded { ModelSummary summary; };
 struct LoadFailed { Error error; };  // ErrorCode::kCancelled when the user cancelled
-struct RunStarted { int run = 0; std::string label; int token_count = 0; };
+struct RunStarted {
+  int run = 0;
+  std::string label;
+  int token_count = 0;
+  std::string weights, kv_cache;  // what it runs with (kv_cache_label)
+};
 struct Event { int run = 0; GenerationEvent event; double elapsed_ms = 0; };
 // A mesh to show before the run's own: from the tokens so far (tokens_known <
 // token_count) or the coarse pass of all of them (coarse).
@@ -104,7 +124,8 @@ struct PassStarted {
 struct RunFinished {
   int run = 0;
   std::string label;
-  GenerationRequest request;
+  GenerationRequest request;  // with the KV rank's bases it ran with
+  WeightFormat weights = WeightFormat::kStored;
   Result<GenerationResult> result = make_error(ErrorCode::kInternal, "not run");
   PreviewCost preview;
   double wall_ms = 0;
@@ -120,6 +141,7 @@ struct LatencyResult {
   std::string label;
   bool available = true;
   std::string unavailable_reason;
+  std::string weights, kv_cache;  // what it ran with (kv_cache_label)
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
   StageTimings stages;  // where the object's time went
   DecodingStats decoding;  // model evaluations and the tokens each accepted
@@ -152,6 +174,11 @@ using WorkerMessage =
 // block diffusion with each key-value cache, which needs a block-diffusion
 // model (which in turn cannot decode token by token, and always ends with
 // block diffusion).
+//
+// Every run decodes with the loaded model's weights. The cache runs keep the
+// exact KV cache, which CUDA and parallel decoding need; a smaller KV cache
+// chosen in the settings adds a run of its own after the exact one, so the
+// two stand side by side.
 struct LatencyRun {
   std::string name;      // for the audience
   std::string what;      // one line on what changes
@@ -159,11 +186,14 @@ struct LatencyRun {
   DecodingOptions decoding;
   std::string unavailable_reason;  // empty: it runs
   bool cuda_graphs = false;        // needs the CUDA backend
+  bool chosen_kv_cache = false;    // the KV cache options of the settings, not the exact cache
 };
 struct LatencyDemoChoice {
   DecodingMode parallel = DecodingMode::kJacobi;  // kSequential: the cache runs alone
   float diffusion_threshold = 0.9f;
   bool block_diffusion_model = false;
+  WeightFormat weights = WeightFormat::kStored;  // the loaded model's
+  std::string kv_cache = "f32";  // kv_cache_label of the options chosen; "f32": the exact cache alone
 };
 std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice = {});
 
@@ -182,13 +212,18 @@ class GenerationWorker {
 
   // Each returns false (and starts nothing) while another job runs or, for
   // generation, when no model is loaded.
-  bool load_model(const std::filesystem::path& folder);
-  bool generate(const GenerationRequest& request, const PreviewOptions& preview);
-  bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs());
+  // `weights`: the format the model decodes with (converted as it loads).
+  bool load_model(const std::filesystem::path& folder, const WeightOptions& weights = {});
+  // `kv_rank` > 0: low-rank keys and values from the model folder's bases.
+  bool generate(const GenerationRequest& request, const PreviewOptions& preview, int kv_rank = 0);
+  // The runs with the cache that have chosen_kv_cache use the request's KV
+  // cache options and `kv_rank`; the others the exact cache.
+  bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs(),
+                        int kv_rank = 0);
   // `count` seeds from request.seed on, each sampled (a greedy decode gives
   // every seed the same shape) and meshed at candidate_resolution(), to
   // compare side by side and pick one to refine.
-  bool generate_candidates(const GenerationRequest& request, int count);
+  bool generate_candidates(const GenerationRequest& request, int count, int kv_rank = 0);
   void cancel() { cancel_.store(true); }
 
   bool busy() const { return busy_.load(); }
@@ -207,7 +242,14 @@ class GenerationWorker {
                                           std::chrono::steady_clock::time_point started,
                                           const GenerationEventSink& sink);
   // The request with its token backend opened (once per model and choice).
+  // Auto is the CPU when the weights or the KV cache are not the exact ones:
+  // only the CPU backend runs them.
   Result<GenerationRequest> with_backend(const CubeModel& model, GenerationRequest request);
+  // The request with the KV rank's bases (read once per model and rank) and
+  // its KV cache options checked.
+  Result<GenerationRequest> with_kv_rank(const CubeModel& model, GenerationRequest request, int kv_rank);
+  // Both, as a generation or the candidates run.
+  Result<GenerationRequest> prepare(const CubeModel& model, const GenerationRequest& request, int kv_rank);
 
   MessageQueue<WorkerMessage> messages_;
   std::atomic<bool> busy_{false};
@@ -224,6 +266,9 @@ class GenerationWorker {
   // Token backends opened for the loaded model, by choice; touched only by jobs.
   const CubeModel* backends_model_ = nullptr;
   std::map<BackendChoice, BackendSelection> backends_;
+  // The KV rank's bases read for the loaded model, by rank; touched only by jobs.
+  const CubeModel* kv_bases_model_ = nullptr;
+  std::map<int, std::shared_ptr<const LowRankKv>> kv_bases_;
   std::jthread job_;  // last member: joined first on destruction
 };
 

@@ -100,7 +100,11 @@ void draw_generate_panel(App& app) {
 
   const ModelState& model = state.model;
   if (!model.loading_folder.empty()) {
-    ImGui::TextWrapped("Loading %s", model.loading_folder.c_str());
+    if (model.loading_weights.empty() || model.loading_weights == "stored")
+      ImGui::TextWrapped("Loading %s", model.loading_folder.c_str());
+    else
+      ImGui::TextWrapped("Loading %s, converting its weights to %s", model.loading_folder.c_str(),
+                         model.loading_weights.c_str());
     ImGui::ProgressBar(static_cast<float>(model.load_fraction), ImVec2(-1, 0), model.load_step.c_str());
   } else if (!model.status.empty()) {
     ImGui::TextWrapped("%s", model.status.c_str());

@@ -9,11 +9,13 @@
 // parallel decoding, or block diffusion at a confidence threshold). The token
 // grid colours each slot by the model evaluation that chose it, so slots
 // filled in one step share a colour: large for the run in progress, small for
-// each finished run in a table that compares the runs' model evaluations,
-// tokens per evaluation and times side by side.
+// each finished run in a table that compares the runs' weights and KV cache,
+// model evaluations, tokens per evaluation and times side by side. A smaller
+// KV cache chosen in the settings is a run of its own beside the exact one.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "app/desktop/panels/panels.h"
 
@@ -151,13 +153,17 @@ void draw_live_token_grid(const LatencyDemoState& latency, const GenerationProgr
   draw_token_steps(steps, ImGui::GetContentRegionAvail().x, 24.f);
 }
 
-// The runs side by side: model evaluations, tokens per evaluation, time per
-// token and per object.
+// The runs side by side: the weights and KV cache each decoded with, model
+// evaluations, tokens per evaluation, time per token and per object.
 void draw_decoding_table(const LatencyDemoState& latency) {
   const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit;
-  if (!ImGui::BeginTable("decodings", 5, flags)) return;
-  for (const char* column : {"Run", "Model evaluations", "Tokens per evaluation", "Time per token", "Time per object"})
-    ImGui::TableSetupColumn(column);
+  if (!ImGui::BeginTable("decodings", 7, flags)) return;
+  // A KV cache with a budget and a rank wraps in its column rather than widen the table.
+  const float kv_width = ImGui::CalcTextSize("bf16, budget 1024").x;
+  for (const char* column : {"Run", "Weights", "KV cache", "Model evaluations", "Tokens per evaluation",
+                             "Time per token", "Time per object"})
+    ImGui::TableSetupColumn(column, column == std::string_view("KV cache") ? ImGuiTableColumnFlags_WidthFixed : 0,
+                            column == std::string_view("KV cache") ? kv_width : 0.f);
   ImGui::TableHeadersRow();
   for (size_t i = 0; i < latency.runs.size(); ++i) {
     const auto& result = latency.results[i];
@@ -169,6 +175,12 @@ void draw_decoding_table(const LatencyDemoState& latency) {
       ImGui::TextDisabled("-");
       continue;
     }
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(result->weights.c_str());
+    ImGui::TableNextColumn();
+    ImGui::PushTextWrapPos(0.f);
+    ImGui::TextUnformatted(result->kv_cache.c_str());
+    ImGui::PopTextWrapPos();
     ImGui::TableNextColumn();
     ImGui::Text("%d", result->decoding.model_evaluations);
     ImGui::TableNextColumn();

@@ -87,7 +87,13 @@ void draw_mosaic(const ThumbnailMosaic& mosaic, ImVec2 origin, float size) {
 }
 
 void reason_tooltip(const std::string& text) {
-  if (!text.empty() && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", text.c_str());
+  if (text.empty() || !ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) return;
+  // Wrapped, as ImGui's own help markers do: a long reason on one line ran off the window.
+  ImGui::BeginTooltip();
+  ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.f);
+  ImGui::TextUnformatted(text.c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::EndTooltip();
 }
 
 }  // namespace cubeforge::app

@@ -46,7 +46,8 @@ float checkbox_width(const char* label);
 // run of equal cells in a row (the background is one colour per row).
 void draw_mosaic(const ThumbnailMosaic& mosaic, ImVec2 origin, float size);
 
-// Tooltip on the last item, shown even when it is disabled (the reason it is).
+// Tooltip on the last item, shown even when it is disabled (the reason it is),
+// wrapped to a readable width.
 void reason_tooltip(const std::string& text);
 
 }  // namespace cubeforge::app

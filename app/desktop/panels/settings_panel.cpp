@@ -1,12 +1,15 @@
 // The settings inside the Generate panel, one collapsing section each, in the
 // words of someone making shapes (the engineering terms are in the tooltips
-// and the statistics): shape, variation, preview, speed, model. Each
+// and the statistics): shape, variation, preview, speed (with the smaller
+// weights and KV caches), model. Each
 // widget edits AppSettings directly; settings.json is written when the app
 // closes and after each generation the history keeps.
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <functional>
 #include <random>
+#include <span>
 
 #include "app/desktop/panels/panels.h"
 #include "inference/pipeline/cube_model.h"
@@ -52,19 +55,29 @@ void draw_model_section(App& app) {
   }
 }
 
+// Why the GPU cannot run these settings' weights and KV cache, or empty.
+std::string gpu_refuses(const AppSettings& settings) {
+  if (engine_options_exact(settings)) return "";
+  return "Smaller weights and KV caches run on the CPU: set them back to stored and f32 (every position, full "
+         "rank) to use the GPU";
+}
+
 void draw_backend_section(AppSettings& settings) {
   const CudaAvailability& cuda = cuda_backend_availability();
+  const std::string on_cpu_only = gpu_refuses(settings);
   int backend = settings.backend == "cuda" ? 2 : settings.backend == "cpu" ? 1 : 0;
   if (!cuda.available && backend == 2) backend = 0;
   ImGui::RadioButton("Auto", &backend, 0);
-  reason_tooltip(cuda.available ? "The GPU: " + cuda.device : "The CPU: " + cuda.why_not);
+  reason_tooltip(!cuda.available      ? "The CPU: " + cuda.why_not
+                 : on_cpu_only.empty() ? "The GPU: " + cuda.device
+                                       : "The CPU: smaller weights and KV caches run there");
   flow_next(checkbox_width("CPU"));
   ImGui::RadioButton("CPU", &backend, 1);
   flow_next(checkbox_width("GPU (CUDA)"));
-  ImGui::BeginDisabled(!cuda.available);
+  ImGui::BeginDisabled(!cuda.available || !on_cpu_only.empty());
   ImGui::RadioButton("GPU (CUDA)", &backend, 2);
   ImGui::EndDisabled();
-  reason_tooltip(cuda.available ? cuda.device : cuda.why_not);
+  reason_tooltip(!cuda.available ? cuda.why_not : on_cpu_only.empty() ? cuda.device : on_cpu_only);
   settings.backend = backend == 2 ? "cuda" : backend == 1 ? "cpu" : "auto";
   ImGui::TextDisabled("%s", cuda.available ? ("GPU: " + cuda.device).c_str() : "No GPU: generating on the CPU");
   reason_tooltip(cuda.available ? "" : cuda.why_not);
@@ -82,9 +95,135 @@ void draw_backend_section(AppSettings& settings) {
   ImGui::RadioButton("Exact", &attention, 0);
   reason_tooltip("Correct causal attention: the same result as recomputing the whole sequence");
   flow_next(checkbox_width("As the reference"));
+  // The quirk reads the exact cache's slots (the engine refuses the others).
+  const bool exact_cache = settings.kv_cache_format == "f32" && settings.kv_budget == 0 && settings.kv_rank == 0;
+  ImGui::BeginDisabled(!exact_cache && attention == 0);
   ImGui::RadioButton("As the reference", &attention, 1);
-  reason_tooltip("Reproduces the reference implementation's cached decoding exactly, quirk included");
+  ImGui::EndDisabled();
+  reason_tooltip(exact_cache ? "Reproduces the reference implementation's cached decoding exactly, quirk included"
+                             : "Needs the exact KV cache (f32, every position, full rank): the reference's "
+                               "attention quirk reads its slots");
   settings.attention = attention == 1 ? "reference" : "causal";
+}
+
+// One choice of a combo: its name, and what it costs.
+struct Choice {
+  const char* name;
+  const char* label;
+  const char* cost;
+};
+
+// A combo over `choices` editing `value`; `refused` names the choices that
+// cannot be taken now (with the engine's reason). The combo is a named item
+// (`NAME`), and so is each choice (`NAME-CHOICE`), for scripts.
+void choice_combo(App& app, const char* label, const char* name, std::string& value,
+                  std::span<const Choice> choices, const std::function<std::string(const Choice&)>& refused) {
+  const Choice* current = &choices[0];
+  for (const Choice& choice : choices)
+    if (value == choice.name) current = &choice;
+  if (!ImGui::BeginCombo(label, current->label)) {
+    remember_item(app, name);  // while open, the last item is in the popup: the closed combo's place stays
+    return;
+  }
+  for (const Choice& choice : choices) {
+    const std::string why_not = refused ? refused(choice) : "";
+    if (ImGui::Selectable(choice.label, &choice == current, why_not.empty() ? 0 : ImGuiSelectableFlags_Disabled))
+      value = choice.name;
+    remember_item(app, std::string(name) + "-" + choice.name);
+    reason_tooltip(why_not.empty() ? choice.cost : why_not);
+  }
+  ImGui::EndCombo();
+}
+
+const Choice kWeightChoices[] = {
+    {"stored", "stored (exact)", "The matrices as the model file holds them: exact against the reference"},
+    {"bf16", "bf16", "Float32 matrices rounded to bfloat16: half their memory; a token may differ"},
+    {"q8", "q8", "8-bit integers, a scale per 32 weights: about a quarter of float32's memory; a token may differ"},
+    {"q4", "q4", "4-bit integers, a scale and offset per 32 weights: about an eighth; the most drift"},
+};
+const Choice kKvChoices[] = {
+    {"f32", "f32 (exact)", "Float32 keys and values: exact"},
+    {"bf16", "bf16", "bfloat16: half the cache's memory; a token may differ"},
+    {"fp8", "fp8", "8-bit floats: a quarter of the cache's memory; a token may differ"},
+    {"int8", "int8", "8-bit integers (KIVI: keys per channel over blocks of 32 positions): about a quarter; "
+                     "a token may differ"},
+};
+
+// The engine's --weights, --kv-cache, --kv-budget and --kv-rank. The
+// defaults are exact; each other choice trades a little accuracy for memory
+// read per token. Choices the engine cannot combine are disabled with its reason.
+void draw_smaller_section(App& app) {
+  AppSettings& settings = app.state.settings;
+  const auto summary = app.worker.model_summary();
+  ImGui::PushTextWrapPos(0.f);
+  ImGui::TextDisabled("Smaller weights and cache (the defaults are exact)");
+  ImGui::PopTextWrapPos();
+
+  const bool busy = app.worker.busy();
+  ImGui::BeginDisabled(busy);
+  choice_combo(app, "Weights", "weights", settings.weights, kWeightChoices, {});
+  ImGui::EndDisabled();
+  reason_tooltip(busy ? "Wait for the current job: changing the weights reloads the model"
+                      : "How the decoder's matrices are held: fewer bytes read per token. Changing it reloads the "
+                        "model, converting them as it loads; only the CPU runs converted weights.");
+
+  // The reference's quirk needs the exact cache; without the cache there is nothing to store.
+  const std::string cache_refused =
+      !settings.kv_cache ? "Needs Faster decoding (the KV cache): without it there is no cache to make smaller"
+      : settings.attention == "reference"
+          ? "The reference's attention quirk runs with the exact KV cache only: choose Exact attention first"
+          : "";
+  ImGui::BeginDisabled(!cache_refused.empty());
+  choice_combo(app, "KV cache", "kv-cache-format", settings.kv_cache_format, kKvChoices,
+               [&](const Choice& choice) -> std::string {
+                 if (std::string(choice.name) != "int8" || settings.kv_budget == 0) return "";
+                 return "Set the KV budget to 0 first: eviction rewrites cache slots, which the int8 cache "
+                        "quantises in blocks of 32 that stay as they are";
+               });
+  ImGui::EndDisabled();
+  reason_tooltip(!cache_refused.empty() ? cache_refused
+                                        : "How the cached keys and values are stored: fewer bytes read per token");
+
+  const bool int8 = settings.kv_cache_format == "int8";
+  const int positions = summary ? summary->shape_tokens : 1024;
+  ImGui::BeginDisabled(!cache_refused.empty() || (int8 && settings.kv_budget == 0));
+  int budget = settings.kv_budget;
+  if (ImGui::SliderInt("KV budget", &budget, 0, std::max(positions, settings.kv_budget),
+                       budget == 0 ? "every position" : "%d positions", ImGuiSliderFlags_AlwaysClamp)) {
+    // One slot holds only the first token: the engine needs 2 or none.
+    if (budget == 1) budget = settings.kv_budget > 1 ? 0 : 2;
+    settings.kv_budget = budget;
+  }
+  remember_item(app, "kv-budget");
+  ImGui::EndDisabled();
+  reason_tooltip(!cache_refused.empty() ? cache_refused
+                 : int8 ? "The int8 cache keeps every position: eviction rewrites slots that int8 quantises in "
+                          "blocks of 32. Choose f32, bf16 or fp8 for a budget."
+                        : "Keep at most this many shape positions per layer: the newest half, then those attention "
+                          "used most (H2O); the prompt and the first token always stay. 0: every position "
+                          "(exact). Fewer: less memory and time per token; tokens may differ.");
+
+  const int bases_rank = summary ? summary->kv_bases_rank : 0;
+  ImGui::BeginDisabled(!cache_refused.empty() || (bases_rank == 0 && settings.kv_rank == 0));
+  int rank = settings.kv_rank;
+  if (ImGui::SliderInt("KV rank", &rank, 0, std::max(bases_rank, settings.kv_rank),
+                       rank == 0 ? "full rank" : "rank %d", ImGuiSliderFlags_AlwaysClamp))
+    settings.kv_rank = rank;
+  remember_item(app, "kv-rank");
+  ImGui::EndDisabled();
+  std::string rank_help;
+  if (!cache_refused.empty()) rank_help = cache_refused;
+  else if (bases_rank > 0)
+    rank_help = "Keys and values projected onto the first R vectors of this model's calibrated bases (up to " +
+                std::to_string(bases_rank) + "): less memory per token; tokens may differ. 0: full rank (exact).";
+  else
+    rank_help = std::string(summary && !summary->kv_bases_problem.empty()
+                                ? "This model folder's kv_bases.safetensors cannot be used (" +
+                                      summary->kv_bases_problem + "). "
+                                : "Needs calibrated bases in the model folder (kv_bases.safetensors). ") +
+                "Write them with `cubeforge-cli calibrate-kv --model DIR --prompts FILE`, then load the model "
+                "again.";
+  reason_tooltip(rank_help);
 }
 
 void draw_sampling_section(AppSettings& settings) {
@@ -156,7 +295,10 @@ void draw_settings(App& app) {
   if (section("Shape", "section-shape", ImGuiTreeNodeFlags_DefaultOpen)) draw_shape_section(settings);
   if (section("Variation", "section-variation", ImGuiTreeNodeFlags_DefaultOpen)) draw_sampling_section(settings);
   if (section("Preview", "section-preview", 0)) draw_preview_section(settings);
-  if (section("Speed", "section-speed", 0)) draw_backend_section(settings);
+  if (section("Speed", "section-speed", 0)) {
+    draw_backend_section(settings);
+    draw_smaller_section(app);
+  }
   // Without a model the section is where to start.
   if (!app.worker.has_model()) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
   if (section("Model", "section-model", 0)) draw_model_section(app);

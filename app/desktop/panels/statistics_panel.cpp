@@ -1,5 +1,5 @@
-// The Live statistics panel: token progress and the token grid, time to first
-// token, TPOT and tokens/s plots, per-stage times, memory, the cost of
+// The Live statistics panel: token progress, the weights and KV cache the run
+// decodes with, the token grid, time to first token, TPOT and tokens/s plots, per-stage times, memory, the cost of
 // progressive previews and frame times (the latency demo has its own view).
 #include <algorithm>
 #include <cfloat>
@@ -98,6 +98,10 @@ void draw_statistics_panel(App& app) {
   char overlay[64];
   std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
   ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
+  if (!state.generation.weights.empty()) {
+    ImGui::TextWrapped("Weights %s, KV cache %s", state.generation.weights.c_str(), state.generation.kv_cache.c_str());
+    remember_item(app, "run-engine-options");
+  }
   // Coarse-to-fine adds levels as it goes, so this is the current level's share.
   if (progress.current_stage() == AppStage::kOccupancy)
     ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy, this level");
