@@ -15,7 +15,7 @@
 #   backend: tests                            45 s  the CUDA session against the CPU backend (fixture, built-in model)
 #   benchmarks                               155 s  bandwidth and v0.5-shaped decode steps; bf16 cache agreement;
 #                                                   cubeforge-cli bench --backend cuda in all three ablation
-#                                                   modes, small / v05 / the built-in model
+#                                                   modes, small / v05 / the built-in model; v05 in Q8 and Q4
 #   compute-sanitizer                         80 s  memcheck, racecheck, synccheck over a subset of the CUDA tests
 #   the rest: build, ctest -L vulkan         180 s  the Vulkan engine and app, offscreen on the machine's driver
 # The limits add up to more than the budget on purpose: a stage that ends
@@ -287,11 +287,15 @@ if [ -x "$cli" ]; then
     --model assets/model --steps 1024 --json
   stage "bench: v05 without the cache, 128 steps" bench.log 30 "${with_deps[@]}" "$cli" bench --backend cuda --shape v05 \
     --steps 128 --modes no-cache --json
+  for weights in q8 q4; do
+    stage "bench: v05 $weights weights, 512 steps, graph" bench.log 20 "${with_deps[@]}" "$cli" bench --backend cuda \
+      --shape v05 --weights "$weights" --steps 512 --modes graph --json
+  done
 fi
 
 # 7. compute-sanitizer over a subset that covers every kernel family and the session.
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-kernel_subset='MatvecTest.EverySplit*:MatvecTest.SwiGlu:NormTest.*:QkNormRopeTest.ModelShape*:AttentionTest.FloatCache:AttentionTest.SmallHeadDims:SamplingTest.CfgCombine*:SamplingTest.Embedding*:DecodeGraphTest.*'
+kernel_subset='MatvecTest.EverySplit*:MatvecTest.SwiGlu:MatvecTest.Quantised*:NormTest.*:QkNormRopeTest.ModelShape*:AttentionTest.FloatCache:AttentionTest.SmallHeadDims:SamplingTest.CfgCombine*:SamplingTest.Embedding*:DecodeGraphTest.*'
 session_subset='*SessionsReport*:*CancelStops*:*cfg_bbox_causal_graph*:*cfg_causal_no_cache*'
 if [ -x "$sanitizer" ] && [ -x "$kernel_tests" ]; then
   stage "compute-sanitizer memcheck: kernels" sanitizer.log 25 "${with_deps[@]}" "$sanitizer" --tool memcheck \

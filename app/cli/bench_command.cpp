@@ -304,10 +304,15 @@ int run_bench(const BenchOptions& o) {
   }
   BackendChoice choice = *parse_backend_choice(o.backend);
   const std::vector<EngineFlags> combinations = o.engine.combinations();
-  const bool compare_options = combinations.size() != 1 || !combinations.front().exact();
+  const EngineFlags& single = combinations.front();
+  // The CUDA backend streams every weight format; one at a time, with the exact KV cache.
+  const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_exact();
+  const bool compare_options = (combinations.size() != 1 || !single.exact()) && !cuda_weights;
   if (compare_options) {
     if (choice == BackendChoice::kCuda) {
-      std::fprintf(stderr, "bench: weight formats and KV cache options run on the CPU backend; leave out --backend cuda\n");
+      std::fprintf(stderr,
+                   "bench: on --backend cuda give one --weights format and the exact KV cache; lists of options and KV "
+                   "cache options are compared on the CPU backend\n");
       return 2;
     }
     if (!o.modes.empty() && o.modes != std::vector<std::string>{"cache"}) {
@@ -331,7 +336,12 @@ int run_bench(const BenchOptions& o) {
     return 1;
   }
   if (compare_options) return run_variants(o, *loaded, *host_bandwidth);
-  auto model = DualStreamGpt::from_shared_file(loaded->file, loaded->config);
+  auto weights = weight_options(single.weights, single.q4_group);
+  if (!weights.ok()) {
+    print_error("bench", weights.error());
+    return 2;
+  }
+  auto model = DualStreamGpt::from_shared_file(loaded->file, loaded->config, *weights);
   if (!model.ok()) {
     print_error("bench", model.error());
     return 1;
@@ -472,6 +482,7 @@ int run_bench(const BenchOptions& o) {
 
   nlohmann::json report = {
       {"model", description},
+      {"weights", single.weights},
       {"backend", backend_kind_name(backend.kind())},
       {"backend_description", backend.description()},
       {"backend_reason", selection->reason},
@@ -505,7 +516,7 @@ int run_bench(const BenchOptions& o) {
     std::cout << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
     return 0;
   }
-  std::printf("model              %s\n", description.c_str());
+  std::printf("model              %s (weights %s)\n", description.c_str(), single.weights.c_str());
   std::printf("backend            %s (%s)\n", backend.description().c_str(), selection->reason.c_str());
   std::printf("threads / kernels  %d / %s (BLAS %s)\n", cpu::thread_count(), cpu::kernel_isa(), cpu::blas_core_name());
   std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", batch, cond_length, o.steps);

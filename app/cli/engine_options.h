@@ -24,7 +24,9 @@ struct EngineFlags {
   int kv_rank = 0;
 
   // The default: exact against the reference.
-  bool exact() const { return weights == "stored" && kv_cache == "f32" && kv_budget == 0 && kv_rank == 0; }
+  bool exact() const { return weights == "stored" && kv_exact(); }
+  // The KV cache keeps every position at full rank in f32 (what the CUDA backend runs).
+  bool kv_exact() const { return kv_cache == "f32" && kv_budget == 0 && kv_rank == 0; }
 
   std::string label() const {
     std::string s = weights + "/" + kv_cache;

@@ -139,9 +139,9 @@ int run_generate(GenerateOptions o) {
     return 2;
   }
   // Named intermediates are recorded by the CPU backend, which alone runs
-  // the weight formats and KV cache options: a run that asks for them chooses it.
+  // the KV cache options and parallel decoding: a run that asks for them chooses it.
   BackendChoice choice = *parse_backend_choice(o.backend);
-  if ((!o.trace.empty() || !o.engine.exact() || o.decoding.options().mode != DecodingMode::kSequential) &&
+  if ((!o.trace.empty() || !o.engine.kv_exact() || o.decoding.options().mode != DecodingMode::kSequential) &&
       choice == BackendChoice::kAuto)
     choice = BackendChoice::kCpu;
   auto selection = select_token_backend(choice, model->gpt());

@@ -21,6 +21,30 @@ __global__ void __launch_bounds__(kThreads) widen_kernel(const uint16_t* input, 
     output[i] = __uint_as_float(uint32_t(input[i]) << 16);
 }
 
+// Element k of a row: Q8 code · scale, or Q4 code · scale + offset (the
+// nibble layout of inference/cpu/quantize.h), as dequantize_rows gives it.
+__global__ void __launch_bounds__(kThreads) dequantize_kernel(const uint8_t* codes, bool q4, const uint16_t* scales,
+                                                              const uint16_t* offsets, int group, int rows, int cols,
+                                                              float* output) {
+  const size_t total = size_t(rows) * cols;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  const int groups = cols / group;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const size_t row = i / cols;
+    const int k = int(i % cols);
+    const size_t g = row * groups + size_t(k / group);
+    const float scale = f16_bits_to_float(scales[g]);
+    if (q4) {
+      const int pack = k / 32, within = k % 32;
+      const uint32_t byte = codes[row * (cols / 2) + size_t(pack) * 16 + within % 16];
+      const uint32_t code = within < 16 ? (byte & 0xfu) : (byte >> 4);
+      output[i] = fmaf(float(code), scale, f16_bits_to_float(offsets[g]));
+    } else {
+      output[i] = float(int8_t(codes[i])) * scale;
+    }
+  }
+}
+
 template <class Table>
 __global__ void __launch_bounds__(kThreads) gather_kernel(const Table* table, int table_rows, int dim, const int* ids,
                                                           int count, int batch, float* output) {
@@ -61,6 +85,22 @@ Status widen_bf16(const std::uint16_t* input, float* output, std::size_t count, 
   if (!input || !output) return invalid("widen_bf16: input and output are required");
   widen_kernel<<<blocks_for(count), kThreads, 0, stream>>>(input, output, count);
   return launch_status("widen_bf16 kernel launch");
+}
+
+Status dequantize_rows(const DequantizeArgs& args, Stream stream) {
+  const bool q4 = args.type == DType::kU8;
+  if (args.type != DType::kI8 && !q4) return invalid("dequantize_rows: codes must be I8 (Q8) or U8 (Q4)");
+  if (!args.codes || !args.scales || (q4 && !args.offsets) || !args.output)
+    return invalid("dequantize_rows: codes, scales, offsets (Q4) and output are required");
+  if (q4 ? (args.group != 32 && args.group != 64) : args.group != 32)
+    return invalid("dequantize_rows: group " + std::to_string(args.group) + " is not one of the format's");
+  if (args.rows <= 0 || args.cols <= 0 || args.cols % args.group != 0)
+    return invalid("dequantize_rows: " + std::to_string(args.rows) + "x" + std::to_string(args.cols) +
+                   " is not whole groups");
+  dequantize_kernel<<<blocks_for(std::size_t(args.rows) * args.cols), kThreads, 0, stream>>>(
+      static_cast<const uint8_t*>(args.codes), q4, args.scales, args.offsets, args.group, args.rows, args.cols,
+      args.output);
+  return launch_status("dequantize_rows kernel launch");
 }
 
 Status gather_embedding_rows(const GatherEmbeddingArgs& args, Stream stream) {

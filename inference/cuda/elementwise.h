@@ -1,7 +1,9 @@
-// Small elementwise kernels of the prefill: bf16 weights widened for the f32
-// GEMMs, the embedding rows of the tokens fed so far, and SwiGLU over rows.
+// Small elementwise kernels of the prefill: bf16 and quantised weights widened
+// for the f32 GEMMs, the embedding rows of the tokens fed so far, and SwiGLU over rows.
 //
 // widen_bf16: out[i] = bf16 in[i] as f32 (exact), for `count` elements.
+// dequantize_rows: a Q8 or Q4 matrix (inference/cpu/quantize.h) as f32 rows,
+//   the values the CPU's dequantize_rows gives, for the prefill's GEMMs.
 // gather_embedding_rows: out[b, t, :] = table[ids[t], :] for b < batch rows and
 //   t < count, with ids read from device memory (the tokens the sampling kernel
 //   has written), so the host needs no copy of them; table rows in bf16 or f32.
@@ -18,6 +20,19 @@
 namespace cubeforge::cuda {
 
 Status widen_bf16(const std::uint16_t* input, float* output, std::size_t count, Stream stream);
+
+struct DequantizeArgs {
+  DType type = DType::kI8;                 // kI8 (Q8 codes) or kU8 (Q4 codes, two per byte)
+  const void* codes = nullptr;             // [rows, cols] or [rows, cols / 2]
+  const std::uint16_t* scales = nullptr;   // F16 bits [rows, cols / group]
+  const std::uint16_t* offsets = nullptr;  // Q4: F16 bits [rows, cols / group]
+  int group = 32;
+  int rows = 0;
+  int cols = 0;
+  float* output = nullptr;  // [rows, cols]
+};
+
+Status dequantize_rows(const DequantizeArgs& args, Stream stream);
 
 struct GatherEmbeddingArgs {
   DType table_type = DType::kF32;  // kF32 or kBF16

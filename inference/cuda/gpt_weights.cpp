@@ -11,47 +11,72 @@ namespace cubeforge::cuda {
 namespace {
 
 struct Binder {
+  const DualStreamGpt& model;
   const SafetensorsFile& file;
   GptWeights& weights;
 
-  // Rows of the named 2-D tensors, stacked, in one device matrix.
+  // Rows of the named 2-D weights, stacked, in one device matrix; all of them
+  // in one format (a model converts or quantises every decode matrix alike).
   Result<DeviceMatrix> matrix(const std::vector<std::string>& names) {
-    std::vector<TensorView> views;
+    std::vector<cpu::WeightMatrix> views;
     bool all_bf16 = true;
     int64_t rows = 0, cols = -1;
     for (const std::string& name : names) {
-      CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file.get(name));
-      if (view.shape().size() != 2 || (cols >= 0 && view.shape()[1] != cols))
-        return make_error(ErrorCode::kCorruptFile, file.name() + ": tensor '" + name + "' has shape " +
-                                                       shape_to_string(view.shape()) + ", not [rows, " +
-                                                       std::to_string(cols) + "]");
-      if (!dtype_is_float(view.dtype()))
-        return make_error(ErrorCode::kCorruptFile, file.name() + ": tensor '" + name + "' is not a float tensor");
-      cols = view.shape()[1];
-      rows += view.shape()[0];
-      all_bf16 = all_bf16 && view.dtype() == DType::kBF16;
+      CUBEFORGE_ASSIGN_OR_RETURN(cpu::WeightMatrix view, model.matrix(name));
+      if (cols >= 0 && view.cols != cols)
+        return make_error(ErrorCode::kCorruptFile, file.name() + ": tensor '" + name + "' has " +
+                                                       std::to_string(view.cols) + " columns, not " +
+                                                       std::to_string(cols));
+      if (!views.empty() && (view.quantization != views.front().quantization || view.group != views.front().group))
+        return make_error(ErrorCode::kCorruptFile, file.name() + ": tensor '" + name + "' is not in the format of '" +
+                                                       names.front() + "', with which it is fused");
+      cols = view.cols;
+      rows += view.rows;
+      all_bf16 = all_bf16 && view.dtype == DType::kBF16;
       views.push_back(view);
     }
     DeviceMatrix m;
     m.rows = int(rows);
     m.cols = int(cols);
-    m.type = all_bf16 ? DType::kBF16 : DType::kF32;
     const std::string label = names.front();
-    if (m.type == DType::kBF16) {
+    const cpu::Quantization quantization = views.front().quantization;
+    if (quantization != cpu::Quantization::kNone) {
+      m.type = quantization == cpu::Quantization::kQ8 ? DType::kI8 : DType::kU8;
+      m.group = int(views.front().group);
+      const std::size_t row_bytes = m.row_bytes(), groups = std::size_t(cols / m.group);
+      std::vector<std::uint8_t> codes;
+      std::vector<std::uint16_t> scales, offsets;
+      for (const cpu::WeightMatrix& view : views) {
+        const auto* begin = static_cast<const std::uint8_t*>(view.data);
+        codes.insert(codes.end(), begin, begin + std::size_t(view.rows) * row_bytes);
+        scales.insert(scales.end(), view.scales, view.scales + std::size_t(view.rows) * groups);
+        if (view.offsets) offsets.insert(offsets.end(), view.offsets, view.offsets + std::size_t(view.rows) * groups);
+      }
+      CUBEFORGE_ASSIGN_OR_RETURN(m.codes, DeviceBuffer<std::uint8_t>::from_host(codes, label));
+      CUBEFORGE_ASSIGN_OR_RETURN(m.scales, DeviceBuffer<std::uint16_t>::from_host(scales, label + " scales"));
+      if (!offsets.empty()) {
+        CUBEFORGE_ASSIGN_OR_RETURN(m.offsets, DeviceBuffer<std::uint16_t>::from_host(offsets, label + " offsets"));
+      }
+      weights.any_widened = true;
+    } else if (all_bf16) {
+      m.type = DType::kBF16;
       std::vector<std::uint16_t> host(size_t(rows) * size_t(cols));
       size_t at = 0;
-      for (const TensorView& view : views) {
-        std::memcpy(host.data() + at, view.data, view.byte_size());
-        at += size_t(view.element_count());
+      for (const cpu::WeightMatrix& view : views) {
+        const size_t count = size_t(view.rows) * size_t(view.cols);
+        std::memcpy(host.data() + at, view.data, count * sizeof(std::uint16_t));
+        at += count;
       }
       CUBEFORGE_ASSIGN_OR_RETURN(m.bf16, DeviceBuffer<std::uint16_t>::from_host(host, label));
-      weights.any_bf16 = true;
+      weights.any_widened = true;
     } else {
+      m.type = DType::kF32;
       std::vector<float> host(size_t(rows) * size_t(cols));
       size_t at = 0;
-      for (const TensorView& view : views) {
-        convert_to_f32(view.dtype(), view.data, host.data() + at, size_t(view.element_count()));
-        at += size_t(view.element_count());
+      for (const cpu::WeightMatrix& view : views) {
+        const size_t count = size_t(view.rows) * size_t(view.cols);
+        convert_to_f32(view.dtype, view.data, host.data() + at, count);
+        at += count;
       }
       CUBEFORGE_ASSIGN_OR_RETURN(m.f32, DeviceBuffer<float>::from_host(host, label));
     }
@@ -123,7 +148,7 @@ Result<GptWeights> upload_gpt_weights(const DualStreamGpt& model) {
   GptWeights weights;
   weights.config = model.config();
   const GptConfig& c = weights.config;
-  Binder bind{model.tensors(), weights};
+  Binder bind{model, model.tensors(), weights};
   for (int i = 0; i < c.dual_layers; ++i) {
     const std::string p = "transformer.dual_blocks." + std::to_string(i);
     BlockWeights block;

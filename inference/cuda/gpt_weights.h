@@ -1,8 +1,10 @@
 // The GPT's weights on the device, uploaded once per model load.
 //
-// Matrices keep the checkpoint's precision: bf16 as stored, f32 where the
-// checkpoint is f32 (f16 is widened to f32, which is exact; the matvec kernel
-// streams bf16 and f32). Projections that read the same input are fused into
+// Matrices keep the precision the model multiplies them in
+// (DualStreamGpt::matrix): bf16 as stored or converted, f32 where the
+// checkpoint is f32 (f16 is widened to f32, which is exact), Q8 and Q4 codes
+// with their scales when the model quantises its decode matrices; the matvec
+// kernel streams each of them as it is. Projections that read the same input are fused into
 // one matrix so a decode step launches once for them: q, k and v as
 // [3d, d] (k and v [2d, d] in the cond_pre_only block's cond stream) with a
 // bias of zeros where the checkpoint has none, gate and up as [8d, d] (gate
@@ -22,18 +24,33 @@
 namespace cubeforge::cuda {
 
 struct DeviceMatrix {
-  DType type = DType::kF32;  // kBF16 or kF32
+  DType type = DType::kF32;  // kBF16, kF32, kI8 (Q8 codes) or kU8 (Q4 codes, two per byte)
   int rows = 0, cols = 0;
+  int group = 0;  // quantised: weights per scale along a row
   DeviceBuffer<std::uint16_t> bf16;
   DeviceBuffer<float> f32;
+  DeviceBuffer<std::uint8_t> codes;
+  DeviceBuffer<std::uint16_t> scales, offsets;  // quantised: F16 bits [rows, cols / group]; offsets Q4 only
 
-  const void* data() const { return type == DType::kBF16 ? static_cast<const void*>(bf16.data()) : f32.data(); }
-  // Row `row` onwards (the up half of gate_up).
-  const void* rows_from(int row) const {
-    return type == DType::kBF16 ? static_cast<const void*>(bf16.data() + std::size_t(row) * cols)
-                                : static_cast<const void*>(f32.data() + std::size_t(row) * cols);
+  bool quantized() const { return type == DType::kI8 || type == DType::kU8; }
+  std::size_t row_bytes() const {
+    return type == DType::kU8 ? std::size_t(cols) / 2 : std::size_t(cols) * dtype_size(type);
   }
-  std::size_t bytes() const { return bf16.bytes() + f32.bytes(); }
+  const void* data() const { return rows_from(0); }
+  // Row `row` onwards (the up half of gate_up), and its scales and offsets.
+  const void* rows_from(int row) const {
+    const std::size_t at = std::size_t(row) * row_bytes();
+    if (quantized()) return codes.data() + at;
+    return type == DType::kBF16 ? static_cast<const void*>(reinterpret_cast<const std::uint8_t*>(bf16.data()) + at)
+                                : static_cast<const void*>(reinterpret_cast<const std::uint8_t*>(f32.data()) + at);
+  }
+  const std::uint16_t* scales_from(int row) const {
+    return scales.size() ? scales.data() + std::size_t(row) * (cols / group) : nullptr;
+  }
+  const std::uint16_t* offsets_from(int row) const {
+    return offsets.size() ? offsets.data() + std::size_t(row) * (cols / group) : nullptr;
+  }
+  std::size_t bytes() const { return bf16.bytes() + f32.bytes() + codes.bytes() + scales.bytes() + offsets.bytes(); }
 };
 
 struct PreAttentionWeights {
@@ -70,7 +87,7 @@ struct GptWeights {
   std::size_t bytes = 0;             // device memory of all of the above
   std::size_t decode_bytes = 0;      // what one decode step streams (shape stream and lm_head)
   int largest_matrix = 0;            // elements of the largest matrix (prefill's widening scratch)
-  bool any_bf16 = false;
+  bool any_widened = false;          // a matrix in BF16 or quantised: the prefill widens it to f32 first
 };
 
 // Uploads `model` (with its codebook installed). Errors name the tensor.

@@ -57,7 +57,28 @@ struct MatvecParams {
   int output_stride;
   float norm_eps;  // > 0: LayerNorm each input row first (f32 input)
   int cols;
+  // Quantised weights: F16 scales (and Q4 offsets) per group along a row.
+  const uint16_t* scales;
+  const uint16_t* up_scales;
+  const uint16_t* offsets;
+  const uint16_t* up_offsets;
+  int groups_per_row;
+  int group;
 };
+
+// Where one weight row's quantisation scales and offsets are (unused by float weights).
+struct RowQuant {
+  const uint16_t* scales = nullptr;
+  const uint16_t* offsets = nullptr;
+  int group = 0;
+};
+
+// Tags for the quantised weight formats (inference/cpu/quantize.h): Q8 codes
+// are signed bytes times their block's scale; Q4 packs 32 weights in 16 bytes,
+// byte i holding weight i in its low nibble and weight i + 16 in its high one,
+// each code · scale + offset.
+struct Q8Code {};
+struct Q4Code {};
 
 template <class Weight>
 struct WeightChunk;
@@ -65,6 +86,9 @@ struct WeightChunk;
 template <>
 struct WeightChunk<__nv_bfloat16> {
   static constexpr int kElements = 8;
+  __device__ __forceinline__ static void widen(const uint4& raw, const RowQuant&, int, float (&w)[8]) {
+    widen(raw, w);
+  }
   __device__ __forceinline__ static void widen(const uint4& raw, float (&w)[8]) {
     w[0] = bf16_low(raw.x), w[1] = bf16_high(raw.x);
     w[2] = bf16_low(raw.y), w[3] = bf16_high(raw.y);
@@ -76,15 +100,50 @@ struct WeightChunk<__nv_bfloat16> {
 template <>
 struct WeightChunk<float> {
   static constexpr int kElements = 4;
-  __device__ __forceinline__ static void widen(const uint4& raw, float (&w)[4]) {
+  __device__ __forceinline__ static void widen(const uint4& raw, const RowQuant&, int, float (&w)[4]) {
     w[0] = __uint_as_float(raw.x), w[1] = __uint_as_float(raw.y);
     w[2] = __uint_as_float(raw.z), w[3] = __uint_as_float(raw.w);
   }
 };
 
+// 16 codes: half of a block of 32, all under one scale.
+template <>
+struct WeightChunk<Q8Code> {
+  static constexpr int kElements = 16;
+  __device__ __forceinline__ static void widen(const uint4& raw, const RowQuant& q, int chunk, float (&w)[16]) {
+    const float scale = f16_bits_to_float(__ldg(q.scales + chunk * kElements / q.group));
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) w[i] = float(int8_t(words[i / 4] >> (8 * (i % 4)))) * scale;
+  }
+};
+
+// 32 codes of one group (of 32 or 64), in the order of their weights.
+template <>
+struct WeightChunk<Q4Code> {
+  static constexpr int kElements = 32;
+  __device__ __forceinline__ static void widen(const uint4& raw, const RowQuant& q, int chunk, float (&w)[32]) {
+    const int g = chunk * kElements / q.group;
+    const float scale = f16_bits_to_float(__ldg(q.scales + g));
+    const float offset = f16_bits_to_float(__ldg(q.offsets + g));
+    const uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      const uint32_t byte = (words[i / 4] >> (8 * (i % 4))) & 0xffu;
+      w[i] = fmaf(float(byte & 0xfu), scale, offset);
+      w[16 + i] = fmaf(float(byte >> 4), scale, offset);
+    }
+  }
+};
+
+
 // Reads elements [chunk·E, chunk·E + E) of one input row, widened to f32.
+// Longer chunks (quantised weights) are runs of the 8-element loads.
 template <class Input, int E>
-struct InputChunk;
+struct InputChunk {
+  static_assert(E % 8 == 0, "chunks of quantised weights hold 16 or 32 elements");
+  __device__ __forceinline__ static void load(const Input* row, int chunk, float (&x)[E]);
+};
 
 template <>
 struct InputChunk<float, 8> {
@@ -119,17 +178,28 @@ struct InputChunk<__nv_bfloat16, 4> {
   }
 };
 
+template <class Input, int E>
+__device__ __forceinline__ void InputChunk<Input, E>::load(const Input* row, int chunk, float (&x)[E]) {
+#pragma unroll
+  for (int part = 0; part < E / 8; ++part) {
+    float eight[8];
+    InputChunk<Input, 8>::load(row, chunk * (E / 8) + part, eight);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) x[part * 8 + e] = eight[e];
+  }
+}
+
 // `mean` and `scale` normalise the input on the fly (LayerNorm fused into the
 // projection); 0 and 1 leave every value exactly as loaded.
 template <class Weight, class Input, int Batch>
-__device__ __forceinline__ void accumulate_chunk(const uint4& raw0, const uint4& raw1, const Input* input,
-                                                 int input_stride, int chunk, const float (&mean)[Batch],
-                                                 const float (&scale)[Batch], float (&acc0)[Batch],
-                                                 float (&acc1)[Batch]) {
+__device__ __forceinline__ void accumulate_chunk(const uint4& raw0, const uint4& raw1, const RowQuant& quant0,
+                                                 const RowQuant& quant1, const Input* input, int input_stride,
+                                                 int chunk, const float (&mean)[Batch], const float (&scale)[Batch],
+                                                 float (&acc0)[Batch], float (&acc1)[Batch]) {
   constexpr int E = WeightChunk<Weight>::kElements;
   float w0[E], w1[E];
-  WeightChunk<Weight>::widen(raw0, w0);
-  WeightChunk<Weight>::widen(raw1, w1);
+  WeightChunk<Weight>::widen(raw0, quant0, chunk, w0);
+  WeightChunk<Weight>::widen(raw1, quant1, chunk, w1);
 #pragma unroll
   for (int b = 0; b < Batch; ++b) {
     float x[E];
@@ -160,6 +230,7 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const MatvecParams p) 
   int row0 = 0, row1 = 0;
   const uint4* w0 = p.weight;
   const uint4* w1 = p.weight;
+  RowQuant quant0, quant1;
   if (active) {
     if constexpr (SwiGlu) {
       row0 = row1 = group;
@@ -170,6 +241,12 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const MatvecParams p) 
       row1 = min(row0 + 1, p.rows - 1);
       w0 = p.weight + size_t(row0) * p.chunks_per_row;
       w1 = p.weight + size_t(row1) * p.chunks_per_row;
+    }
+    if (p.scales) {
+      const size_t at0 = size_t(row0) * p.groups_per_row, at1 = size_t(row1) * p.groups_per_row;
+      quant0 = {p.scales + at0, p.offsets ? p.offsets + at0 : nullptr, p.group};
+      quant1 = SwiGlu ? RowQuant{p.up_scales + at1, p.up_offsets ? p.up_offsets + at1 : nullptr, p.group}
+                      : RowQuant{p.scales + at1, p.offsets ? p.offsets + at1 : nullptr, p.group};
     }
   }
   const int begin = active ? min(slice * p.chunks_per_slice, p.chunks_per_row) : 0;
@@ -227,8 +304,8 @@ __global__ void __launch_bounds__(kThreads) matvec_kernel(const MatvecParams p) 
     for (int u = 0; u < kUnroll; ++u) {
       const int chunk = base + lane + u * kWarpSize;
       if (chunk < end)
-        accumulate_chunk<Weight, Input, Batch>(raw0[u], raw1[u], input, p.input_stride, chunk, norm_mean, norm_scale,
-                                               acc0, acc1);
+        accumulate_chunk<Weight, Input, Batch>(raw0[u], raw1[u], quant0, quant1, input, p.input_stride, chunk,
+                                               norm_mean, norm_scale, acc0, acc1);
     }
   }
 
@@ -312,8 +389,17 @@ Status dispatch_batch(const MatvecArgs& args, int split_k, const MatvecParams& p
 
 }  // namespace
 
+namespace {
+
+// Bytes of one weight row: Q4 (kU8) packs two codes per byte.
+int64_t weight_row_bytes(DType weight_type, int cols) {
+  return weight_type == DType::kU8 ? int64_t(cols) / 2 : int64_t(cols) * int64_t(dtype_size(weight_type));
+}
+
+}  // namespace
+
 int matvec_auto_split_k(int rows, int cols, bool swiglu, DType weight_type, int multiprocessors) {
-  const int chunks = int(int64_t(cols) * int64_t(dtype_size(weight_type)) / kChunkBytes);
+  const int chunks = int(weight_row_bytes(weight_type, cols) / kChunkBytes);
   const int groups = swiglu ? rows : (rows + 1) / 2;
   const int target_blocks = 2 * multiprocessors;
   int split = 1;
@@ -328,8 +414,20 @@ int matvec_auto_split_k(int rows, int cols, bool swiglu, DType weight_type, int 
 }
 
 Status matvec(const MatvecArgs& args, Stream stream) {
-  if (args.weight_type != DType::kBF16 && args.weight_type != DType::kF32)
-    return invalid("matvec: weight type must be BF16 or F32, got " + std::string(dtype_name(args.weight_type)));
+  const bool q8 = args.weight_type == DType::kI8, q4 = args.weight_type == DType::kU8;
+  if (args.weight_type != DType::kBF16 && args.weight_type != DType::kF32 && !q8 && !q4)
+    return invalid("matvec: weight type must be BF16, F32, I8 (Q8 codes) or U8 (Q4 codes), got " +
+                   std::string(dtype_name(args.weight_type)));
+  if (q8 || q4) {
+    if (!args.scales || (q4 && !args.offsets) || (args.swiglu && (!args.up_scales || (q4 && !args.up_offsets))))
+      return invalid("matvec: quantised weights need their scales (and Q4 offsets), for the up rows too");
+    if (q8 ? args.group != 32 : (args.group != 32 && args.group != 64))
+      return invalid("matvec: a " + std::string(q8 ? "Q8 block has 32" : "Q4 group has 32 or 64") + " weights, not " +
+                     std::to_string(args.group));
+    if (args.cols % args.group != 0)
+      return invalid("matvec: " + std::to_string(args.cols) + " columns are not whole groups of " +
+                     std::to_string(args.group));
+  }
   if (args.input_type != DType::kBF16 && args.input_type != DType::kF32)
     return invalid("matvec: input type must be BF16 or F32, got " + std::string(dtype_name(args.input_type)));
   if (args.rows <= 0 || args.cols <= 0)
@@ -344,9 +442,8 @@ Status matvec(const MatvecArgs& args, Stream stream) {
   if (args.input_layer_norm_eps > 0.0f && args.residual == args.input)
     return invalid("matvec: the LayerNorm prologue's input cannot be the residual it writes");
 
-  const size_t weight_size = dtype_size(args.weight_type);
   const size_t input_size = dtype_size(args.input_type);
-  const int64_t row_bytes = int64_t(args.cols) * int64_t(weight_size);
+  const int64_t row_bytes = weight_row_bytes(args.weight_type, args.cols);
   if (row_bytes % kChunkBytes != 0)
     return invalid("matvec: a weight row must be a multiple of 16 bytes (cols " + std::to_string(args.cols) + " of " +
                    std::string(dtype_name(args.weight_type)) + "); pad the matrix");
@@ -358,7 +455,7 @@ Status matvec(const MatvecArgs& args, Stream stream) {
   if (input_stride < args.cols || output_stride < args.rows)
     return invalid("matvec: strides must cover a row (input_stride " + std::to_string(input_stride) +
                    ", output_stride " + std::to_string(output_stride) + ")");
-  const int elements_per_chunk = kChunkBytes / int(weight_size);
+  const int elements_per_chunk = int(int64_t(kChunkBytes) * args.cols / row_bytes);
   const size_t input_alignment = std::min<size_t>(kChunkBytes, elements_per_chunk * input_size);
   if (!aligned(args.input, input_alignment) || (size_t(input_stride) * input_size) % input_alignment != 0)
     return invalid("matvec: input rows must be " + std::to_string(input_alignment) + "-byte aligned");
@@ -388,9 +485,23 @@ Status matvec(const MatvecArgs& args, Stream stream) {
   params.output_stride = output_stride;
   params.norm_eps = args.input_layer_norm_eps;
   params.cols = args.cols;
+  if (q8 || q4) {
+    params.scales = args.scales;
+    params.up_scales = args.up_scales;
+    params.offsets = q4 ? args.offsets : nullptr;
+    params.up_offsets = q4 ? args.up_offsets : nullptr;
+    params.group = args.group;
+    params.groups_per_row = args.cols / args.group;
+  }
 
   const bool bf16_weight = args.weight_type == DType::kBF16;
   const bool bf16_input = args.input_type == DType::kBF16;
+  if (q8)
+    return bf16_input ? dispatch_batch<Q8Code, __nv_bfloat16>(args, split_k, params, stream)
+                      : dispatch_batch<Q8Code, float>(args, split_k, params, stream);
+  if (q4)
+    return bf16_input ? dispatch_batch<Q4Code, __nv_bfloat16>(args, split_k, params, stream)
+                      : dispatch_batch<Q4Code, float>(args, split_k, params, stream);
   if (bf16_weight)
     return bf16_input ? dispatch_batch<__nv_bfloat16, __nv_bfloat16>(args, split_k, params, stream)
                       : dispatch_batch<__nv_bfloat16, float>(args, split_k, params, stream);

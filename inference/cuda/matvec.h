@@ -2,7 +2,11 @@
 // or two activation rows (the CFG batch), with fused epilogues.
 //
 // Shapes (N = rows of W = outputs, K = cols = inputs, B = batch ≤ 2):
-//   weight   [N, K] row-major, bf16 or f32, 16-byte aligned, K·sizeof % 16 == 0
+//   weight   [N, K] row-major, bf16 or f32, 16-byte aligned, K·sizeof % 16 == 0;
+//            or quantised (inference/cpu/quantize.h): Q8 codes (I8) with an F16
+//            scale per block of 32, Q4 codes (U8, two per byte) with an F16
+//            scale and offset per group of 32 or 64, widened exactly as the
+//            CPU's kernels widen them
 //   input    [B, input_stride] f32 or bf16
 //   output   [B, output_stride] f32
 // Epilogues, in the order PyTorch applies them:
@@ -16,14 +20,22 @@
 // HBM rate; see matvec.cu for the layout of work.
 #pragma once
 
+#include <cstdint>
+
 #include "inference/cuda/cuda_api.h"
 
 namespace cubeforge::cuda {
 
 struct MatvecArgs {
-  DType weight_type = DType::kBF16;  // kBF16 or kF32
+  DType weight_type = DType::kBF16;  // kBF16, kF32, kI8 (Q8 codes) or kU8 (Q4 codes)
   const void* weight = nullptr;      // [rows, cols]; the gate rows for SwiGLU
   const void* up_weight = nullptr;   // SwiGLU only: [rows, cols] up rows (may be weight + rows·cols)
+  // Quantised weights: F16 bits [rows, cols / group] (the up rows' own for SwiGLU).
+  const std::uint16_t* scales = nullptr;
+  const std::uint16_t* offsets = nullptr;  // Q4 only
+  const std::uint16_t* up_scales = nullptr;
+  const std::uint16_t* up_offsets = nullptr;
+  int group = 0;  // weights per scale: 32 for Q8, 32 or 64 for Q4
   const float* bias = nullptr;       // [rows] or nullptr
   const float* up_bias = nullptr;    // SwiGLU only: [rows] or nullptr
   int rows = 0;

@@ -105,6 +105,9 @@ class CudaTokenSession final : public TokenSession {
     MatvecArgs args;
     args.weight_type = weight.type;
     args.weight = weight.data();
+    args.scales = weight.scales_from(0);
+    args.offsets = weight.offsets_from(0);
+    args.group = weight.group;
     args.rows = weight.rows;
     args.cols = weight.cols;
     args.bias = data_or_null(bias);
@@ -146,6 +149,18 @@ class CudaTokenSession final : public TokenSession {
     const float* f32 = weight.f32.data();
     if (weight.type == DType::kBF16) {
       CUBEFORGE_TRY(widen_bf16(weight.bf16.data(), widened_.data(), std::size_t(weight.rows) * weight.cols, stream));
+      f32 = widened_.data();
+    } else if (weight.quantized()) {
+      DequantizeArgs dequantize;
+      dequantize.type = weight.type;
+      dequantize.codes = weight.data();
+      dequantize.scales = weight.scales_from(0);
+      dequantize.offsets = weight.offsets_from(0);
+      dequantize.group = weight.group;
+      dequantize.rows = weight.rows;
+      dequantize.cols = weight.cols;
+      dequantize.output = widened_.data();
+      CUBEFORGE_TRY(dequantize_rows(dequantize, stream));
       f32 = widened_.data();
     }
     LinearRowsArgs args;
@@ -245,7 +260,7 @@ Status CudaTokenSession::open() {
   CUBEFORGE_TRY(allocate(attended_shape_, std::size_t(B) * max_shape_rows_ * d(), "prefill shape attention"));
   CUBEFORGE_TRY(allocate(gate_up_rows_, rows * 2 * F, "prefill gate and up rows"));
   CUBEFORGE_TRY(allocate(swiglu_out_, rows * F, "prefill SwiGLU rows"));
-  if (w_.any_bf16) CUBEFORGE_TRY(allocate(widened_, std::size_t(w_.largest_matrix), "widened weights"));
+  if (w_.any_widened) CUBEFORGE_TRY(allocate(widened_, std::size_t(w_.largest_matrix), "widened weights"));
   stats_.device_memory_bytes += double(w_.bytes);
 
   // Shape input 0 is BOS; the sampling kernel writes the rest.
@@ -388,6 +403,8 @@ Status CudaTokenSession::record_decode_step(Stream stream) {
     MatvecArgs swiglu = matvec_args(post.gate_up, post.gate_up_bias, x_.data(), hidden_.data());
     swiglu.rows = F;
     swiglu.up_weight = post.gate_up.rows_from(F);
+    swiglu.up_scales = post.gate_up.scales_from(F);
+    swiglu.up_offsets = post.gate_up.offsets_from(F);
     swiglu.up_bias = post.gate_up_bias.size() ? post.gate_up_bias.data() + F : nullptr;
     swiglu.swiglu = true;
     swiglu.input_layer_norm_eps = c_.eps;
@@ -561,17 +578,6 @@ class CudaTokenBackend final : public TokenBackend {
 
 Result<std::shared_ptr<TokenBackend>> open_token_backend(const DualStreamGpt& model) {
   const GptConfig& c = model.config();
-  // The device reads the checkpoint's float tensors; converted or quantised
-  // decode matrices have no device kernels yet.
-  if (model.weight_options().format != WeightFormat::kStored)
-    return make_error(ErrorCode::kUnsupported, "the CUDA backend reads the weights as stored; --weights " +
-                                                   std::string(weight_format_name(model.weight_options().format)) +
-                                                   " runs on the CPU backend");
-  for (const std::string& name : DualStreamGpt::decode_matrix_names(c))
-    if (holds_quantized(model.tensors(), name))
-      return make_error(ErrorCode::kUnsupported, "the CUDA backend reads float weights; '" + name +
-                                                     "' is quantised (a folder written by `quantize`), which runs on "
-                                                     "the CPU backend");
   const int head_dim = c.head_dim();
   if (head_dim != 16 && head_dim != 32 && head_dim != 64 && head_dim != 128)
     return make_error(ErrorCode::kUnsupported, "the CUDA backend runs head dimensions 16, 32, 64 and 128; this model's is " +

@@ -59,6 +59,10 @@ const WeightOptions& DualStreamGpt::weight_options() const { return weights_->we
 
 const SafetensorsFile& DualStreamGpt::tensors() const { return *weights_->file; }
 
+Result<cpu::WeightMatrix> DualStreamGpt::matrix(const std::string& name) const {
+  return WeightBinder(*weights_->file, &weights_->converted).matrix(name);
+}
+
 std::vector<std::string> DualStreamGpt::decode_matrix_names(const GptConfig& config) {
   std::vector<std::string> names = {"lm_head.weight"};
   auto add = [&](const std::string& prefix, std::initializer_list<const char*> layers) {

@@ -74,6 +74,10 @@ class DualStreamGpt {
   // The checkpoint's tensors as stored (another backend uploads them from
   // here; they are not the decode matrices when weight_options() converts).
   const SafetensorsFile& tensors() const;
+  // A 2-D weight as this model multiplies it: a decode matrix in the format
+  // weight_options() chose (converted at load, or quantised in the file),
+  // any other matrix as stored. Zero-copy; valid while the model lives.
+  Result<cpu::WeightMatrix> matrix(const std::string& name) const;
 
   // Bytes of weights one decode step reads (shape stream + lm_head), with
   // the scales and offsets of quantised matrices.

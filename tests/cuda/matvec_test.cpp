@@ -5,8 +5,11 @@
 // rounding slip alone would show as ~4e-3). Outputs start as NaN so an
 // unwritten element fails, and padding past each output row must stay NaN.
 #include <cmath>
+#include <random>
+#include <utility>
 
 #include "cuda_test_support.h"
+#include "inference/cuda/elementwise.h"
 #include "inference/cuda/matvec.h"
 
 namespace cubeforge::cuda::testing {
@@ -26,11 +29,15 @@ struct MatvecCase {
   int input_pad = 0;
   int output_pad = 0;
   bool layer_norm = false;  // the LayerNorm prologue (f32 input)
+  int group = 32;           // quantised weights (I8: Q8, U8: Q4): weights per scale
 };
 
 std::string describe(const MatvecCase& c) {
   return std::to_string(c.rows) + "x" + std::to_string(c.cols) + " batch " + std::to_string(c.batch) + " W " +
-         std::string(dtype_name(c.weight_type)) + " x " + std::string(dtype_name(c.input_type)) +
+         std::string(dtype_name(c.weight_type)) + (c.weight_type == DType::kU8 || c.weight_type == DType::kI8
+                                                       ? " group " + std::to_string(c.group)
+                                                       : std::string()) +
+         " x " + std::string(dtype_name(c.input_type)) +
          (c.bias ? " +bias" : "") + (c.residual ? " +residual" : "") + (c.in_place_residual ? " (in place)" : "") +
          (c.swiglu ? " SwiGLU" : "") + (c.layer_norm ? " LayerNorm first" : "") + " split " + std::to_string(c.split_k);
 }
@@ -52,6 +59,63 @@ Result<TypedBuffer> upload_typed(const std::vector<float>& values, DType type, c
   return buffer;
 }
 
+// A random matrix in a quantised format (inference/cpu/quantize.h): codes,
+// F16 scales (and Q4 offsets), and the values they stand for, computed as the
+// CPU's dequantize_rows computes them.
+struct QuantizedMatrix {
+  std::vector<std::uint8_t> codes;
+  std::vector<std::uint16_t> scales, offsets;
+  std::vector<float> values;  // [rows, cols]
+};
+
+QuantizedMatrix random_quantized(DType type, int rows, int cols, int group, std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> q8(-127, 127), q4(0, 15);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f), offset(-0.4f, 0.0f);
+  const int groups = cols / group;
+  QuantizedMatrix m;
+  m.values.resize(std::size_t(rows) * cols);
+  for (int g = 0; g < rows * groups; ++g) {
+    m.scales.push_back(f32_to_f16(scale(gen)));
+    if (type == DType::kU8) m.offsets.push_back(f32_to_f16(offset(gen)));
+  }
+  if (type == DType::kI8) {
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < cols; ++k) {
+        const int code = q8(gen);
+        m.codes.push_back(std::uint8_t(std::int8_t(code)));
+        m.values[std::size_t(r) * cols + k] = float(code) * f16_to_f32(m.scales[std::size_t(r) * groups + k / group]);
+      }
+  } else {
+    m.codes.assign(std::size_t(rows) * cols / 2, 0);
+    for (int r = 0; r < rows; ++r)
+      for (int k = 0; k < cols; ++k) {
+        const int code = q4(gen);
+        const int pack = k / 32, within = k % 32;
+        std::uint8_t& byte = m.codes[std::size_t(r) * (cols / 2) + std::size_t(pack) * 16 + within % 16];
+        byte = std::uint8_t(byte | (within < 16 ? code : code << 4));
+        const std::size_t g = std::size_t(r) * groups + k / group;
+        m.values[std::size_t(r) * cols + k] = float(code) * f16_to_f32(m.scales[g]) + f16_to_f32(m.offsets[g]);
+      }
+  }
+  return m;
+}
+
+struct QuantizedDevice {
+  DeviceBuffer<std::uint8_t> codes;
+  DeviceBuffer<std::uint16_t> scales, offsets;
+};
+
+Result<QuantizedDevice> upload_quantized(const QuantizedMatrix& m, const char* name) {
+  QuantizedDevice device;
+  CUBEFORGE_ASSIGN_OR_RETURN(device.codes, DeviceBuffer<std::uint8_t>::from_host(m.codes, name));
+  CUBEFORGE_ASSIGN_OR_RETURN(device.scales, DeviceBuffer<std::uint16_t>::from_host(m.scales, name));
+  if (!m.offsets.empty()) {
+    CUBEFORGE_ASSIGN_OR_RETURN(device.offsets, DeviceBuffer<std::uint16_t>::from_host(m.offsets, name));
+  }
+  return device;
+}
+
 class MatvecTest : public CudaTest {
  protected:
   void run(const MatvecCase& c) {
@@ -60,8 +124,15 @@ class MatvecTest : public CudaTest {
     const int output_stride = c.rows + c.output_pad;
     const std::uint32_t seed = std::uint32_t(c.rows * 7919 + c.cols * 31 + c.batch);
 
-    const auto weight = bf16_exact(random_floats(std::size_t(c.rows) * c.cols, seed));
-    const auto up_weight = bf16_exact(random_floats(std::size_t(c.rows) * c.cols, seed + 1));
+    const bool quantized = c.weight_type == DType::kI8 || c.weight_type == DType::kU8;
+    QuantizedMatrix quantized_weight, quantized_up;
+    if (quantized) {
+      quantized_weight = random_quantized(c.weight_type, c.rows, c.cols, c.group, seed);
+      quantized_up = random_quantized(c.weight_type, c.rows, c.cols, c.group, seed + 1);
+    }
+    const auto weight = quantized ? quantized_weight.values : bf16_exact(random_floats(std::size_t(c.rows) * c.cols, seed));
+    const auto up_weight =
+        quantized ? quantized_up.values : bf16_exact(random_floats(std::size_t(c.rows) * c.cols, seed + 1));
     const auto input = bf16_exact(random_floats(std::size_t(c.batch) * input_stride, seed + 2, -2.0f, 2.0f));
     const auto bias = random_floats(c.rows, seed + 3);
     const auto up_bias = random_floats(c.rows, seed + 4);
@@ -104,8 +175,15 @@ class MatvecTest : public CudaTest {
       }
     }
 
-    CUBEFORGE_ASSERT_OK_AND_ASSIGN(TypedBuffer weight_device, upload_typed(weight, c.weight_type, "weight"));
-    CUBEFORGE_ASSERT_OK_AND_ASSIGN(TypedBuffer up_device, upload_typed(up_weight, c.weight_type, "up_weight"));
+    TypedBuffer weight_device, up_device;
+    QuantizedDevice quantized_device, quantized_up_device;
+    if (quantized) {
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(quantized_device, upload_quantized(quantized_weight, "weight"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(quantized_up_device, upload_quantized(quantized_up, "up_weight"));
+    } else {
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(weight_device, upload_typed(weight, c.weight_type, "weight"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(up_device, upload_typed(up_weight, c.weight_type, "up_weight"));
+    }
     CUBEFORGE_ASSERT_OK_AND_ASSIGN(TypedBuffer input_device, upload_typed(input, c.input_type, "input"));
     CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto bias_device, upload(bias, "bias"));
     CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto up_bias_device, upload(up_bias, "up_bias"));
@@ -124,8 +202,17 @@ class MatvecTest : public CudaTest {
 
     MatvecArgs args;
     args.weight_type = c.weight_type;
-    args.weight = weight_device.data();
-    args.up_weight = c.swiglu ? up_device.data() : nullptr;
+    args.weight = quantized ? static_cast<const void*>(quantized_device.codes.data()) : weight_device.data();
+    args.up_weight = !c.swiglu ? nullptr
+                     : quantized ? static_cast<const void*>(quantized_up_device.codes.data())
+                                 : up_device.data();
+    if (quantized) {
+      args.group = c.group;
+      args.scales = quantized_device.scales.data();
+      args.offsets = quantized_device.offsets.size() ? quantized_device.offsets.data() : nullptr;
+      args.up_scales = c.swiglu ? quantized_up_device.scales.data() : nullptr;
+      args.up_offsets = c.swiglu && quantized_up_device.offsets.size() ? quantized_up_device.offsets.data() : nullptr;
+    }
     args.bias = c.bias ? bias_device.data() : nullptr;
     args.up_bias = c.swiglu && c.bias ? up_bias_device.data() : nullptr;
     args.rows = c.rows;
@@ -213,6 +300,45 @@ TEST_F(MatvecTest, StridedRows) {
 
 TEST_F(MatvecTest, VocabularyHead) { run({.rows = 16387, .cols = 1536, .batch = 2}); }
 
+// Q8 and Q4 codes widened in registers exactly as the CPU widens them: every
+// split, both batches, both inputs, the epilogues and Q4's two group sizes.
+TEST_F(MatvecTest, QuantisedWeights) {
+  for (DType type : {DType::kI8, DType::kU8})
+    for (int split : {1, 2, 8})
+      for (int batch : {1, 2}) run({.rows = 70, .cols = 1024, .batch = batch, .weight_type = type, .split_k = split});
+  run({.rows = 96, .cols = 512, .batch = 2, .weight_type = DType::kI8, .bias = true, .residual = true});
+  run({.rows = 96, .cols = 512, .batch = 2, .weight_type = DType::kU8, .bias = true, .layer_norm = true, .group = 64});
+  run({.rows = 64, .cols = 256, .batch = 2, .weight_type = DType::kI8, .swiglu = true, .layer_norm = true});
+  run({.rows = 64, .cols = 256, .batch = 2, .weight_type = DType::kU8, .bias = true, .swiglu = true, .group = 64});
+  run({.rows = 33, .cols = 96, .batch = 2, .weight_type = DType::kU8, .input_type = DType::kBF16, .split_k = 4});
+  run({.rows = 130, .cols = 1536, .batch = 2, .weight_type = DType::kI8, .input_type = DType::kBF16});
+}
+
+// The prefill's widening of quantised matrices gives the CPU's values bit for bit.
+TEST_F(MatvecTest, DequantizedRowsAreTheFormatsValues) {
+  for (const auto& [type, group] : {std::pair{DType::kI8, 32}, std::pair{DType::kU8, 32}, std::pair{DType::kU8, 64}}) {
+    SCOPED_TRACE(std::string(dtype_name(type)) + " group " + std::to_string(group));
+    const int rows = 37, cols = 192;
+    const QuantizedMatrix m = random_quantized(type, rows, cols, group, 77);
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(QuantizedDevice device, upload_quantized(m, "matrix"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto output, DeviceBuffer<float>::allocate(m.values.size(), "dequantized"));
+    DequantizeArgs args;
+    args.type = type;
+    args.codes = device.codes.data();
+    args.scales = device.scales.data();
+    args.offsets = device.offsets.size() ? device.offsets.data() : nullptr;
+    args.group = group;
+    args.rows = rows;
+    args.cols = cols;
+    args.output = output.data();
+    CUBEFORGE_ASSERT_OK(dequantize_rows(args, nullptr));
+    CUBEFORGE_ASSERT_OK(synchronize_device());
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
+    ASSERT_EQ(actual.size(), m.values.size());
+    for (std::size_t i = 0; i < actual.size(); ++i) ASSERT_EQ(actual[i], m.values[i]) << "element " << i;
+  }
+}
+
 // Argument checks run before any CUDA call, so these hold on every machine.
 TEST(MatvecArguments, RejectsShapesTheKernelCannotStream) {
   alignas(16) static float storage[64];
@@ -239,6 +365,25 @@ TEST(MatvecArguments, RejectsShapesTheKernelCannotStream) {
   args.weight = storage;
   args.split_k = 3;
   EXPECT_FALSE(matvec(args, nullptr).ok());
+  args.split_k = 0;
+
+  // Quantised weights name what they lack.
+  args.cols = 64;
+  args.weight_type = DType::kU8;
+  args.group = 32;
+  status = matvec(args, nullptr);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("scales"), std::string::npos) << status.error().message;
+  static const std::uint16_t scales[8] = {};
+  args.scales = scales;
+  args.offsets = scales;
+  args.group = 16;
+  status = matvec(args, nullptr);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().message.find("32 or 64"), std::string::npos) << status.error().message;
+  args.weight_type = DType::kI8;
+  args.group = 64;
+  EXPECT_FALSE(matvec(args, nullptr).ok());  // a Q8 block has 32 weights
 }
 
 TEST(MatvecArguments, AutomaticSplitFillsAnH200) {
