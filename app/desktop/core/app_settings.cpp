@@ -247,10 +247,11 @@ KvCacheOptions chosen_kv_options(const AppSettings& s) {
 
 int kv_rank_of(const AppSettings& s) { return s.kv_cache ? s.kv_rank : 0; }
 
-bool engine_options_exact(const AppSettings& s) {
-  const bool exact_cache = s.kv_cache_format == "f32" && s.kv_budget == 0 && s.kv_rank == 0;
-  return s.weights == "stored" && (exact_cache || !s.kv_cache);
+bool kv_cache_exact(const AppSettings& s) {
+  return !s.kv_cache || (s.kv_cache_format == "f32" && s.kv_budget == 0 && s.kv_rank == 0);
 }
+
+bool engine_options_exact(const AppSettings& s) { return s.weights == "stored" && kv_cache_exact(s); }
 
 std::string kv_options_conflict(const AppSettings& s) {
   const KvCacheOptions kv = chosen_kv_options(s);

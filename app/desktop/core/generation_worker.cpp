@@ -51,10 +51,9 @@ std::string kv_cache_label(const GenerationRequest& request) {
 }
 
 Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
-  // Parallel decoding, converted weights and the smaller KV caches run on the
-  // CPU backend (the engine says so for an explicit CUDA).
-  const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !request.kv_cache.exact() ||
-                        model.gpt().weight_options().format != WeightFormat::kStored;
+  // Parallel decoding and the smaller KV caches run on the CPU backend (the
+  // engine says so for an explicit CUDA); every weight format runs on both.
+  const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !request.kv_cache.exact();
   if (request.token_backend || request.backend == BackendChoice::kCpu ||
       (request.backend == BackendChoice::kAuto && cpu_only))
     return request;

@@ -55,11 +55,11 @@ void draw_model_section(App& app) {
   }
 }
 
-// Why the GPU cannot run these settings' weights and KV cache, or empty.
+// Why the GPU cannot run these settings' KV cache, or empty (it runs every weight format).
 std::string gpu_refuses(const AppSettings& settings) {
-  if (engine_options_exact(settings)) return "";
-  return "Smaller weights and KV caches run on the CPU: set them back to stored and f32 (every position, full "
-         "rank) to use the GPU";
+  if (kv_cache_exact(settings)) return "";
+  return "Smaller KV caches run on the CPU: set the KV cache back to f32 (every position, full rank) to use "
+         "the GPU";
 }
 
 void draw_backend_section(AppSettings& settings) {
@@ -70,7 +70,7 @@ void draw_backend_section(AppSettings& settings) {
   ImGui::RadioButton("Auto", &backend, 0);
   reason_tooltip(!cuda.available      ? "The CPU: " + cuda.why_not
                  : on_cpu_only.empty() ? "The GPU: " + cuda.device
-                                       : "The CPU: smaller weights and KV caches run there");
+                                       : "The CPU: smaller KV caches run there");
   flow_next(checkbox_width("CPU"));
   ImGui::RadioButton("CPU", &backend, 1);
   flow_next(checkbox_width("GPU (CUDA)"));
