@@ -139,11 +139,15 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   auto negative = run(generate + "--kv-budget -1");
   EXPECT_NE(negative.exit_code, 0);
   EXPECT_NE(negative.out.find("--kv-budget: must be a whole number from 0"), std::string::npos) << negative.out;
-  // The weight formats and KV options run on the CPU backend, with the cache.
+  // KV cache options and lists of options are compared on the CPU backend,
+  // with the cache; one weight format alone may run on CUDA.
   const std::string bench = "bench --shape small --steps 2 --weights q8 ";
-  auto on_cuda = run(bench + "--backend cuda");
-  EXPECT_EQ(on_cuda.exit_code, 2);
-  EXPECT_NE(on_cuda.out.find("run on the CPU backend"), std::string::npos) << on_cuda.out;
+  auto kv_on_cuda = run(bench + "--kv-cache int8 --backend cuda");
+  EXPECT_EQ(kv_on_cuda.exit_code, 2);
+  EXPECT_NE(kv_on_cuda.out.find("compared on the CPU backend"), std::string::npos) << kv_on_cuda.out;
+  auto list_on_cuda = run("bench --shape small --steps 2 --weights stored,q8 --backend cuda");
+  EXPECT_EQ(list_on_cuda.exit_code, 2);
+  EXPECT_NE(list_on_cuda.out.find("compared on the CPU backend"), std::string::npos) << list_on_cuda.out;
   auto without_cache = run(bench + "--modes no-cache");
   EXPECT_EQ(without_cache.exit_code, 2);
   EXPECT_NE(without_cache.out.find("with the KV cache"), std::string::npos) << without_cache.out;
