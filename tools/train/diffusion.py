@@ -1,7 +1,8 @@
 """Fine-tunes the built-in autoregressive model into a block-diffusion model, from a fixed seed.
 
     /usr/bin/python3 tools/train/diffusion.py OUT [--from assets/model] [--preset full|smoke]
-        [--steps N] [--block-size B] [--threads 1] [--blas-threads 2]
+        [--steps N] [--block-size B] [--device cpu|cuda] [--batch-scale K] [--max-seconds S]
+        [--threads 1] [--blas-threads 2]
 
 The block-diffusion model has the autoregressive model's architecture and tensors; only its
 inputs and attention differ:
@@ -31,10 +32,12 @@ Stages (each checkpoints under OUT/checkpoints/ and is skipped or resumed when r
                 source's shape tokenizer and clip/, and config.yaml with a block_diffusion
                 section (block_size, mask_token_id) that tells the engine how to decode it.
 Curves go to OUT/checkpoints/curves_diffusion.csv; step times to OUT/checkpoints/timing.json.
+--device, --batch-scale and --max-seconds work as in train.py, and a stopped run resumes exactly.
 """
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -80,7 +83,7 @@ def noisy_inputs(clean, block_size, mask_id, rng):
     """In every block of every row, m uniform in 0..B-1 of the rows after the block's first are
     masked. Returns the noisy inputs and which targets count in the loss (the tokens the noisy
     block cannot see: masked inputs, and each block's last token, whose input row is in the
-    next block)."""
+    next block), both on clean's device; the draws are NumPy's on the CPU."""
     batch, length = clean.shape
     blocks = length // block_size
     inner = block_size - 1
@@ -93,12 +96,12 @@ def noisy_inputs(clean, block_size, mask_id, rng):
         full[:, :, 1:] = inner_mask
         masked = full.reshape(batch, length)
     noisy = clean.clone()
-    noisy[torch.from_numpy(masked)] = mask_id
+    noisy[torch.from_numpy(masked).to(clean.device)] = mask_id
     # Target p is token p, the input of row p + 1.
     unseen = np.zeros((batch, length), dtype=bool)
     unseen[:, :-1] = masked[:, 1:]
     unseen[:, block_size - 1::block_size] = True
-    return noisy, torch.from_numpy(unseen)
+    return noisy, torch.from_numpy(unseen).to(clean.device)
 
 
 def two_copy_visibility(length, block_size):
@@ -121,17 +124,19 @@ def load_source(folder):
     return tokenizer, clip, gpt, shape
 
 
-def finetune(work, data, tokens, source, p):
+def finetune(work, data, tokens, source, p, budget=train.UNBOUNDED):
     tokenizer, clip, gpt, shape = source
+    device = train.device_of(gpt)
     ckpt = os.path.join(work, "diffusion.pt")
     opt = torch.optim.AdamW(gpt.parameters(), lr=p["lr"], weight_decay=0.01, betas=(0.9, 0.95))
     step = 0
     rng = np.random.default_rng(SEED)
-    if os.path.exists(ckpt):
-        saved = torch.load(ckpt)
+    resumed = os.path.exists(ckpt)
+    if resumed:
+        saved = train.load_checkpoint(ckpt)
         gpt.load_state_dict(saved["gpt"])
         opt.load_state_dict(saved["opt"])
-        step, rng = saved["step"], saved["rng"]
+        step, rng = saved["step"], train.restore_random_state(saved["rng"])
         train.log(f"diffusion: resumed at step {step}")
     gpt.train()
     with torch.no_grad():
@@ -142,14 +147,18 @@ def finetune(work, data, tokens, source, p):
     steps = p["steps"]
     mask_id = mask_token_id(gpt)
     length = tokens.shape[1]
+    resumed_at = step if resumed else -1
     curves = train.Curves(os.path.join(work, "curves_diffusion.csv"),
-                          ["step", "block_size", "loss", "val_loss_b%d" % p["block_size"], "seconds_per_step"])
+                          ["step", "block_size", "loss", "val_loss_b%d" % p["block_size"], "seconds_per_step"],
+                          keep=lambda row: int(row[0]) <= resumed_at)
+    batch_size = p["batch"] * p.get("batch_scale", 1)
+    log_every, eval_every = train.every(10, p), train.every(100, p)
     cache = {}
 
     def text_features(texts):
         ids, masks = zip(*[cache.setdefault(t, tokenizer.encode(t)) for t in texts])
         with torch.no_grad():
-            return clip(torch.tensor(ids), torch.tensor(masks))
+            return clip(torch.tensor(ids, device=device), torch.tensor(masks, device=device))
 
     def batch(index, rng, templates, drop=0.1):
         texts, boxes = [], []
@@ -158,12 +167,13 @@ def finetune(work, data, tokens, source, p):
             text = captions.caption(str(data["category"][i]), attrs, rng, templates)
             texts.append("" if rng.random() < drop else text)
             boxes.append(train.bbox_condition(data["extent"][i]) if rng.random() < 0.5 else np.zeros(3, np.float32))
-        return texts, torch.from_numpy(np.stack(boxes).astype(np.float32)), torch.from_numpy(tokens[index])
+        return (texts, torch.from_numpy(np.stack(boxes).astype(np.float32)).to(device),
+                torch.from_numpy(tokens[index]).to(device))
 
     def loss_of(texts, boxes, target, block_size, rng):
         cond = gpt.condition(text_features(texts), boxes)
         table = gpt.token_table(codebook)
-        bos = torch.full((len(texts), 1), gpt.bos_id, dtype=torch.long)
+        bos = torch.full((len(texts), 1), gpt.bos_id, dtype=torch.long, device=device)
         clean = torch.cat([bos, target[:, :-1]], dim=1)
         noisy, unseen = noisy_inputs(clean, block_size, mask_id, rng)
         positions = torch.cat([torch.arange(length), torch.arange(length)])
@@ -183,23 +193,27 @@ def finetune(work, data, tokens, source, p):
     t_start, first = time.time(), step
     while step < steps:
         for g in opt.param_groups:
-            g["lr"] = train.lr_at(step, steps, p["lr"], warmup=30 if steps > 200 else 10)
+            g["lr"] = train.lr_at(step, steps, p["lr"], warmup=p["warmup"])
         block_size = int(p["block_sizes"][rng.integers(len(p["block_sizes"]))])
-        index = rng.choice(train_idx, p["batch"], replace=len(train_idx) < p["batch"])
+        index = rng.choice(train_idx, batch_size, replace=len(train_idx) < batch_size)
         loss = loss_of(*batch(index, rng, captions.TRAIN_TEMPLATES), block_size, rng)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(gpt.parameters(), 1.0)
         opt.step()
         step += 1
-        if step % 10 == 0 or step == steps:
+        if step % log_every == 0 or step == steps:
             sps = (time.time() - t_start) / (step - first)
-            val = validation_loss() if step % 100 == 0 or step == steps else -1.0
+            val = validation_loss() if step % eval_every == 0 or step == steps else -1.0
             curves.add(step, block_size, loss.item(), val, sps)
             train.log(f"diffusion {step}/{steps} block {block_size} loss {loss.item():.4f} val {val:.4f} "
                       f"{sps:.3f} s/step")
-        if step % CHECKPOINT_EVERY == 0 or step == steps:
-            train.save_checkpoint(ckpt, gpt=gpt.state_dict(), opt=opt.state_dict(), step=step, rng=rng)
+        stop = budget.spent()
+        if stop or step % CHECKPOINT_EVERY == 0 or step == steps:
+            train.save_checkpoint(ckpt, gpt=gpt.state_dict(), opt=opt.state_dict(), step=step,
+                                  rng=train.random_state(rng))
+        if stop:
+            raise train.Stopped(f"diffusion step {step} of {steps}")
     if step > first:
         train.record_timing(work, "diffusion", (time.time() - t_start) / (step - first))
     gpt.eval()
@@ -207,6 +221,8 @@ def finetune(work, data, tokens, source, p):
 
 
 def export(out, source_dir, gpt, shape, block_size):
+    gpt.cpu()
+    shape.cpu()
     state = {k: v.clone() for k, v in gpt.state_dict().items()}
     with torch.no_grad():
         # The engine overwrites these rows with shape_proj(codebook) at load; store the same.
@@ -237,28 +253,46 @@ def main():
     ap.add_argument("--block-size", type=int, help="the block size the exported config names")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--blas-threads", type=int, default=os.cpu_count() or 1)
+    train.add_run_arguments(ap)
     args = ap.parse_args()
+    budget = train.Budget(args.max_seconds, args.stop_after_units)
     torch.set_num_threads(args.threads)
+    device = train.pick_device(args.device)
     torch.manual_seed(SEED)
     p = dict(PRESETS[args.preset])
     if args.steps:
         p["steps"] = args.steps
     if args.block_size:
         p["block_size"] = args.block_size
+    p = scale_batch(p, args.batch_scale)
     data_p = dict(train.PRESETS[p["data_preset"]])
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(work, exist_ok=True)
-    json.dump({"preset": args.preset, "seed": SEED, **p}, open(os.path.join(work, "recipe_diffusion.json"), "w"),
-              indent=1)
+    train.write_recipe(os.path.join(work, "recipe_diffusion.json"), {"preset": args.preset, "seed": SEED, **p})
     t0 = time.time()
     source = load_source(args.source)
-    data = train.make_dataset(work, data_p)
-    tokens = train.encode_tokens(work, source[3], data, data_p)
-    if tokens.shape[1] % max(p["block_sizes"]) or tokens.shape[1] % p["block_size"]:
-        sys.exit(f"{tokens.shape[1]} tokens per shape are not a whole number of blocks of {p['block_sizes']}")
-    gpt = finetune(work, data, tokens, source, p)
+    for module in source[1:]:
+        module.to(device)
+    try:
+        data = train.make_dataset(work, data_p, budget)
+        tokens = train.encode_tokens(work, source[3], data, data_p, budget)
+        if tokens.shape[1] % max(p["block_sizes"]) or tokens.shape[1] % p["block_size"]:
+            sys.exit(f"{tokens.shape[1]} tokens per shape are not a whole number of blocks of {p['block_sizes']}")
+        gpt = finetune(work, data, tokens, source, p, budget)
+    except train.Stopped as where:
+        train.stopped(where, t0, work)
     export(args.out, args.source, gpt, source[3], p["block_size"])
     train.log(f"total {time.time() - t0:.0f} s")
+
+
+def scale_batch(p, k):
+    """--batch-scale K as train.scale_batch: K times the batch, steps and warm-up divided by K
+    (rounded up), the peak learning rate times sqrt(K)."""
+    q = dict(p, batch_scale=k)
+    q["warmup"] = -(-(30 if p["steps"] > 200 else 10) // k)
+    q["steps"] = -(-p["steps"] // k)
+    q["lr"] = p["lr"] * math.sqrt(k)
+    return q
 
 
 if __name__ == "__main__":

@@ -139,7 +139,7 @@ class ClipText(nn.Module):
         m = self.text_model
         t = ids.shape[1]
         x = m.embeddings.token_embedding(ids) + m.embeddings.position_embedding.weight[:t]
-        pad = torch.zeros(mask.shape, dtype=x.dtype).masked_fill(mask == 0, float("-inf"))
+        pad = torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(mask == 0, float("-inf"))
         bias = self.causal[:t, :t][None, None] + pad[:, None, None, :]
         for layer in m.encoder.layers:
             x = layer(x, bias)
@@ -408,12 +408,14 @@ class Rotary:
         self.inv = 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))
         self.tables = {}
 
-    def table(self, cond_len, shape_len):
-        key = (cond_len, shape_len)
+    def table(self, cond_len, shape_len, device="cpu"):
+        """(cos, sin) [cond_len + shape_len, head_dim] on `device`, computed on the CPU so that
+        every device uses the same values."""
+        key = (cond_len, shape_len, str(device))
         if key not in self.tables:
             pos = torch.cat([torch.zeros(cond_len), torch.arange(shape_len, dtype=torch.float32)])
             ang = torch.outer(pos, self.inv).repeat_interleave(2, dim=-1)
-            self.tables[key] = (ang.cos(), ang.sin())
+            self.tables[key] = (ang.cos().to(device), ang.sin().to(device))
         return self.tables[key]
 
 
@@ -572,10 +574,11 @@ class DualStreamGPT(nn.Module):
         self.rotary = Rotary(w // cfg["n_head"], cfg["rope_theta"])
         self.masks = {}
 
-    def _mask(self, total):
-        if total not in self.masks:
-            self.masks[total] = torch.triu(torch.full((total, total), float("-inf")), 1)
-        return self.masks[total]
+    def _mask(self, total, device="cpu"):
+        key = (total, str(device))
+        if key not in self.masks:
+            self.masks[key] = torch.triu(torch.full((total, total), float("-inf")), 1).to(device)
+        return self.masks[key]
 
     def condition(self, text_hidden, bbox):
         """cond = text_proj(last_hidden_state) [+ bbox_proj(bbox) as one more token]."""
@@ -591,23 +594,25 @@ class DualStreamGPT(nn.Module):
 
     def forward(self, embed, cond):
         s, l = cond.shape[1], embed.shape[1]
-        cos_d, sin_d = self.rotary.table(s, l)
-        return self._run(embed, cond, cos_d, sin_d, self._mask(s + l), self._mask(l))
+        cos_d, sin_d = self.rotary.table(s, l, embed.device)
+        return self._run(embed, cond, cos_d, sin_d, self._mask(s + l, embed.device), self._mask(l, embed.device))
 
     def forward_visible(self, embed, cond, positions, visible):
         """logits for shape rows at rotary `positions` [L] where row i sees shape row j when
         visible[i, j] (bool [L, L]); the condition stays a causal prefix every shape row sees.
-        A block-diffusion model runs with block_causal_visibility (below)."""
+        A block-diffusion model runs with block_causal_visibility (below). The tables and masks
+        are built on the CPU, as in forward(), and moved to embed's device."""
         s, l = cond.shape[1], embed.shape[1]
-        pos = torch.cat([torch.zeros(s), positions.to(torch.float32)])
+        pos = torch.cat([torch.zeros(s), positions.cpu().to(torch.float32)])
         ang = torch.outer(pos, self.rotary.inv).repeat_interleave(2, dim=-1)
         cos_d, sin_d = ang.cos(), ang.sin()
-        shape_bias = torch.zeros(l, l).masked_fill(~visible, float("-inf"))
+        shape_bias = torch.zeros(l, l).masked_fill(~visible.cpu(), float("-inf"))
         bias = torch.full((s + l, s + l), float("-inf"))
         bias[:s, :s] = self._mask(s)
         bias[s:, :s] = 0.0
         bias[s:, s:] = shape_bias
-        return self._run(embed, cond, cos_d, sin_d, bias, shape_bias)
+        device = embed.device
+        return self._run(embed, cond, cos_d.to(device), sin_d.to(device), bias.to(device), shape_bias.to(device))
 
     def _run(self, embed, cond, cos_d, sin_d, bias, bias_s):
         s = cond.shape[1]

@@ -1,11 +1,12 @@
 """Trains the built-in model from a fixed seed and exports a model folder the engine reads.
 
     /usr/bin/python3 tools/train/train.py OUT [--preset full|smoke] [--shapes-per-category N] [--ae-fourier-std S]
-        [--threads 1] [--blas-threads 2]
+        [--device cpu|cuda] [--batch-scale K] [--max-seconds S] [--threads 1] [--blas-threads 2]
 
 Stages (each one checkpoints under OUT/checkpoints/ and is skipped or resumed when run again):
   1. data      procedural shapes (shapes.py) with captions' attributes; training shapes avoid
                the held-out attribute combinations (captions.py), which form a separate set;
+               saved per category, so that an interrupted run keeps the categories it made;
   2. bpe       a CLIP-format BPE vocabulary trained on the caption corpus (bpe.py);
   3. ae_warm   the shape autoencoder without quantisation (occupancy BCE): a naive VQ from
                the start collapses its codebook and does not learn (see README.md);
@@ -19,6 +20,13 @@ Stages (each one checkpoints under OUT/checkpoints/ and is skipped or resumed wh
   8. export    OUT/shape_gpt.safetensors, OUT/shape_tokenizer.safetensors, OUT/config.yaml,
                OUT/clip/ (config.json, model.safetensors, vocab.json, merges.txt).
 Learning curves go to OUT/checkpoints/curves_<stage>.csv; step times to OUT/checkpoints/timing.json.
+
+Resuming is exact: a checkpoint holds the weights, the optimiser, the NumPy and PyTorch random
+states and every counter a step reads, so a run stopped at any step (--max-seconds, or a crash
+after the last periodic checkpoint) and run again with the same command exports the same bytes
+as one that never stopped. The networks are initialised on the CPU and every random draw of
+training is NumPy's; batches are assembled on the CPU and moved to --device, so both devices
+start from the same weights and see the same data in the same order.
 """
 
 import argparse
@@ -26,6 +34,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import sys
 import time
 
@@ -81,6 +90,8 @@ PRESETS = {
 
 SEED = 20260101
 CHECKPOINT_EVERY = 250
+# Exit status of a run stopped by --max-seconds (EX_TEMPFAIL, sysexits.h: "try again later").
+EXIT_STOPPED = 75
 
 
 def log(msg):
@@ -88,8 +99,18 @@ def log(msg):
 
 
 class Curves:
-    def __init__(self, path, fields):
+    def __init__(self, path, fields, keep=None):
+        """keep(row) -> bool, row as the CSV's strings: on a resumed run, the rows of earlier
+        sittings to keep (those up to the checkpoint resumed from; a crash can leave later ones,
+        which the resumed run writes again)."""
         new = not os.path.exists(path)
+        if not new and keep is not None:
+            with open(path, newline="") as f:
+                rows = list(csv.reader(f))
+            kept = rows[:1] + [row for row in rows[1:] if keep(row)]
+            if len(kept) < len(rows):
+                with open(path, "w", newline="") as f:
+                    csv.writer(f).writerows(kept)
         self.file = open(path, "a", newline="")
         self.writer = csv.writer(self.file)
         if new:
@@ -113,59 +134,212 @@ def lr_at(step, total, peak, warmup=50):
     return peak * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
 
 
+# --------------------------------------------------------------------------------------
+# Devices, checkpoints and bounded runs
+
+
+def pick_device(name):
+    """torch.device for --device, or exit naming what is missing. On CUDA, deterministic
+    kernels where PyTorch has them (a warning names any op without one), so that a resumed run
+    repeats an uninterrupted one there too; cuBLAS needs its workspace fixed for that, before
+    its first use."""
+    if name == "cpu":
+        return torch.device("cpu")
+    if torch.version.cuda is None:
+        sys.exit(f"--device cuda: this PyTorch ({torch.__version__}, {torch.__file__}) was built without CUDA; "
+                 "run with a CUDA build of PyTorch, or with --device cpu")
+    if not torch.cuda.is_available():
+        sys.exit(f"--device cuda: PyTorch {torch.__version__} (CUDA {torch.version.cuda}) finds no CUDA device: "
+                 "no GPU or no NVIDIA driver is visible to this process")
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    log(f"device: {torch.cuda.get_device_name(0)}, PyTorch {torch.__version__}, CUDA {torch.version.cuda}")
+    return torch.device("cuda")
+
+
+def device_of(module):
+    return next(module.parameters()).device
+
+
+def to_cpu(value):
+    """Tensors inside dicts, lists and tuples copied to the CPU: a checkpoint written on either
+    device loads on either."""
+    if torch.is_tensor(value):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: to_cpu(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_cpu(v) for v in value)
+    return value
+
+
+def random_state(rng):
+    """The NumPy generator's state (a plain dict, readable by any NumPy version) and PyTorch's."""
+    state = {"numpy": rng.bit_generator.state, "torch": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state()
+    return state
+
+
+def restore_random_state(saved):
+    """Sets PyTorch's generators from `saved` and returns the NumPy generator. Checkpoints
+    written before the states were saved hold the pickled generator alone."""
+    if isinstance(saved, np.random.Generator):
+        return saved
+    rng = np.random.Generator(getattr(np.random, saved["numpy"]["bit_generator"])())
+    rng.bit_generator.state = saved["numpy"]
+    torch.set_rng_state(saved["torch"])
+    if "cuda" in saved and torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.set_rng_state(saved["cuda"])
+    return rng
+
+
 def save_checkpoint(path, **state):
-    torch.save(state, path + ".tmp")
+    torch.save(to_cpu(state), path + ".tmp")
     os.replace(path + ".tmp", path)
+
+
+def load_checkpoint(path):
+    # weights_only=False: the file holds the random states and counters besides tensors (and
+    # only this recipe writes it). PyTorch 2.6 and later default to True.
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+class Stopped(Exception):
+    """Raised at a safe point (everything done so far is saved) when the run's time is up."""
+
+
+class Budget:
+    """When this run stops: the first safe point after --max-seconds of wall time, or after
+    --stop-after-units N units of work (a test hook: a wall-clock stop lands anywhere, this one
+    on a chosen step). A unit is the work between two safe points: one category of data, the
+    vocabulary, one training step, k-means, the token encoding. Units loaded from an earlier
+    sitting are not counted."""
+
+    def __init__(self, max_seconds=None, stop_after=None):
+        self.deadline = None if max_seconds is None else time.time() + max_seconds
+        self.left = stop_after
+
+    def spent(self):
+        """Counts one unit as done; True when the run must save and stop here."""
+        if self.left is not None:
+            self.left -= 1
+            if self.left <= 0:
+                return True
+        return self.deadline is not None and time.time() >= self.deadline
+
+
+UNBOUNDED = Budget()
+
+
+def scale_batch(p, k):
+    """--batch-scale K: batches K times larger, every step count divided by K (rounded up, so
+    the stage sees at least as many samples), warm-ups, the dead-code window and the curve
+    intervals too, and peak learning rates times sqrt(K). Square root, not linear: with Adam the
+    update size does not grow with the gradient's, and the square-root rule keeps the noise of
+    an update the same (Malladi et al. 2022, "On the SDEs and Scaling Rules for Adaptive
+    Gradient Algorithms"); the linear rule, derived for SGD, would put the autoencoder's peak
+    at 1.6e-2 for K = 16. Training batch sizes are p[..._batch] * p["batch_scale"]; the
+    unscaled size stays the chunk of the no-gradient passes (evaluation, k-means, tokens), so
+    their samples do not depend on K. K = 1 changes nothing."""
+    q = dict(p, batch_scale=k)
+    q["ae_warmup"] = 50
+    q["gpt_warmup"] = 100 if p["gpt_steps"] > 400 else 10
+    for key in ("ae_warm_steps", "ae_vq_steps", "gpt_steps", "ae_warmup", "gpt_warmup"):
+        q[key] = -(-p.get(key, q[key]) // k)
+    q["dead_code_every"] = max(1, round(p["dead_code_every"] / k))
+    for key in ("ae_lr", "gpt_lr"):
+        q[key] = p[key] * math.sqrt(k)
+    return q
+
+
+def every(n, p):
+    """Curves every n steps at batch scale 1, every n / K steps at batch scale K."""
+    return max(1, round(n / p.get("batch_scale", 1)))
 
 
 # --------------------------------------------------------------------------------------
 # 1. data
 
 
-def make_dataset(work, p):
+DATA_ARRAYS = ("surface", "normals", "queries", "occupancy", "distance", "extent")
+
+
+def make_dataset(work, p, budget=UNBOUNDED):
     path = os.path.join(work, "data.npz")
     if os.path.exists(path):
         return dict(np.load(path, allow_pickle=True))
+    # One file per category with the generator's state after it: a stopped run resumes at the
+    # next category with the same draws.
+    parts_dir = os.path.join(work, "data_parts")
+    os.makedirs(parts_dir, exist_ok=True)
     rng = np.random.default_rng(SEED)
-    records = {"surface": [], "normals": [], "queries": [], "occupancy": [], "distance": [], "extent": [], "category": [],
-               "attrs": [], "held_out": []}
-    t0 = time.time()
-    for name in shapes.CATEGORIES:
-        made = {False: 0, True: 0}
-        want = {False: p["shapes_per_category"], True: p["held_out_per_category"]}
-        while made[False] < want[False] or made[True] < want[True]:
-            attrs = shapes.random_attributes(name, rng)
-            held = captions.is_held_out(name, attrs)
-            if made[held] >= want[held]:
-                if held or not made[True] < want[True]:
-                    continue
-                # Still short of held-out shapes: draw their combination directly.
-                attrs["height"], attrs["width"] = captions.HELD_OUT_COMBOS[name]
-                held = True
-            try:
-                s = shapes.make_shape(name, attrs, rng, surface_points=p["surface_points"],
-                                      query_points=p["query_points"])
-            except ValueError as e:
-                log(f"skipped {name} {attrs}: {e}")
-                continue
-            for k in ("surface", "normals", "queries", "occupancy", "distance", "extent"):
-                records[k].append(s[k])
-            records["category"].append(name)
-            records["attrs"].append(json.dumps(attrs))
-            records["held_out"].append(held)
-            made[held] += 1
-        log(f"data: {name} done ({time.time() - t0:.0f} s)")
-    data = {k: np.stack(v) if k not in ("category", "attrs") else np.array(v) for k, v in records.items()}
-    np.savez(path, **data)
-    record_timing(work, "data_seconds", time.time() - t0)
+    parts, seconds = [], 0.0
+    for number, name in enumerate(shapes.CATEGORIES):
+        part_path = os.path.join(parts_dir, f"{number:02d}_{name}.npz")
+        if os.path.exists(part_path):
+            part = dict(np.load(part_path))
+            rng.bit_generator.state = json.loads(str(part.pop("rng_state")))
+            seconds = float(part.pop("seconds"))
+            parts.append(part)
+            continue
+        t0 = time.time()
+        part = make_category(name, p, rng)
+        seconds += time.time() - t0
+        np.savez(part_path + ".tmp.npz", rng_state=json.dumps(rng.bit_generator.state), seconds=seconds, **part)
+        os.replace(part_path + ".tmp.npz", part_path)
+        parts.append(part)
+        log(f"data: {name} done ({seconds:.0f} s)")
+        if number + 1 < len(shapes.CATEGORIES) and budget.spent():
+            raise Stopped(f"data, {number + 1} of {len(shapes.CATEGORIES)} categories")
+    data = {k: np.concatenate([part[k] for part in parts]) for k in DATA_ARRAYS + ("held_out",)}
+    for k in ("category", "attrs"):
+        data[k] = np.array([str(v) for part in parts for v in part[k]])
+    np.savez(path + ".tmp.npz", **data)
+    os.replace(path + ".tmp.npz", path)
+    shutil.rmtree(parts_dir)
+    record_timing(work, "data_seconds", seconds)
+    if budget.spent():
+        raise Stopped("data, all categories")
     return data
+
+
+def make_category(name, p, rng):
+    """The shapes of one category: p["shapes_per_category"] training shapes and
+    p["held_out_per_category"] of its held-out attribute combination."""
+    records = {k: [] for k in DATA_ARRAYS + ("category", "attrs", "held_out")}
+    made = {False: 0, True: 0}
+    want = {False: p["shapes_per_category"], True: p["held_out_per_category"]}
+    while made[False] < want[False] or made[True] < want[True]:
+        attrs = shapes.random_attributes(name, rng)
+        held = captions.is_held_out(name, attrs)
+        if made[held] >= want[held]:
+            if held or not made[True] < want[True]:
+                continue
+            # Still short of held-out shapes: draw their combination directly.
+            attrs["height"], attrs["width"] = captions.HELD_OUT_COMBOS[name]
+            held = True
+        try:
+            s = shapes.make_shape(name, attrs, rng, surface_points=p["surface_points"],
+                                  query_points=p["query_points"])
+        except ValueError as e:
+            log(f"skipped {name} {attrs}: {e}")
+            continue
+        for k in DATA_ARRAYS:
+            records[k].append(s[k])
+        records["category"].append(name)
+        records["attrs"].append(json.dumps(attrs))
+        records["held_out"].append(held)
+        made[held] += 1
+    return {k: np.stack(v) if k not in ("category", "attrs") else np.array(v) for k, v in records.items()}
 
 
 # --------------------------------------------------------------------------------------
 # 2. BPE
 
 
-def make_vocabulary(clip_dir):
+def make_vocabulary(clip_dir, budget=UNBOUNDED):
     if os.path.exists(os.path.join(clip_dir, "merges.txt")):
         return bpe.Tokenizer.load(clip_dir)
     os.makedirs(clip_dir, exist_ok=True)
@@ -173,6 +347,8 @@ def make_vocabulary(clip_dir):
     vocab, merges = bpe.train(texts)
     bpe.save(clip_dir, vocab, merges)
     log(f"bpe: {len(vocab)} tokens, {len(merges)} merges")
+    if budget.spent():
+        raise Stopped("vocabulary")
     return bpe.Tokenizer(vocab, merges)
 
 
@@ -211,11 +387,12 @@ def iou(logits, occupancy):
 @torch.no_grad()
 def evaluate_ae(model, data, index, p, quantise):
     rng = np.random.default_rng(7)
+    device = device_of(model)
     model.eval()
     total_iou, n = 0.0, 0
     for start in range(0, len(index), p["ae_batch"]):
         chunk = index[start:start + p["ae_batch"]]
-        pts, nrm, qry, occ = ae_batch(data, chunk, p, rng)
+        pts, nrm, qry, occ = (t.to(device) for t in ae_batch(data, chunk, p, rng))
         logits, _ = model(pts, nrm, qry, quantise)
         for b in range(len(chunk)):
             total_iou += iou(logits[b], occ[b])
@@ -226,13 +403,14 @@ def evaluate_ae(model, data, index, p, quantise):
 
 @torch.no_grad()
 def kmeans_codebook(model, data, train_idx, p, rng, iterations=15):
+    device = device_of(model)
     zs = []
     for start in range(0, len(train_idx), p["ae_batch"]):
         pts, nrm, _, _ = ae_batch(data, train_idx[start:start + p["ae_batch"]], p, rng)
-        zs.append(model.encode(pts, nrm).reshape(-1, p["ae"]["embed_dim"]))
+        zs.append(model.encode(pts.to(device), nrm.to(device)).reshape(-1, p["ae"]["embed_dim"]))
     z = torch.cat(zs)
     k = p["ae"]["num_codes"]
-    centroids = z[torch.from_numpy(rng.choice(len(z), k, replace=len(z) < k))].clone()
+    centroids = z[torch.from_numpy(rng.choice(len(z), k, replace=len(z) < k)).to(device)].clone()
     for _ in range(iterations):
         assign = torch.cdist(z, centroids).argmin(1)
         for c in range(k):
@@ -250,30 +428,48 @@ def kmeans_codebook(model, data, train_idx, p, rng, iterations=15):
     log(f"kmeans: {used}/{k} codes used by {len(z)} encoder vectors")
 
 
-def train_autoencoder(work, data, p):
+AE_STAGES = ("ae_warm", "ae_vq", "done")
+
+
+def train_autoencoder(work, data, p, device="cpu", budget=UNBOUNDED):
     ckpt = os.path.join(work, "ae.pt")
+    # Built on the CPU from the CPU's generator, so both devices start from the same weights.
     model = models.ShapeAutoEncoder(p["ae"])
     if p.get("ae_fourier_std"):
         with torch.no_grad():
             model.embedder.weight.normal_(0.0, p["ae_fourier_std"])
+    model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
     state = {"stage": "ae_warm", "step": 0}
     rng = np.random.default_rng(SEED + 2)
+    # Codes chosen since the last dead-code restart (ae_vq).
+    usage = torch.zeros(p["ae"]["num_codes"], device=device)
     if os.path.exists(ckpt):
-        saved = torch.load(ckpt)
+        saved = load_checkpoint(ckpt)
         model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["opt"])
+        if "opt" in saved:  # not in the finished autoencoder's
+            opt.load_state_dict(saved["opt"])
         state = saved["state"]
-        rng = saved["rng"]
+        rng = restore_random_state(saved["rng"])
+        if "usage" in saved:
+            usage.copy_(saved["usage"])
         log(f"autoencoder: resumed at {state}")
     if state["stage"] == "done":
         return model
+
+    def save():
+        save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), state=state, rng=random_state(rng),
+                        usage=usage)
+
     held = data["held_out"].astype(bool)
     train_idx = np.nonzero(~held)[0]
     val_idx = np.nonzero(held)[0]
+    resumed_at = (AE_STAGES.index(state["stage"]), state["step"])
     curves = Curves(os.path.join(work, "curves_ae.csv"),
-                    ["stage", "step", "loss", "train_iou", "val_iou", "codes_used", "seconds_per_step"])
-    usage = torch.zeros(p["ae"]["num_codes"])
+                    ["stage", "step", "loss", "train_iou", "val_iou", "codes_used", "seconds_per_step"],
+                    keep=lambda row: (AE_STAGES.index(row[0]), int(row[1])) <= resumed_at)
+    batch_size = p["ae_batch"] * p.get("batch_scale", 1)
+    log_every, eval_every = every(25, p), every(100, p)
     for stage, steps in (("ae_warm", p["ae_warm_steps"]), ("ae_vq", p["ae_vq_steps"])):
         if state["stage"] != stage:
             continue
@@ -283,9 +479,9 @@ def train_autoencoder(work, data, p):
         while state["step"] < steps:
             step = state["step"]
             for g in opt.param_groups:
-                g["lr"] = lr_at(step, steps, p["ae_lr"])
-            batch = rng.choice(train_idx, p["ae_batch"], replace=False)
-            pts, nrm, qry, occ = ae_batch(data, batch, p, rng)
+                g["lr"] = lr_at(step, steps, p["ae_lr"], warmup=p.get("ae_warmup", 50))
+            batch = rng.choice(train_idx, batch_size, replace=len(train_idx) < batch_size)
+            pts, nrm, qry, occ = (t.to(device) for t in ae_batch(data, batch, p, rng))
             logits, aux = model(pts, nrm, qry, quantise)
             loss = F.binary_cross_entropy_with_logits(logits, occ)
             if quantise:
@@ -300,7 +496,7 @@ def train_autoencoder(work, data, p):
                 if len(dead):
                     with torch.no_grad():
                         z = aux["z"].reshape(-1, aux["z"].shape[-1])
-                        pick = z[torch.from_numpy(rng.integers(len(z), size=len(dead)))]
+                        pick = z[torch.from_numpy(rng.integers(len(z), size=len(dead))).to(device)]
                         vq = model.vq
                         vq.codebook.weight[dead] = (pick - vq.cb_bias) / vq.cb_weight
                 codes_used = int((usage > 0).sum())
@@ -308,41 +504,54 @@ def train_autoencoder(work, data, p):
             else:
                 codes_used = -1
             done = state["step"]
-            if done % 25 == 0 or done == steps:
+            if done % log_every == 0 or done == steps:
                 sps = (time.time() - t_start) / (done - first)
-                val = evaluate_ae(model, data, val_idx, p, quantise) if done % 100 == 0 or done == steps else -1.0
+                evaluate = done % eval_every == 0 or done == steps
+                val = evaluate_ae(model, data, val_idx, p, quantise) if evaluate else -1.0
                 curves.add(stage, done, loss.item(), iou(logits, occ), val, codes_used, sps)
                 log(f"{stage} {done}/{steps} loss {loss.item():.4f} iou {iou(logits, occ):.3f} "
                     f"val_iou {val:.3f} codes {codes_used} {sps:.3f} s/step")
-            if done % CHECKPOINT_EVERY == 0:
-                save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), state=state, rng=rng)
-        record_timing(work, stage, (time.time() - t_start) / max(1, state["step"] - first))
+            stop = budget.spent()
+            if stop or done % CHECKPOINT_EVERY == 0:
+                save()
+            if stop:
+                raise Stopped(f"{stage} step {done} of {steps}")
+        if state["step"] > first:
+            record_timing(work, stage, (time.time() - t_start) / (state["step"] - first))
         if stage == "ae_warm":
             kmeans_codebook(model, data, train_idx, p, rng)
             state = {"stage": "ae_vq", "step": 0}
             opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
-            save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), state=state, rng=rng)
+            save()
+            if budget.spent():
+                raise Stopped("k-means")
+    # Finished: without the optimiser, which nothing reads again, the file is a third the size
+    # (small enough to keep with the curves, and all a later sitting needs besides the data).
     state = {"stage": "done", "step": 0}
-    save_checkpoint(ckpt, model=model.state_dict(), opt=opt.state_dict(), state=state, rng=rng)
+    save_checkpoint(ckpt, model=model.state_dict(), state=state, rng=random_state(rng))
     log(f"autoencoder: held-out IoU {evaluate_ae(model, data, np.nonzero(held)[0], p, True):.3f} (quantised)")
     return model
 
 
 @torch.no_grad()
-def encode_tokens(work, model, data, p):
+def encode_tokens(work, model, data, p, budget=UNBOUNDED):
     path = os.path.join(work, "tokens.npy")
     if os.path.exists(path):
         return np.load(path)
     model.eval()
+    device = device_of(model)
     rng = np.random.default_rng(SEED + 3)
     out = []
     for start in range(0, len(data["surface"]), p["ae_batch"]):
         idx = np.arange(start, min(start + p["ae_batch"], len(data["surface"])))
         pts, nrm, _, _ = ae_batch(data, idx, p, rng)
-        out.append(model.vq.nearest(model.encode(pts, nrm)).numpy())
+        out.append(model.vq.nearest(model.encode(pts.to(device), nrm.to(device))).cpu().numpy())
     tokens = np.concatenate(out).astype(np.int64)
-    np.save(path, tokens)
+    np.save(path + ".tmp.npy", tokens)
+    os.replace(path + ".tmp.npy", path)
     log(f"tokens: {tokens.shape}, {len(np.unique(tokens))} distinct codes")
+    if budget.spent():
+        raise Stopped("tokens")
     return tokens
 
 
@@ -363,19 +572,22 @@ def build_gpt_and_clip(p, tokenizer):
     return models.DualStreamGPT(gpt_cfg), models.ClipText(clip_cfg)
 
 
-def train_gpt(work, data, tokens, shape_model, tokenizer, p):
+def train_gpt(work, data, tokens, shape_model, tokenizer, p, budget=UNBOUNDED):
     ckpt = os.path.join(work, "gpt.pt")
+    device = device_of(shape_model)
     gpt, clip = build_gpt_and_clip(p, tokenizer)
+    gpt.to(device)
+    clip.to(device)
     params = list(gpt.parameters()) + list(clip.parameters())
     opt = torch.optim.AdamW(params, lr=p["gpt_lr"], weight_decay=0.01, betas=(0.9, 0.95))
     step = 0
     rng = np.random.default_rng(SEED + 4)
     if os.path.exists(ckpt):
-        saved = torch.load(ckpt)
+        saved = load_checkpoint(ckpt)
         gpt.load_state_dict(saved["gpt"])
         clip.load_state_dict(saved["clip"])
         opt.load_state_dict(saved["opt"])
-        step, rng = saved["step"], saved["rng"]
+        step, rng = saved["step"], restore_random_state(saved["rng"])
         log(f"gpt: resumed at step {step}")
     with torch.no_grad():
         codebook = shape_model.vq.get_codebook().detach()
@@ -383,12 +595,17 @@ def train_gpt(work, data, tokens, shape_model, tokenizer, p):
     train_idx = np.nonzero(~held)[0]
     val_idx = np.nonzero(held)[0]
     steps = p["gpt_steps"]
-    curves = Curves(os.path.join(work, "curves_gpt.csv"), ["step", "loss", "val_loss", "seconds_per_step"])
+    resumed_at = step
+    curves = Curves(os.path.join(work, "curves_gpt.csv"), ["step", "loss", "val_loss", "seconds_per_step"],
+                    keep=lambda row: int(row[0]) <= resumed_at)
+    batch_size = p["gpt_batch"] * p.get("batch_scale", 1)
+    log_every, eval_every = every(25, p), every(100, p)
+    warmup = p.get("gpt_warmup", 100 if steps > 400 else 10)
     cache = {}
 
     def encode_text(texts):
         ids, masks = zip(*[cache.setdefault(t, tokenizer.encode(t)) for t in texts])
-        return torch.tensor(ids), torch.tensor(masks)
+        return torch.tensor(ids, device=device), torch.tensor(masks, device=device)
 
     def batch(index, rng, templates, drop=0.1):
         texts, boxes = [], []
@@ -397,13 +614,14 @@ def train_gpt(work, data, tokens, shape_model, tokenizer, p):
             text = captions.caption(str(data["category"][i]), attrs, rng, templates)
             texts.append("" if rng.random() < drop else text)
             boxes.append(bbox_condition(data["extent"][i]) if rng.random() < 0.5 else np.zeros(3, np.float32))
-        return texts, torch.from_numpy(np.stack(boxes).astype(np.float32)), torch.from_numpy(tokens[index])
+        return (texts, torch.from_numpy(np.stack(boxes).astype(np.float32)).to(device),
+                torch.from_numpy(tokens[index]).to(device))
 
     def loss_of(texts, boxes, target):
         ids, masks = encode_text(texts)
         cond = gpt.condition(clip(ids, masks), boxes)
         table = gpt.token_table(codebook)
-        bos = torch.full((len(texts), 1), gpt.bos_id, dtype=torch.long)
+        bos = torch.full((len(texts), 1), gpt.bos_id, dtype=torch.long, device=device)
         inputs = torch.cat([bos, target[:, :-1]], dim=1)
         logits = gpt(table[inputs], cond)
         return F.cross_entropy(logits[..., :gpt.codes].reshape(-1, gpt.codes), target.reshape(-1))
@@ -411,26 +629,29 @@ def train_gpt(work, data, tokens, shape_model, tokenizer, p):
     t_start, first = time.time(), step
     while step < steps:
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, steps, p["gpt_lr"], warmup=100 if steps > 400 else 10)
-        index = rng.choice(train_idx, p["gpt_batch"], replace=len(train_idx) < p["gpt_batch"])
+            g["lr"] = lr_at(step, steps, p["gpt_lr"], warmup=warmup)
+        index = rng.choice(train_idx, batch_size, replace=len(train_idx) < batch_size)
         loss = loss_of(*batch(index, rng, captions.TRAIN_TEMPLATES))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         step += 1
-        if step % 25 == 0 or step == steps:
+        if step % log_every == 0 or step == steps:
             sps = (time.time() - t_start) / (step - first)
             val = -1.0
-            if step % 100 == 0 or step == steps:
+            if step % eval_every == 0 or step == steps:
                 with torch.no_grad():
                     vrng = np.random.default_rng(11)
                     val = loss_of(*batch(val_idx, vrng, captions.HELD_OUT_TEMPLATES, drop=0.0)).item()
             curves.add(step, loss.item(), val, sps)
             log(f"gpt {step}/{steps} loss {loss.item():.4f} val {val:.4f} {sps:.3f} s/step")
-        if step % CHECKPOINT_EVERY == 0 or step == steps:
+        stop = budget.spent()
+        if stop or step % CHECKPOINT_EVERY == 0 or step == steps:
             save_checkpoint(ckpt, gpt=gpt.state_dict(), clip=clip.state_dict(), opt=opt.state_dict(),
-                            step=step, rng=rng)
+                            step=step, rng=random_state(rng))
+        if stop:
+            raise Stopped(f"gpt step {step} of {steps}")
     if step > first:
         record_timing(work, "gpt", (time.time() - t_start) / (step - first))
     return gpt, clip
@@ -441,6 +662,10 @@ def train_gpt(work, data, tokens, shape_model, tokenizer, p):
 
 
 def export(out, p, shape_model, gpt, clip):
+    """Writes the model folder from the modules, moved to the CPU first: the exported bytes do
+    not depend on the device's arithmetic beyond the trained weights."""
+    for module in (shape_model, gpt, clip):
+        module.cpu()
     shape_state = shape_model.state_dict()
     models.save_safetensors(os.path.join(out, "shape_tokenizer.safetensors"), shape_state)
     gpt_state = {k: v.clone() for k, v in gpt.state_dict().items()}
@@ -508,9 +733,12 @@ def main():
                          "PyTorch thread made steps 1.6-2x slower on the 2-core machine; README.md)")
     ap.add_argument("--blas-threads", type=int, default=os.cpu_count() or 1,
                     help="OpenBLAS threads for matrix products (default: every core)")
+    add_run_arguments(ap)
     args = ap.parse_args()
+    budget = Budget(args.max_seconds, args.stop_after_units)
     torch.set_num_threads(args.threads)
     log(f"{args.threads} PyTorch thread(s), {os.environ['OPENBLAS_NUM_THREADS']} OpenBLAS thread(s)")
+    device = pick_device(args.device)
     torch.manual_seed(SEED)
     p = dict(PRESETS[args.preset])
     for key in ("ae_warm_steps", "ae_vq_steps", "gpt_steps"):
@@ -519,18 +747,55 @@ def main():
         p["shapes_per_category"] = args.shapes_per_category
     if args.ae_fourier_std:
         p["ae_fourier_std"] = args.ae_fourier_std
+    p = scale_batch(p, args.batch_scale)
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
     os.makedirs(work, exist_ok=True)
-    json.dump({"preset": args.preset, **p}, open(os.path.join(work, "recipe.json"), "w"), indent=1)
+    write_recipe(os.path.join(work, "recipe.json"), {"preset": args.preset, **p})
     t0 = time.time()
-    data = make_dataset(work, p)
-    tokenizer = make_vocabulary(os.path.join(args.out, "clip"))
-    shape_model = train_autoencoder(work, data, p)
-    tokens = encode_tokens(work, shape_model, data, p)
-    gpt, clip = train_gpt(work, data, tokens, shape_model, tokenizer, p)
+    try:
+        data = make_dataset(work, p, budget)
+        tokenizer = make_vocabulary(os.path.join(args.out, "clip"), budget)
+        shape_model = train_autoencoder(work, data, p, device, budget)
+        tokens = encode_tokens(work, shape_model, data, p, budget)
+        gpt, clip = train_gpt(work, data, tokens, shape_model, tokenizer, p, budget)
+    except Stopped as where:
+        stopped(where, t0, work)
     export(args.out, p, shape_model, gpt, clip)
     log(f"total {time.time() - t0:.0f} s")
+
+
+def add_run_arguments(ap):
+    """The options train.py and diffusion.py share for where and how long a run goes."""
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the networks train (batches are drawn on the CPU either way; README.md)")
+    ap.add_argument("--batch-scale", type=int, default=1, metavar="K",
+                    help="K times larger batches, K times fewer steps, learning rates times sqrt(K) (for a GPU)")
+    ap.add_argument("--max-seconds", type=float, metavar="S",
+                    help=f"stop at the first safe point (a training step, a data category) after S seconds, with "
+                         f"everything saved, and exit with status {EXIT_STOPPED}; the same command continues")
+    ap.add_argument("--stop-after-units", type=int, metavar="N",
+                    help="test hook: stop as --max-seconds does, after N units of work (a training step, a data "
+                         "category, the vocabulary, k-means, the tokens) instead of a wall-clock time")
+
+
+def write_recipe(path, recipe):
+    """Writes the run's settings, or, when the folder already holds a run, exits if they differ:
+    resuming with other settings would silently mix two runs. (Settings an older recipe did not
+    record are not compared.)"""
+    recipe = json.loads(json.dumps(recipe))
+    if os.path.exists(path):
+        before = json.load(open(path))
+        changed = sorted(k for k in set(before) & set(recipe) if before[k] != recipe[k])
+        if changed:
+            sys.exit(f"{path} holds a run with other settings ({', '.join(changed)}): use another folder, or delete "
+                     f"that file to continue the run with these settings anyway")
+    json.dump(recipe, open(path, "w"), indent=1)
+
+
+def stopped(where, t0, work):
+    log(f"stopped after {where} ({time.time() - t0:.0f} s), saved in {work}: run the same command again to continue")
+    sys.exit(EXIT_STOPPED)
 
 
 if __name__ == "__main__":
