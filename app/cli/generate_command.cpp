@@ -130,8 +130,9 @@ int run_generate(GenerateOptions o) {
     return 2;
   }
   if (o.latent_top_k > 0 && o.dense) {
-    std::fprintf(stderr, "generate: --latent-top-k chooses latents from the coarser levels of coarse-to-fine "
-                         "evaluation, which --dense does not have; leave out one of them\n");
+    std::fprintf(stderr,
+                 "generate: --latent-top-k chooses latents from the coarser levels of coarse-to-fine "
+                 "evaluation, which --dense does not have; leave out one of them\n");
     return 2;
   }
   share_one_malloc_arena_under_address_limit();

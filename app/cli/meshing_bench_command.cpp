@@ -151,8 +151,8 @@ Result<ObjectFigures> measure_latents(const ShapeTokenizer& shape, std::span<con
 Result<ObjectFigures> measure_prompt(const CubeModel& model, const std::string& prompt, const MeshingBenchOptions& o) {
   CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, prompt, std::nullopt));
   CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> uncond, encode_prompt(model, "", std::nullopt));
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<int> tokens,
-                             generate_tokens(model.gpt(), cond, uncond, model.shape_tokens(), TokenGenerationOptions{}));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<int> tokens, generate_tokens(model.gpt(), cond, uncond, model.shape_tokens(),
+                                                                      TokenGenerationOptions{}));
   CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents,
                              model.shape().decode_tokens(std::vector<int64_t>(tokens.begin(), tokens.end())));
   return measure_latents(model.shape(), latents, prompt, o);
@@ -181,8 +181,9 @@ std::optional<std::vector<std::string>> read_prompts(const MeshingBenchOptions& 
     }
   }
   if (prompts.empty()) {
-    std::fprintf(stderr, "bench-meshing: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE, or --shape "
-                         "small|v01|v05 for random tokens of random weights\n");
+    std::fprintf(stderr,
+                 "bench-meshing: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE, or --shape "
+                 "small|v01|v05 for random tokens of random weights\n");
     return std::nullopt;
   }
   return prompts;
@@ -261,12 +262,12 @@ void print_json(const MeshingBenchOptions& o, const std::string& model_name, con
     disagreements += std::max<int64_t>(0, full.dense_disagreements);
   }
   const int64_t dense_points = rows.front().variants.front().stats.dense_points;
-  j["total"] = {{"evaluated_points", evaluated},
-                {"fraction_of_dense", double(evaluated) / double(dense_points * int64_t(rows.size()))},
-                {"points_per_final_surface_cell",
-                 final_surface_cells ? double(evaluated) / double(final_surface_cells) : 0.0},
-                {"coarse_to_fine_ms", c2f_ms},
-                {"occupancy_ms", c2f_ms}};
+  j["total"] = {
+      {"evaluated_points", evaluated},
+      {"fraction_of_dense", double(evaluated) / double(dense_points * int64_t(rows.size()))},
+      {"points_per_final_surface_cell", final_surface_cells ? double(evaluated) / double(final_surface_cells) : 0.0},
+      {"coarse_to_fine_ms", c2f_ms},
+      {"occupancy_ms", c2f_ms}};
   if (!o.skip_dense) {
     j["total"]["dense_ms"] = dense_ms;
     j["total"]["sign_disagreements"] = disagreements;
@@ -279,13 +280,14 @@ void print_json(const MeshingBenchOptions& o, const std::string& model_name, con
 }
 
 void print_table(const MeshingBenchOptions& o, const std::string& model_name, const std::vector<ObjectFigures>& rows) {
-  std::printf("%s; resolution %d, coarse level %d, dilation %d, near-surface margin %.2f (last level %.2f), "
-              "%d threads, %d round%s\n",
-              model_name.c_str(), o.resolution, o.refinement.coarse_resolution, o.refinement.dilation,
-              o.refinement.near_surface_margin, o.refinement.final_near_surface_margin, cpu::thread_count(), o.rounds,
-              o.rounds == 1 ? "" : "s");
-  std::printf("%-34s %6s %10s %8s %11s %8s %9s %9s %9s %8s\n", "object", "top-k", "points", "of dense",
-              "occupancy ms", "mesh ms", "points/s", "dense ms", "differ", "faces");
+  std::printf(
+      "%s; resolution %d, coarse level %d, dilation %d, near-surface margin %.2f (last level %.2f), "
+      "%d threads, %d round%s\n",
+      model_name.c_str(), o.resolution, o.refinement.coarse_resolution, o.refinement.dilation,
+      o.refinement.near_surface_margin, o.refinement.final_near_surface_margin, cpu::thread_count(), o.rounds,
+      o.rounds == 1 ? "" : "s");
+  std::printf("%-34s %6s %10s %8s %11s %8s %9s %9s %9s %8s\n", "object", "top-k", "points", "of dense", "occupancy ms",
+              "mesh ms", "points/s", "dense ms", "differ", "faces");
   int64_t evaluated = 0, disagreements = 0, final_surface_cells = 0;
   double c2f_ms = 0, dense_ms = 0;
   for (const ObjectFigures& r : rows) {
@@ -310,10 +312,11 @@ void print_table(const MeshingBenchOptions& o, const std::string& model_name, co
     disagreements += std::max<int64_t>(0, full.dense_disagreements);
   }
   const int64_t dense_points = rows.front().variants.front().stats.dense_points;
-  std::printf("total (full attention): %lld points (%.1f%% of dense, %.1f per final surface cell), %.0f ms "
-              "coarse-to-fine",
-              (long long)evaluated, 100.0 * double(evaluated) / double(dense_points * int64_t(rows.size())),
-              final_surface_cells ? double(evaluated) / double(final_surface_cells) : 0.0, c2f_ms);
+  std::printf(
+      "total (full attention): %lld points (%.1f%% of dense, %.1f per final surface cell), %.0f ms "
+      "coarse-to-fine",
+      (long long)evaluated, 100.0 * double(evaluated) / double(dense_points * int64_t(rows.size())),
+      final_surface_cells ? double(evaluated) / double(final_surface_cells) : 0.0, c2f_ms);
   if (!o.skip_dense)
     std::printf(", %.0f ms dense, %lld grid points classified differently", dense_ms, (long long)disagreements);
   std::printf("\n");
@@ -345,8 +348,9 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
   };
   if (!o.shape.empty()) {
     if (!o.prompts.empty() || !o.prompts_file.empty() || !o.model_dir.empty()) {
-      std::fprintf(stderr, "bench-meshing: --shape measures random tokens of random weights; leave out --model, "
-                           "--prompt and --prompts\n");
+      std::fprintf(stderr,
+                   "bench-meshing: --shape measures random tokens of random weights; leave out --model, "
+                   "--prompt and --prompts\n");
       return 2;
     }
     auto shape = random_shape_tokenizer(o.shape, o.seed);

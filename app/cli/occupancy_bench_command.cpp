@@ -58,7 +58,7 @@ struct PathFigures {
   double top_k_median_ms = 0.0;
   double top_k_points_per_second = 0.0;
   double top_k_gflops = 0.0;
-  int64_t sign_disagreements = 0;     // points whose inside/outside class top-k changes
+  int64_t sign_disagreements = 0;  // points whose inside/outside class top-k changes
   double largest_top_k_difference = 0.0;
 };
 
@@ -117,7 +117,8 @@ void block_points(const GridSpec& spec, int64_t count, std::mt19937_64& rng, std
       ijk.insert(ijk.end(), {2 * c[0] + (p & 1), 2 * c[1] + ((p >> 1) & 1), 2 * c[2] + ((p >> 2) & 1)});
     for (int p = 0; p < 8; ++p) {
       const int32_t corner[3] = {c[0] + (p & 1), c[1] + ((p >> 1) & 1), c[2] + ((p >> 2) & 1)};
-      uint8_t& taken = corner_taken[size_t((corner[0] * (parent_cells + 1) + corner[1]) * (parent_cells + 1) + corner[2])];
+      uint8_t& taken =
+          corner_taken[size_t((corner[0] * (parent_cells + 1) + corner[1]) * (parent_cells + 1) + corner[2])];
       if (taken) continue;
       taken = 1;
       corners.insert(corners.end(), {2 * corner[0], 2 * corner[1], 2 * corner[2]});
@@ -217,8 +218,9 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     std::vector<double> times, top_k_times;
     for (int r = 0; r <= o.repeats; ++r) {  // the first run warms caches and buffers
       auto start = std::chrono::steady_clock::now();
-      Status status = path == "grid" || selection ? occupancy_on_grid_in_slices(*tokenizer, *prepared, grid, ijk, logits)
-                                                  : occupancy_in_slices(*tokenizer, *prepared, points, logits);
+      Status status = path == "grid" || selection
+                          ? occupancy_on_grid_in_slices(*tokenizer, *prepared, grid, ijk, logits)
+                          : occupancy_in_slices(*tokenizer, *prepared, points, logits);
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       if (status.ok() && r > 0) times.push_back(ms);
       if (status.ok() && selection) {
@@ -246,7 +248,8 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
       f.top_k_gflops = f.top_k_points_per_second * flops_per_point(config, hidden, by_index, o.latent_top_k) / 1e9;
       for (size_t i = 0; i < logits.size(); ++i) {
         f.sign_disagreements += (logits[i] > 0.f) != (top_k_logits[i] > 0.f);
-        f.largest_top_k_difference = std::max(f.largest_top_k_difference, double(std::abs(logits[i] - top_k_logits[i])));
+        f.largest_top_k_difference =
+            std::max(f.largest_top_k_difference, double(std::abs(logits[i] - top_k_logits[i])));
       }
     }
     figures.push_back(f);
@@ -294,16 +297,19 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
   std::printf("points             %lld%s, %d threads, %s kernels, %.0f FLOPs per point\n",
               static_cast<long long>(o.points), o.latent_top_k > 0 ? " in blocks of 8" : "", cpu::thread_count(),
               cpu::kernel_isa(), flops);
-  if (peak > 0) std::printf("peak               %.0f GFLOP/s (%s)\n", peak, o.peak_gflops > 0 ? "given" : "nominal: 2 FMA units per core at the reported clock");
+  if (peak > 0)
+    std::printf("peak               %.0f GFLOP/s (%s)\n", peak,
+                o.peak_gflops > 0 ? "given" : "nominal: 2 FMA units per core at the reported clock");
   for (const PathFigures& f : figures) {
     std::printf("%-8s           %.1f ms median: %.0f points/s, %.1f GFLOP/s (%.0f%% of peak)\n", f.path.c_str(),
                 f.median_ms, f.points_per_second, f.gflops, 100.0 * of_peak(f.gflops));
     if (o.latent_top_k > 0)
-      std::printf("  top-k %-6lld     %.1f ms median: %.0f points/s (%.2fx), %.1f GFLOP/s; %lld of %lld points change "
-                  "sign, largest |logit difference| %.3g\n",
-                  static_cast<long long>(o.latent_top_k), f.top_k_median_ms, f.top_k_points_per_second,
-                  f.median_ms / f.top_k_median_ms, f.top_k_gflops, static_cast<long long>(f.sign_disagreements),
-                  static_cast<long long>(o.points), f.largest_top_k_difference);
+      std::printf(
+          "  top-k %-6lld     %.1f ms median: %.0f points/s (%.2fx), %.1f GFLOP/s; %lld of %lld points change "
+          "sign, largest |logit difference| %.3g\n",
+          static_cast<long long>(o.latent_top_k), f.top_k_median_ms, f.top_k_points_per_second,
+          f.median_ms / f.top_k_median_ms, f.top_k_gflops, static_cast<long long>(f.sign_disagreements),
+          static_cast<long long>(o.points), f.largest_top_k_difference);
   }
   if (outputs.size() > 1) std::printf("largest |logit difference| between the paths: %.3g\n", largest_difference);
   return 0;

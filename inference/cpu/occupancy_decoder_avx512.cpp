@@ -277,8 +277,7 @@ void occupancy_decoder_avx512(const OccupancyDecoderWeights& w, const float* key
 
 void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& w, const float* keys, const float* values,
                                    int64_t latent_count, const float* axis_terms, int64_t axis_points,
-                                   const int32_t* ijk, int64_t count, float* logits,
-                                   const LatentAttention& attention) {
+                                   const int32_t* ijk, int64_t count, float* logits, const LatentAttention& attention) {
   const int64_t W = w.width;
   const float* x_terms = axis_terms;
   const float* y_terms = axis_terms + axis_points * W;

@@ -514,9 +514,8 @@ void softmax_rows(float* scores, int64_t rows, int64_t n, float scale) {
   kernels().softmax_rows(scores, rows, n, scale);
 }
 
-void attention_over_rows(const float* q, int64_t rows, const float* keys, const float* values,
-                         const int32_t* key_rows, int64_t count, int64_t heads, int64_t head_dim, float* out,
-                         float* mass) {
+void attention_over_rows(const float* q, int64_t rows, const float* keys, const float* values, const int32_t* key_rows,
+                         int64_t count, int64_t heads, int64_t head_dim, float* out, float* mass) {
   if (rows <= 0) return;
   CUBEFORGE_CHECK(count > 0 && heads > 0 && head_dim > 0, "attention over no rows, heads or channels");
   kernels().attention_over_rows(q, rows, keys, values, key_rows, count, heads, head_dim, out, mass);

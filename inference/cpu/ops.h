@@ -108,9 +108,8 @@ void attention(const float* q, int64_t q_len, int64_t q_stride, const float* k, 
 // q, out: [rows, H·D]; keys, values: [*, H·D]; scale 1/sqrt(D); the softmax
 // is softmax_rows' (vector math). `mass` (optional, [rows, count]): each
 // query's weights summed over the heads.
-void attention_over_rows(const float* q, int64_t rows, const float* keys, const float* values,
-                         const int32_t* key_rows, int64_t count, int64_t heads, int64_t head_dim, float* out,
-                         float* mass);
+void attention_over_rows(const float* q, int64_t rows, const float* keys, const float* values, const int32_t* key_rows,
+                         int64_t count, int64_t heads, int64_t head_dim, float* out, float* mass);
 
 // Activations, elementwise over n values, through libm: the same on every CPU.
 // gelu_erf_inplace: 0.5·x·(1 + erf(x/√2)), evaluated as 0.5·x·erfc(-x/√2).

@@ -315,14 +315,13 @@ Result<int64_t> checked_attended_latents(const std::string& file, const LatentAt
                                  std::to_string(groups) + " groups given");
     for (int32_t latent : subsets->latents)
       if (latent < 0 || latent >= S)
-        return invalid(file, "latent index " + std::to_string(latent) + " is outside the model's " +
-                                 std::to_string(S) + " latents");
+        return invalid(file, "latent index " + std::to_string(latent) + " is outside the model's " + std::to_string(S) +
+                                 " latents");
     attended = k;
   }
   if (!attention.attention_mass.empty() && attention.attention_mass.size() != size_t(P * attended))
     return invalid(file, "attention mass buffer holds " + std::to_string(attention.attention_mass.size()) +
-                             " values for " + std::to_string(P) + " points × " + std::to_string(attended) +
-                             " latents");
+                             " values for " + std::to_string(P) + " points × " + std::to_string(attended) + " latents");
   return attended;
 }
 
@@ -577,8 +576,8 @@ Result<PreparedLatents> ShapeTokenizer::prepare_latents(std::span<const float> l
 }
 
 Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const float> points_xyz,
-                                 std::span<float> logits, size_t chunk, const Progress& progress,
-                                 TraceSink* trace, const LatentAttention& attention) const {
+                                 std::span<float> logits, size_t chunk, const Progress& progress, TraceSink* trace,
+                                 const LatentAttention& attention) const {
   const Model& m = *model_;
   const int64_t W = m.dims.width;
   const int64_t out_dim = m.occupancy_head.out_features();

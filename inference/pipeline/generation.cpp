@@ -207,10 +207,9 @@ Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLa
                                                        std::to_string(count) + " points");
   const size_t attended = count == 0 ? 0 : attention.attention_mass.size() / size_t(count);
   if (attended * size_t(count) != attention.attention_mass.size())
-    return make_error(ErrorCode::kInvalidArgument, "an attention mass buffer of " +
-                                                       std::to_string(attention.attention_mass.size()) +
-                                                       " values does not divide into " + std::to_string(count) +
-                                                       " points");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "an attention mass buffer of " + std::to_string(attention.attention_mass.size()) +
+                          " values does not divide into " + std::to_string(count) + " points");
   return in_slices(count, [&](int64_t begin, int64_t end) {
     const size_t b = size_t(begin), n = size_t(end - begin);
     LatentSubsets subsets;
@@ -220,7 +219,8 @@ Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLa
       subsets.group = attention.subsets->group.subspan(b, n);
       slice.subsets = &subsets;
     }
-    if (!attention.attention_mass.empty()) slice.attention_mass = attention.attention_mass.subspan(b * attended, n * attended);
+    if (!attention.attention_mass.empty())
+      slice.attention_mass = attention.attention_mass.subspan(b * attended, n * attended);
     return shape.occupancy_on_grid(prepared, grid, ijk.subspan(b * 3, n * 3), logits.subspan(b, n), slice);
   });
 }
@@ -279,8 +279,8 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
     c2f.evaluation = evaluation;
     std::optional<LatentSelectionField> selection;
     if (options.latent_top_k > 0) {
-      CUBEFORGE_ASSIGN_OR_RETURN(selection, LatentSelectionField::create(shape, prepared, grid_queries, spec,
-                                                                         options.latent_top_k));
+      CUBEFORGE_ASSIGN_OR_RETURN(
+          selection, LatentSelectionField::create(shape, prepared, grid_queries, spec, options.latent_top_k));
       field = selection->attach(c2f);
     }
     CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_grid_field_coarse_to_fine(field, spec, c2f));

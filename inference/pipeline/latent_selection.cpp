@@ -31,8 +31,7 @@ Status check_latent_top_k(int64_t top_k, int64_t latents) {
 }
 
 LatentSelectionField::LatentSelectionField(const ShapeTokenizer& shape, const PreparedLatents& latents,
-                                           const ShapeTokenizer::GridQueries& grid, const GridSpec& spec,
-                                           int64_t top_k)
+                                           const ShapeTokenizer::GridQueries& grid, const GridSpec& spec, int64_t top_k)
     : shape_(&shape),
       latents_(&latents),
       grid_(&grid),
@@ -41,11 +40,12 @@ LatentSelectionField::LatentSelectionField(const ShapeTokenizer& shape, const Pr
       latent_count_(latents.latent_count) {}
 
 Result<LatentSelectionField> LatentSelectionField::create(const ShapeTokenizer& shape, const PreparedLatents& latents,
-                                                          const ShapeTokenizer::GridQueries& grid,
-                                                          const GridSpec& spec, int64_t top_k) {
+                                                          const ShapeTokenizer::GridQueries& grid, const GridSpec& spec,
+                                                          int64_t top_k) {
   CUBEFORGE_TRY(check_latent_top_k(top_k, latents.latent_count));
   if (top_k == 0)
-    return make_error(ErrorCode::kInvalidArgument, "latent selection needs a top-k of at least 1 (0 is full attention)");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "latent selection needs a top-k of at least 1 (0 is full attention)");
   if (latents.latent_count > kMaxSelectableLatents)
     return make_error(ErrorCode::kUnsupported, "latent selection handles up to " +
                                                    std::to_string(kMaxSelectableLatents) + " latents, the model has " +
@@ -73,7 +73,7 @@ int64_t LatentSelectionField::fine_index(const int32_t* ijk) const {
 }
 
 int LatentSelectionField::select(const int32_t* ijk, int32_t* out, std::vector<float>& scratch_mass,
-                                  std::vector<int32_t>& candidates) const {
+                                 std::vector<int32_t>& candidates) const {
   const int R = spec_.resolution;
   const int64_t n = spec_.points_per_axis();
   candidates.clear();
@@ -128,9 +128,8 @@ void LatentSelectionField::keep(std::span<const int32_t> ijk, std::span<const fl
       const int32_t* row_latents = latents_of(p);
       std::iota(order.begin(), order.end(), 0);
       if (k < attended)
-        std::nth_element(order.begin(), order.begin() + (k - 1), order.end(), [&](int32_t a, int32_t b) {
-          return row[a] > row[b] || (row[a] == row[b] && a < b);
-        });
+        std::nth_element(order.begin(), order.begin() + (k - 1), order.end(),
+                         [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
       for (int64_t e = 0; e < k; ++e) {
         const int32_t column = order[size_t(e)];
         latents[size_t(p * k + e)] = uint16_t(row_latents ? row_latents[column] : column);
@@ -176,7 +175,8 @@ Status LatentSelectionField::evaluate(std::span<const int32_t> ijk, std::span<fl
   std::vector<int64_t> block_of(static_cast<size_t>(P));
   for (int64_t p = 0; p < P; ++p) {
     int64_t cell = 0;
-    for (int a = 0; a < 3; ++a) cell = cell * parent_cells + std::min(int64_t(ijk[size_t(p * 3 + a)]) / parent_stride, parent_cells - 1);
+    for (int a = 0; a < 3; ++a)
+      cell = cell * parent_cells + std::min(int64_t(ijk[size_t(p * 3 + a)]) / parent_stride, parent_cells - 1);
     block_of[size_t(p)] = cell;
   }
   std::vector<int32_t> order(static_cast<size_t>(P));
@@ -187,7 +187,8 @@ Status LatentSelectionField::evaluate(std::span<const int32_t> ijk, std::span<fl
   for (int64_t q = 0; q < P; ++q) {
     const int32_t p = order[size_t(q)];
     std::copy_n(ijk.begin() + p * 3, 3, sorted_ijk.begin() + q * 3);
-    if (q == 0 || block_of[size_t(p)] != block_of[size_t(order[size_t(q - 1)])]) first_point_of_group.push_back(int32_t(q));
+    if (q == 0 || block_of[size_t(p)] != block_of[size_t(order[size_t(q - 1)])])
+      first_point_of_group.push_back(int32_t(q));
     group[size_t(q)] = int32_t(first_point_of_group.size()) - 1;
   }
   const int64_t groups = int64_t(first_point_of_group.size());

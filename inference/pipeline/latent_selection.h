@@ -76,7 +76,7 @@ class LatentSelectionField {
   // Returns 1 where they came from a coarser cell than the parent, 0 where
   // from the parent, -1 where no cell up to the coarse level has kept latents.
   int select(const int32_t* ijk, int32_t* out, std::vector<float>& scratch_mass,
-              std::vector<int32_t>& candidates) const;
+             std::vector<int32_t>& candidates) const;
   // Keeps, for each of the points, its k heaviest latents ([P, attended] mass
   // over `attended` latents; row p's latents are latents_of(p)).
   template <class LatentsOf>

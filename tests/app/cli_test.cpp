@@ -255,8 +255,8 @@ TEST(Cli, MeshingBenchFindsTheDenseSurface) {
 // the same logits. Values outside what a model allows say what is allowed.
 TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
   const auto full_out = scratch("full.ply"), selected_out = scratch("selected.ply");
-  auto full = run("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --out '" + full_out.string() +
-                  "' --json");
+  auto full =
+      run("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --out '" + full_out.string() + "' --json");
   auto selected = run("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --latent-top-k 64 --out '" +
                       selected_out.string() + "' --json");
   ASSERT_EQ(full.exit_code, 0) << full.out;

@@ -386,7 +386,8 @@ TEST_F(ShapeOracleTest, SubsetsAttendLikeTheirLatentsAlone) {
       alone.width = W;
       for (int64_t j = 0; j < k; ++j) {
         const int64_t latent = chosen[size_t(g * k + j)];
-        alone.keys.insert(alone.keys.end(), prepared->keys.begin() + latent * W, prepared->keys.begin() + (latent + 1) * W);
+        alone.keys.insert(alone.keys.end(), prepared->keys.begin() + latent * W,
+                          prepared->keys.begin() + (latent + 1) * W);
         alone.values.insert(alone.values.end(), prepared->values.begin() + latent * W,
                             prepared->values.begin() + (latent + 1) * W);
       }

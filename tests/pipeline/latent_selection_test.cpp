@@ -68,7 +68,8 @@ TEST_F(LatentSelection, EveryLatentSelectedIsFullAttention) {
       const std::string where = std::string(fused ? "fused" : "layered") + ", resolution " + std::to_string(resolution);
       EXPECT_EQ(check->sign_disagreements, 0) << where;
       if (fused) EXPECT_EQ(check->largest_difference, 0.0) << where;
-      const int64_t coarse_points = ((int64_t(1) << coarse) + 1) * ((int64_t(1) << coarse) + 1) * ((int64_t(1) << coarse) + 1);
+      const int64_t coarse_points =
+          ((int64_t(1) << coarse) + 1) * ((int64_t(1) << coarse) + 1) * ((int64_t(1) << coarse) + 1);
       EXPECT_EQ(check->selection.full_attention_points, coarse_points) << where;
       EXPECT_EQ(check->selection.full_attention_points + check->selection.selected_points, check->evaluated_points)
           << where;

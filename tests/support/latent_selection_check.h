@@ -15,9 +15,9 @@
 namespace cubeforge::testing {
 
 struct LatentSelectionCheck {
-  int64_t sign_disagreements = 0;      // grid points inside for one and outside for the other
-  double largest_difference = 0.0;     // over every grid point
-  int64_t evaluated_points = 0;        // with selection
+  int64_t sign_disagreements = 0;   // grid points inside for one and outside for the other
+  double largest_difference = 0.0;  // over every grid point
+  int64_t evaluated_points = 0;     // with selection
   int64_t full_attention_evaluated_points = 0;
   LatentSelectionField::Stats selection;
 };
