@@ -17,6 +17,7 @@
 #include "inference/core/system_info.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
+#include "inference/pipeline/latent_selection.h"
 #include "inference/tensor/trace_file.h"
 
 namespace cubeforge::cli {
@@ -45,6 +46,7 @@ struct GenerateOptions {
   std::string kv_cache_type = "f32";
   DecodingArguments decoding;
   bool dense = false;
+  int64_t latent_top_k = 0;  // 0: every grid point attends to every latent
   bool reference_mapping = false;
   bool keep_floaters = false;
   int64_t target_faces = 0;
@@ -127,11 +129,21 @@ int run_generate(GenerateOptions o) {
     print_error("generate", weights.error());
     return 2;
   }
+  if (o.latent_top_k > 0 && o.dense) {
+    std::fprintf(stderr,
+                 "generate: --latent-top-k chooses latents from the coarser levels of coarse-to-fine "
+                 "evaluation, which --dense does not have; leave out one of them\n");
+    return 2;
+  }
   share_one_malloc_arena_under_address_limit();
   if (!set_threads_within_address_space(o.threads, *folder, o.resolution, !o.dense, "generate")) return 1;
   install_interrupt_handler();
   auto model = load_model_or_report(*folder, "generate", *weights);
   if (!model) return 1;
+  if (Status top_k = check_latent_top_k(o.latent_top_k, model->shape().config().latents); !top_k.ok()) {
+    std::fprintf(stderr, "generate: --latent-top-k: %s\n", top_k.error().message.c_str());
+    return 2;
+  }
   auto kv = kv_cache_options(o.engine.kv_cache, o.engine.kv_budget, o.engine.kv_rank, model->folder(),
                              model->config().gpt);
   if (!kv.ok()) {
@@ -171,6 +183,7 @@ int run_generate(GenerateOptions o) {
   request.kv_cache = *kv;
   request.decoding = o.decoding.options();
   request.coarse_to_fine = !o.dense;
+  request.latent_top_k = o.latent_top_k;
   request.vertex_mapping = o.reference_mapping ? VertexMapping::kReference : VertexMapping::kCellSize;
   request.remove_floaters = !o.keep_floaters;
   request.target_faces = o.target_faces;
@@ -259,6 +272,7 @@ int run_generate(GenerateOptions o) {
           {"faces", result->stats.faces},
           {"faces_before_cleanup", result->stats.faces_before_cleanup},
           {"occupancy_points", result->stats.occupancy_points},
+          {"latent_top_k", o.latent_top_k},
           {"dense_points", result->stats.dense_points},
           {"floaters_removed", result->stats.floaters_removed},
           {"simplification",
@@ -327,6 +341,10 @@ Action add_generate_command(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   add_decoding_arguments(cmd, o->decoding);
   cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine");
+  cmd->add_option("--latent-top-k", o->latent_top_k,
+                  "Coarse-to-fine: each block of grid points attends to the K latents its parent cell weighs most "
+                  "(0: every latent, exact)")
+      ->check(whole_number_in(0, 65536, "latents per block; 0 attends to every latent"));
   cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))");
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");
   cmd->add_option("--target-faces", o->target_faces, "Simplify to this many faces (0: max(10000, 10%), -1: off)")

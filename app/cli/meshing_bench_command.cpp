@@ -1,11 +1,16 @@
 // `cubeforge-cli bench-meshing`: what coarse-to-fine evaluation costs and
-// whether it finds the dense grid's surface, on shapes the model generates.
+// whether it finds the dense grid's surface, on shapes the model generates or
+// on random tokens of a random-weight shape tokenizer of the real sizes
+// (`--shape v05`).
 //
-// For every prompt: greedy tokens, latents, then the occupancy grid twice:
-// coarse-to-fine with the given settings (points evaluated per level, time)
-// and densely (time, and the grid points whose inside/outside class differs:
-// zero means marching cubes sees exactly the dense surface).
+// For every object: latents, then the occupancy grid coarse-to-fine with the
+// given settings (points evaluated per level, occupancy and marching cubes
+// time), with full attention and with each latent top-k asked for, in turn
+// for every round; and once densely (time, and the grid points whose
+// inside/outside class differs: zero means marching cubes sees exactly the
+// dense surface). A top-k run is also compared with the full-attention one.
 #include <nlohmann/json.hpp>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,13 +18,17 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <random>
 
 #include "app/cli/commands.h"
 #include "app/cli/model_option.h"
+#include "app/cli/option_checks.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/model/random_weights.h"
 #include "inference/pipeline/generation.h"
+#include "inference/pipeline/latent_selection.h"
 
 namespace cubeforge::cli {
 
@@ -29,8 +38,13 @@ struct MeshingBenchOptions {
   std::string model_dir;
   std::vector<std::string> prompts;
   std::string prompts_file;
+  std::string shape;  // a random-weight shape tokenizer of these sizes instead of a model
+  int objects = 1;
+  uint64_t seed = 1;
   int resolution = 7;
   int threads = 0;
+  int rounds = 1;
+  std::vector<int64_t> latent_top_k;  // besides full attention, which always runs first
   bool skip_dense = false;
   bool json = false;
   CoarseToFineOptions refinement = [] {
@@ -40,50 +54,117 @@ struct MeshingBenchOptions {
   }();
 };
 
-struct PromptFigures {
-  std::string prompt;
+// One coarse-to-fine evaluation setting (full attention, or a latent top-k) on one object.
+struct VariantFigures {
+  int64_t top_k = 0;
+  std::vector<double> occupancy_ms, meshing_ms;  // per round
+  std::vector<double> occupancy_cpu_ms;          // per round: CPU time of all threads
   CoarseToFineStats stats;
-  double coarse_to_fine_ms = 0;
-  double dense_ms = 0;
-  int64_t sign_disagreements = -1;  // -1: not compared
+  LatentSelectionField::Stats selection;
   int64_t faces = 0;
+  int64_t full_attention_disagreements = -1;  // grid points classified unlike full attention's (top-k only)
+  int64_t dense_disagreements = -1;           // unlike the dense grid's; -1: not compared
+};
+
+struct ObjectFigures {
+  std::string name;
+  std::vector<VariantFigures> variants;  // full attention first
+  double dense_ms = 0;
 };
 
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-Result<PromptFigures> measure_prompt(const CubeModel& model, const std::string& prompt, const MeshingBenchOptions& o) {
-  PromptFigures figures;
-  figures.prompt = prompt;
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, prompt, std::nullopt));
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> uncond, encode_prompt(model, "", std::nullopt));
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<int> tokens,
-                             generate_tokens(model.gpt(), cond, uncond, model.shape_tokens(), TokenGenerationOptions{}));
-  const ShapeTokenizer& shape = model.shape();
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents,
-                             shape.decode_tokens(std::vector<int64_t>(tokens.begin(), tokens.end())));
-  CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
+// CPU time of every thread of the process: on a shared machine wall time
+// also counts the time other processes held the cores.
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return 1e3 * double(t.tv_sec) + 1e-6 * double(t.tv_nsec);
+}
 
+double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+Result<ObjectFigures> measure_latents(const ShapeTokenizer& shape, std::span<const float> latents,
+                                      const std::string& name, const MeshingBenchOptions& o) {
+  ObjectFigures figures;
+  figures.name = name;
+  CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
   GridSpec spec;
   spec.resolution = o.resolution;
   const ShapeTokenizer::GridQueries grid_queries = shape.prepare_grid(grid_axis_coordinates(spec));
-  const GridFieldFunction field = [&](std::span<const int32_t> ijk, std::span<float> values) -> Status {
+  const GridFieldFunction full_attention = [&](std::span<const int32_t> ijk, std::span<float> values) -> Status {
     return occupancy_on_grid_in_slices(shape, prepared, grid_queries, ijk, values);
   };
-  auto start = std::chrono::steady_clock::now();
-  CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_grid_field_coarse_to_fine(field, spec, o.refinement));
-  figures.coarse_to_fine_ms = ms_since(start);
-  figures.stats = refined.stats;
-  CUBEFORGE_ASSIGN_OR_RETURN(Mesh mesh, marching_cubes(refined.grid));
-  figures.faces = int64_t(mesh.face_count());
+  std::optional<ScalarGrid> dense;
   if (!o.skip_dense) {
-    start = std::chrono::steady_clock::now();
-    CUBEFORGE_ASSIGN_OR_RETURN(ScalarGrid dense, evaluate_grid_field_dense(field, spec, o.refinement.evaluation));
+    const auto start = std::chrono::steady_clock::now();
+    CUBEFORGE_ASSIGN_OR_RETURN(dense, evaluate_grid_field_dense(full_attention, spec, o.refinement.evaluation));
     figures.dense_ms = ms_since(start);
-    figures.sign_disagreements = count_sign_disagreements(dense, refined.grid, o.refinement.level);
+  }
+  figures.variants.push_back(VariantFigures{});
+  for (int64_t k : o.latent_top_k)
+    if (k > 0) {
+      figures.variants.emplace_back();
+      figures.variants.back().top_k = k;
+    }
+  std::optional<ScalarGrid> full_attention_grid;  // the first round's, to compare the top-k grids with
+  for (int round = 0; round < o.rounds; ++round) {
+    for (VariantFigures& variant : figures.variants) {
+      CoarseToFineOptions refinement = o.refinement;
+      GridFieldFunction field = full_attention;
+      std::optional<LatentSelectionField> selection;
+      if (variant.top_k > 0) {
+        CUBEFORGE_ASSIGN_OR_RETURN(selection,
+                                   LatentSelectionField::create(shape, prepared, grid_queries, spec, variant.top_k));
+        field = selection->attach(refinement);
+      }
+      auto start = std::chrono::steady_clock::now();
+      const double cpu_start = process_cpu_ms();
+      CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_grid_field_coarse_to_fine(field, spec, refinement));
+      variant.occupancy_ms.push_back(ms_since(start));
+      variant.occupancy_cpu_ms.push_back(process_cpu_ms() - cpu_start);
+      start = std::chrono::steady_clock::now();
+      CUBEFORGE_ASSIGN_OR_RETURN(Mesh mesh, marching_cubes(refined.grid));
+      variant.meshing_ms.push_back(ms_since(start));
+      if (round > 0) continue;
+      variant.stats = refined.stats;
+      if (selection) variant.selection = selection->stats();
+      variant.faces = int64_t(mesh.face_count());
+      if (dense) variant.dense_disagreements = count_sign_disagreements(*dense, refined.grid, o.refinement.level);
+      if (variant.top_k == 0)
+        full_attention_grid = std::move(refined.grid);
+      else
+        variant.full_attention_disagreements =
+            count_sign_disagreements(*full_attention_grid, refined.grid, o.refinement.level);
+    }
   }
   return figures;
+}
+
+Result<ObjectFigures> measure_prompt(const CubeModel& model, const std::string& prompt, const MeshingBenchOptions& o) {
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond, encode_prompt(model, prompt, std::nullopt));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> uncond, encode_prompt(model, "", std::nullopt));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<int> tokens, generate_tokens(model.gpt(), cond, uncond, model.shape_tokens(),
+                                                                      TokenGenerationOptions{}));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents,
+                             model.shape().decode_tokens(std::vector<int64_t>(tokens.begin(), tokens.end())));
+  return measure_latents(model.shape(), latents, prompt, o);
+}
+
+// Latents of random tokens: on random weights they are as much an object as any.
+Result<ObjectFigures> measure_random_object(const ShapeTokenizer& shape, uint64_t seed, const MeshingBenchOptions& o) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> tokens(static_cast<size_t>(shape.config().latents));
+  for (int64_t& t : tokens) t = int64_t(rng() % uint64_t(shape.config().codes));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(tokens));
+  return measure_latents(shape, latents, "random tokens, seed " + std::to_string(seed), o);
 }
 
 std::optional<std::vector<std::string>> read_prompts(const MeshingBenchOptions& o) {
@@ -100,95 +181,205 @@ std::optional<std::vector<std::string>> read_prompts(const MeshingBenchOptions& 
     }
   }
   if (prompts.empty()) {
-    std::fprintf(stderr, "bench-meshing: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE\n");
+    std::fprintf(stderr,
+                 "bench-meshing: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE, or --shape "
+                 "small|v01|v05 for random tokens of random weights\n");
     return std::nullopt;
   }
   return prompts;
 }
 
-int run_meshing_bench(const MeshingBenchOptions& o) {
-  if (o.threads > 0) cpu::set_thread_count(o.threads);
-  const auto prompts = read_prompts(o);
-  if (!prompts) return 2;
-  const auto folder = model_folder_or_report(o.model_dir, /*given_on_command_line=*/false, "bench-meshing");
-  if (!folder) return 1;
-  auto model = load_model_or_report(*folder, "bench-meshing");
-  if (!model) return 1;
+nlohmann::json levels_json(const CoarseToFineStats& stats) {
+  nlohmann::json levels = nlohmann::json::array();
+  for (const CoarseToFineLevel& level : stats.levels)
+    levels.push_back({{"resolution", level.resolution},
+                      {"evaluated_points", level.evaluated_points},
+                      {"surface_cells", level.surface_cells}});
+  return levels;
+}
 
-  std::vector<PromptFigures> rows;
-  for (const std::string& prompt : *prompts) {
-    auto figures = measure_prompt(*model, prompt, o);
-    if (!figures.ok()) {
-      std::fprintf(stderr, "bench-meshing: '%s': %s\n", prompt.c_str(), figures.error().to_string().c_str());
-      return 1;
-    }
-    rows.push_back(std::move(*figures));
-  }
+double points_per_second(const VariantFigures& v) {
+  const double ms = median(v.occupancy_ms);
+  return ms > 0 ? double(v.stats.evaluated_points) / (ms / 1e3) : 0.0;
+}
 
+void print_json(const MeshingBenchOptions& o, const std::string& model_name, const std::vector<ObjectFigures>& rows) {
+  nlohmann::json j;
+  j["model"] = model_name;
+  j["resolution"] = o.resolution;
+  j["threads"] = cpu::thread_count();
+  j["rounds"] = o.rounds;
+  j["settings"] = {{"coarse_resolution", o.refinement.coarse_resolution},
+                   {"dilation", o.refinement.dilation},
+                   {"near_surface_margin", o.refinement.near_surface_margin},
+                   {"final_near_surface_margin", o.refinement.final_near_surface_margin}};
   int64_t evaluated = 0, disagreements = 0, final_surface_cells = 0;
   double c2f_ms = 0, dense_ms = 0;
-  for (const PromptFigures& r : rows) {
-    evaluated += r.stats.evaluated_points;
-    final_surface_cells += r.stats.levels.back().surface_cells;
-    c2f_ms += r.coarse_to_fine_ms;
+  std::vector<double> selection_ms(rows.front().variants.size(), 0.0);
+  std::vector<int64_t> selection_disagreements(rows.front().variants.size(), 0);
+  for (const ObjectFigures& r : rows) {
+    const VariantFigures& full = r.variants.front();
+    nlohmann::json row = {{"prompt", r.name},
+                          {"evaluated_points", full.stats.evaluated_points},
+                          {"dense_points", full.stats.dense_points},
+                          {"coarse_to_fine_ms", median(full.occupancy_ms)},
+                          {"occupancy_ms", median(full.occupancy_ms)},
+                          {"occupancy_ms_rounds", full.occupancy_ms},
+                          {"occupancy_cpu_ms", median(full.occupancy_cpu_ms)},
+                          {"meshing_ms", median(full.meshing_ms)},
+                          {"points_per_second", points_per_second(full)},
+                          {"faces", full.faces},
+                          {"levels", levels_json(full.stats)}};
+    if (full.dense_disagreements >= 0) {
+      row["dense_ms"] = r.dense_ms;
+      row["sign_disagreements"] = full.dense_disagreements;
+    }
+    for (size_t v = 1; v < r.variants.size(); ++v) {
+      const VariantFigures& s = r.variants[v];
+      nlohmann::json entry = {{"top_k", s.top_k},
+                              {"occupancy_ms", median(s.occupancy_ms)},
+                              {"occupancy_ms_rounds", s.occupancy_ms},
+                              {"occupancy_cpu_ms", median(s.occupancy_cpu_ms)},
+                              {"speed_up", median(full.occupancy_ms) / median(s.occupancy_ms)},
+                              {"meshing_ms", median(s.meshing_ms)},
+                              {"evaluated_points", s.stats.evaluated_points},
+                              {"points_per_second", points_per_second(s)},
+                              {"faces", s.faces},
+                              {"sign_disagreements", s.full_attention_disagreements},
+                              {"blocks", s.selection.blocks},
+                              {"inherited_blocks", s.selection.inherited_blocks},
+                              {"levels", levels_json(s.stats)}};
+      if (s.dense_disagreements >= 0) entry["dense_sign_disagreements"] = s.dense_disagreements;
+      row["latent_selection"].push_back(entry);
+      selection_ms[v] += median(s.occupancy_ms);
+      selection_disagreements[v] += s.full_attention_disagreements;
+    }
+    j["prompts"].push_back(row);
+    evaluated += full.stats.evaluated_points;
+    final_surface_cells += full.stats.levels.back().surface_cells;
+    c2f_ms += median(full.occupancy_ms);
     dense_ms += r.dense_ms;
-    disagreements += std::max<int64_t>(0, r.sign_disagreements);
+    disagreements += std::max<int64_t>(0, full.dense_disagreements);
   }
-  const int64_t dense_points = rows.front().stats.dense_points;
-  const double points_per_surface_cell = final_surface_cells ? double(evaluated) / double(final_surface_cells) : 0.0;
+  const int64_t dense_points = rows.front().variants.front().stats.dense_points;
+  j["total"] = {
+      {"evaluated_points", evaluated},
+      {"fraction_of_dense", double(evaluated) / double(dense_points * int64_t(rows.size()))},
+      {"points_per_final_surface_cell", final_surface_cells ? double(evaluated) / double(final_surface_cells) : 0.0},
+      {"coarse_to_fine_ms", c2f_ms},
+      {"occupancy_ms", c2f_ms}};
+  if (!o.skip_dense) {
+    j["total"]["dense_ms"] = dense_ms;
+    j["total"]["sign_disagreements"] = disagreements;
+  }
+  for (size_t v = 1; v < selection_ms.size(); ++v)
+    j["total"]["latent_selection"].push_back({{"top_k", rows.front().variants[v].top_k},
+                                              {"occupancy_ms", selection_ms[v]},
+                                              {"sign_disagreements", selection_disagreements[v]}});
+  std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
 
-  if (o.json) {
-    nlohmann::json j;
-    j["resolution"] = o.resolution;
-    j["threads"] = cpu::thread_count();
-    j["settings"] = {{"coarse_resolution", o.refinement.coarse_resolution},
-                     {"dilation", o.refinement.dilation},
-                     {"near_surface_margin", o.refinement.near_surface_margin},
-                     {"final_near_surface_margin", o.refinement.final_near_surface_margin}};
-    for (const PromptFigures& r : rows) {
-      nlohmann::json row = {{"prompt", r.prompt},
-                            {"evaluated_points", r.stats.evaluated_points},
-                            {"dense_points", r.stats.dense_points},
-                            {"coarse_to_fine_ms", r.coarse_to_fine_ms},
-                            {"faces", r.faces}};
-      for (const CoarseToFineLevel& level : r.stats.levels)
-        row["levels"].push_back({{"resolution", level.resolution},
-                                 {"evaluated_points", level.evaluated_points},
-                                 {"surface_cells", level.surface_cells}});
-      if (r.sign_disagreements >= 0) {
-        row["dense_ms"] = r.dense_ms;
-        row["sign_disagreements"] = r.sign_disagreements;
-      }
-      j["prompts"].push_back(row);
+void print_table(const MeshingBenchOptions& o, const std::string& model_name, const std::vector<ObjectFigures>& rows) {
+  std::printf(
+      "%s; resolution %d, coarse level %d, dilation %d, near-surface margin %.2f (last level %.2f), "
+      "%d threads, %d round%s\n",
+      model_name.c_str(), o.resolution, o.refinement.coarse_resolution, o.refinement.dilation,
+      o.refinement.near_surface_margin, o.refinement.final_near_surface_margin, cpu::thread_count(), o.rounds,
+      o.rounds == 1 ? "" : "s");
+  std::printf("%-34s %6s %10s %8s %11s %8s %9s %9s %9s %8s\n", "object", "top-k", "points", "of dense", "occupancy ms",
+              "mesh ms", "points/s", "dense ms", "differ", "faces");
+  int64_t evaluated = 0, disagreements = 0, final_surface_cells = 0;
+  double c2f_ms = 0, dense_ms = 0;
+  for (const ObjectFigures& r : rows) {
+    for (const VariantFigures& v : r.variants) {
+      std::printf("%-34.34s %6s %10lld %7.1f%% %11.1f %8.1f %9.0f ", v.top_k == 0 ? r.name.c_str() : "",
+                  v.top_k == 0 ? "all" : std::to_string(v.top_k).c_str(), (long long)v.stats.evaluated_points,
+                  100.0 * double(v.stats.evaluated_points) / double(v.stats.dense_points), median(v.occupancy_ms),
+                  median(v.meshing_ms), points_per_second(v));
+      if (v.top_k == 0 && v.dense_disagreements >= 0)
+        std::printf("%9.1f %9lld", r.dense_ms, (long long)v.dense_disagreements);
+      else if (v.top_k > 0)
+        std::printf("%9s %9lld", "", (long long)v.full_attention_disagreements);
+      else
+        std::printf("%9s %9s", "-", "-");
+      std::printf(" %8lld\n", (long long)v.faces);
     }
-    j["total"] = {{"evaluated_points", evaluated},
-                  {"fraction_of_dense", double(evaluated) / double(dense_points * int64_t(rows.size()))},
-                  {"points_per_final_surface_cell", points_per_surface_cell},
-                  {"coarse_to_fine_ms", c2f_ms}};
-    if (!o.skip_dense) {
-      j["total"]["dense_ms"] = dense_ms;
-      j["total"]["sign_disagreements"] = disagreements;
-    }
-    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
+    const VariantFigures& full = r.variants.front();
+    evaluated += full.stats.evaluated_points;
+    final_surface_cells += full.stats.levels.back().surface_cells;
+    c2f_ms += median(full.occupancy_ms);
+    dense_ms += r.dense_ms;
+    disagreements += std::max<int64_t>(0, full.dense_disagreements);
   }
-  std::printf("resolution %d, coarse level %d, dilation %d, near-surface margin %.2f (last level %.2f), %d threads\n",
-              o.resolution, o.refinement.coarse_resolution, o.refinement.dilation, o.refinement.near_surface_margin,
-              o.refinement.final_near_surface_margin, cpu::thread_count());
-  std::printf("%-40s %10s %8s %9s %9s %9s %8s\n", "prompt", "points", "of dense", "c2f ms", "dense ms", "differ", "faces");
-  for (const PromptFigures& r : rows) {
-    std::printf("%-40.40s %10lld %7.1f%% %9.1f ", r.prompt.c_str(), (long long)r.stats.evaluated_points,
-                100.0 * double(r.stats.evaluated_points) / double(r.stats.dense_points), r.coarse_to_fine_ms);
-    if (r.sign_disagreements >= 0)
-      std::printf("%9.1f %9lld", r.dense_ms, (long long)r.sign_disagreements);
-    else
-      std::printf("%9s %9s", "-", "-");
-    std::printf(" %8lld\n", (long long)r.faces);
-  }
-  std::printf("total: %lld points (%.1f%% of dense, %.1f per final surface cell), %.0f ms coarse-to-fine", (long long)evaluated,
-              100.0 * double(evaluated) / double(dense_points * int64_t(rows.size())), points_per_surface_cell, c2f_ms);
-  if (!o.skip_dense) std::printf(", %.0f ms dense, %lld grid points classified differently", dense_ms, (long long)disagreements);
+  const int64_t dense_points = rows.front().variants.front().stats.dense_points;
+  std::printf(
+      "total (full attention): %lld points (%.1f%% of dense, %.1f per final surface cell), %.0f ms "
+      "coarse-to-fine",
+      (long long)evaluated, 100.0 * double(evaluated) / double(dense_points * int64_t(rows.size())),
+      final_surface_cells ? double(evaluated) / double(final_surface_cells) : 0.0, c2f_ms);
+  if (!o.skip_dense)
+    std::printf(", %.0f ms dense, %lld grid points classified differently", dense_ms, (long long)disagreements);
   std::printf("\n");
+  if (rows.front().variants.size() > 1)
+    std::printf("differ: against the dense grid for full attention, against full attention for a top-k\n");
+}
+
+int run_meshing_bench(const MeshingBenchOptions& o) {
+  if (o.threads > 0) cpu::set_thread_count(o.threads);
+  std::vector<ObjectFigures> rows;
+  std::string model_name;
+  auto measured = [&](Result<ObjectFigures> figures, const std::string& name) {
+    if (!figures.ok()) {
+      std::fprintf(stderr, "bench-meshing: '%s': %s\n", name.c_str(), figures.error().to_string().c_str());
+      return false;
+    }
+    rows.push_back(std::move(*figures));
+    return true;
+  };
+  auto top_k_allowed = [&](int64_t latents) {
+    for (int64_t k : o.latent_top_k) {
+      Status status = check_latent_top_k(k, latents);
+      if (!status.ok()) {
+        std::fprintf(stderr, "bench-meshing: --latent-top-k: %s\n", status.error().message.c_str());
+        return false;
+      }
+    }
+    return true;
+  };
+  if (!o.shape.empty()) {
+    if (!o.prompts.empty() || !o.prompts_file.empty() || !o.model_dir.empty()) {
+      std::fprintf(stderr,
+                   "bench-meshing: --shape measures random tokens of random weights; leave out --model, "
+                   "--prompt and --prompts\n");
+      return 2;
+    }
+    auto shape = random_shape_tokenizer(o.shape, o.seed);
+    if (!shape.ok()) {
+      std::fprintf(stderr, "bench-meshing: %s\n", shape.error().to_string().c_str());
+      return 1;
+    }
+    if (!top_k_allowed(shape->config().latents)) return 2;
+    model_name = "random " + o.shape + " shape tokenizer (seed " + std::to_string(o.seed) + ")";
+    for (int i = 0; i < o.objects; ++i) {
+      const uint64_t seed = o.seed + uint64_t(i);
+      if (!measured(measure_random_object(*shape, seed, o), "random tokens, seed " + std::to_string(seed))) return 1;
+    }
+  } else {
+    const auto prompts = read_prompts(o);
+    if (!prompts) return 2;
+    const auto folder = model_folder_or_report(o.model_dir, /*given_on_command_line=*/false, "bench-meshing");
+    if (!folder) return 1;
+    auto model = load_model_or_report(*folder, "bench-meshing");
+    if (!model) return 1;
+    if (!top_k_allowed(model->shape().config().latents)) return 2;
+    model_name = folder->string();
+    for (const std::string& prompt : *prompts)
+      if (!measured(measure_prompt(*model, prompt, o), prompt)) return 1;
+  }
+  if (o.json)
+    print_json(o, model_name, rows);
+  else
+    print_table(o, model_name, rows);
   return 0;
 }
 
@@ -201,6 +392,13 @@ Action add_meshing_bench_command(CLI::App& app) {
   cmd->add_option("--model", options->model_dir, "Model folder (default: the built-in model)");
   cmd->add_option("--prompt", options->prompts, "A prompt (repeatable)");
   cmd->add_option("--prompts", options->prompts_file, "A file of prompts, one per line (# starts a comment)");
+  cmd->add_option("--shape", options->shape,
+                  "Random-weight shape tokenizer of these sizes instead, meshing random tokens: small, v01 or v05")
+      ->check(CLI::IsMember({"small", "v01", "v05"}));
+  cmd->add_option("--objects", options->objects, "With --shape: objects to mesh (seeds --seed, --seed + 1, ...)")
+      ->check(whole_number_in(1, 1000, "random token sequences"));
+  cmd->add_option("--seed", options->seed, "With --shape: seed of the random weights and the first object's tokens")
+      ->check(seed_number());
   cmd->add_option("--resolution", options->resolution, "Grid resolution: (2^r + 1)^3 points")->check(CLI::Range(2, 10));
   cmd->add_option("--coarse", options->refinement.coarse_resolution, "First, dense level of coarse-to-fine")
       ->check(CLI::Range(1, 10));
@@ -212,6 +410,13 @@ Action add_meshing_bench_command(CLI::App& app) {
   cmd->add_option("--final-margin", options->refinement.final_near_surface_margin,
                   "The same margin for the level below the target")
       ->check(CLI::Range(0.0f, 100.0f));
+  cmd->add_option("--latent-top-k", options->latent_top_k,
+                  "Also evaluate with each block of grid points attending to its K heaviest latents (a comma list; "
+                  "0 is full attention, which always runs first), compared with full attention")
+      ->delimiter(',')
+      ->check(whole_number_in(0, 65536, "latents per block; 0 is full attention"));
+  cmd->add_option("--rounds", options->rounds, "Times every setting runs, in turn (the median time is reported)")
+      ->check(whole_number_in(1, 100, "rounds of all settings"));
   cmd->add_option("--threads", options->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_flag("--no-dense", options->skip_dense, "Skip the dense grid (no time or agreement figures)");
   cmd->add_flag("--json", options->json, "Print one JSON object");

@@ -2,7 +2,14 @@
 // arithmetic rate of the shape decoder, as meshing issues them (one slice per
 // thread), for the fused decoder at points, the fused decoder at grid indices
 // (its first layer from per-axis terms, as meshing runs it) and the
-// layer-at-a-time path.
+// layer-at-a-time path; on a model folder or on a random-weight shape
+// tokenizer of the real sizes (`--shape v05`).
+//
+// With a latent top-k, the points come in the blocks coarse-to-fine forms at
+// its last level (the 2×2×2 points of random cells of the level before), the
+// cells' corners are evaluated first, untimed, and each block then attends to
+// the k latents its cell's corners gave the most weight (latent_selection.h),
+// in turn with full attention at the same points.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,12 +21,16 @@
 #include <random>
 
 #include "app/cli/commands.h"
+#include "app/cli/option_checks.h"
+#include "inference/core/system_info.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/occupancy_grid.h"
 #include "inference/model/config.h"
+#include "inference/model/random_weights.h"
 #include "inference/model/shape_tokenizer.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
+#include "inference/pipeline/latent_selection.h"
 
 namespace cubeforge::cli {
 
@@ -27,6 +38,9 @@ namespace {
 
 struct OccupancyBenchOptions {
   std::string model_dir;
+  std::string shape;  // a random-weight shape tokenizer of these sizes instead of a model
+  int64_t latent_top_k = 0;
+  double peak_gflops = 0;  // 0: the nominal peak from the reported clock
   int64_t points = 262144;
   int repeats = 5;
   int threads = 0;
@@ -40,12 +54,19 @@ struct PathFigures {
   double median_ms = 0.0;
   double points_per_second = 0.0;
   double gflops = 0.0;
+  // With a latent top-k: the same points attending to their blocks' latents.
+  double top_k_median_ms = 0.0;
+  double top_k_points_per_second = 0.0;
+  double top_k_gflops = 0.0;
+  int64_t sign_disagreements = 0;  // points whose inside/outside class top-k changes
+  double largest_top_k_difference = 0.0;
 };
 
-// Multiply-adds per query point of the occupancy decoder (2 FLOPs each). By
-// grid index the first layer (query_in) comes from per-axis terms: not counted.
-double flops_per_point(const ShapeModelConfig& c, int64_t hidden, bool by_grid_index) {
-  const double W = double(c.width), S = double(c.latents), E = double(c.fourier_dim());
+// Multiply-adds per query point of the occupancy decoder (2 FLOPs each) with
+// `attended` latents per point. By grid index the first layer (query_in)
+// comes from per-axis terms: not counted.
+double flops_per_point(const ShapeModelConfig& c, int64_t hidden, bool by_grid_index, int64_t attended) {
+  const double W = double(c.width), S = double(attended), E = double(c.fourier_dim());
   const double macs = (by_grid_index ? 0.0 : E * W) + W * W  // query_in, query_out
                       + W * W         // c_q
                       + 2.0 * S * W   // scores and weighted values over all heads
@@ -55,25 +76,73 @@ double flops_per_point(const ShapeModelConfig& c, int64_t hidden, bool by_grid_i
   return 2.0 * macs;
 }
 
-int run_occupancy_bench(const OccupancyBenchOptions& o) {
-  if (o.threads > 0) cpu::set_thread_count(o.threads);
+// Two FMA units of the widest vectors per core at the reported clock: the
+// nominal peak (some CPUs have one AVX-512 FMA unit per core).
+double nominal_peak_gflops(int threads) {
+  const std::optional<double> ghz = reported_cpu_ghz();
+  if (!ghz) return 0.0;
+  const std::string isa = cpu::kernel_isa();
+  const double lanes = isa == "avx512" ? 16 : isa == "avx2" ? 8 : 4;
+  return double(threads) * 2.0 * lanes * 2.0 * *ghz;
+}
+
+Result<ShapeTokenizer> load_tokenizer(const OccupancyBenchOptions& o, std::string& name) {
+  if (!o.shape.empty()) {
+    name = "random " + o.shape + " shape tokenizer (seed " + std::to_string(o.seed) + ")";
+    return random_shape_tokenizer(o.shape, o.seed);
+  }
   const std::filesystem::path dir = o.model_dir.empty() ? default_model_folder() : std::filesystem::path(o.model_dir);
+  name = dir.string();
   std::optional<ModelConfig> yaml;
   if (std::filesystem::exists(dir / "config.yaml")) {
-    auto parsed = parse_model_config_yaml(dir / "config.yaml");
-    if (!parsed.ok()) {
-      std::cerr << "error: " << parsed.error().to_string() << "\n";
-      return 1;
-    }
-    yaml = std::move(parsed).value();
+    CUBEFORGE_ASSIGN_OR_RETURN(yaml, parse_model_config_yaml(dir / "config.yaml"));
   }
-  auto tokenizer = ShapeTokenizer::load(dir / "shape_tokenizer.safetensors", yaml ? &yaml->shape : nullptr,
-                                        yaml ? (dir / "config.yaml").string() : "");
+  return ShapeTokenizer::load(dir / "shape_tokenizer.safetensors", yaml ? &yaml->shape : nullptr,
+                              yaml ? (dir / "config.yaml").string() : "");
+}
+
+// `count` points of the grid in blocks of 2×2×2: the points a random cell of
+// the level below `spec`'s owns at that level (its lowest corner among them),
+// as coarse-to-fine's last level asks for them; the cells' corners into `corners`.
+void block_points(const GridSpec& spec, int64_t count, std::mt19937_64& rng, std::vector<int32_t>& ijk,
+                  std::vector<int32_t>& corners) {
+  const int64_t parent_cells = spec.cells_per_axis() / 2;
+  std::uniform_int_distribution<int32_t> cell(0, int32_t(parent_cells) - 1);
+  std::vector<uint8_t> corner_taken(size_t((parent_cells + 1) * (parent_cells + 1) * (parent_cells + 1)), 0);
+  ijk.clear();
+  corners.clear();
+  while (int64_t(ijk.size()) < count * 3) {
+    const int32_t c[3] = {cell(rng), cell(rng), cell(rng)};
+    for (int p = 0; p < 8 && int64_t(ijk.size()) < count * 3; ++p)
+      ijk.insert(ijk.end(), {2 * c[0] + (p & 1), 2 * c[1] + ((p >> 1) & 1), 2 * c[2] + ((p >> 2) & 1)});
+    for (int p = 0; p < 8; ++p) {
+      const int32_t corner[3] = {c[0] + (p & 1), c[1] + ((p >> 1) & 1), c[2] + ((p >> 2) & 1)};
+      uint8_t& taken =
+          corner_taken[size_t((corner[0] * (parent_cells + 1) + corner[1]) * (parent_cells + 1) + corner[2])];
+      if (taken) continue;
+      taken = 1;
+      corners.insert(corners.end(), {2 * corner[0], 2 * corner[1], 2 * corner[2]});
+    }
+  }
+}
+
+int run_occupancy_bench(const OccupancyBenchOptions& o) {
+  if (o.threads > 0) cpu::set_thread_count(o.threads);
+  if (!o.shape.empty() && !o.model_dir.empty()) {
+    std::cerr << "error: give either --model DIR or --shape small|v01|v05\n";
+    return 2;
+  }
+  std::string model_name;
+  auto tokenizer = load_tokenizer(o, model_name);
   if (!tokenizer.ok()) {
     std::cerr << "error: " << tokenizer.error().to_string() << "\n";
     return 1;
   }
   const ShapeModelConfig& config = tokenizer->config();
+  if (Status allowed = check_latent_top_k(o.latent_top_k, config.latents); !allowed.ok()) {
+    std::cerr << "error: --latent-top-k: " << allowed.error().message << "\n";
+    return 2;
+  }
 
   // Latents of random tokens.
   std::mt19937_64 rng(o.seed);
@@ -86,21 +155,30 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     return 1;
   }
   // Random points of the reference's resolution-8 meshing grid, by index and
-  // by coordinates.
+  // by coordinates; in blocks with a latent top-k.
   GridSpec spec;
   spec.resolution = 8;
   const std::vector<float> axis = grid_axis_coordinates(spec);
   std::uniform_int_distribution<int32_t> axis_index(0, int32_t(axis.size()) - 1);
-  std::vector<int32_t> ijk(size_t(o.points * 3));
-  std::vector<float> points(size_t(o.points * 3));
-  for (size_t i = 0; i < ijk.size(); ++i) {
-    ijk[i] = axis_index(rng);
-    points[i] = axis[size_t(ijk[i])];
+  std::vector<int32_t> ijk(size_t(o.points * 3)), corners;
+  if (o.latent_top_k > 0) {
+    block_points(spec, o.points, rng, ijk, corners);
+  } else {
+    for (int32_t& index : ijk) index = axis_index(rng);
   }
+  std::vector<float> points(size_t(o.points * 3));
+  for (size_t i = 0; i < ijk.size(); ++i) points[i] = axis[size_t(ijk[i])];
 
   std::vector<std::string> paths;
   for (const char* fused_path : {"fused", "grid"}) {
     if (o.path != "all" && o.path != fused_path) continue;
+    if (o.latent_top_k > 0 && std::string(fused_path) == "fused") {
+      if (o.path == fused_path) {
+        std::cerr << "error: --latent-top-k runs at grid indices; use --path grid, layered or all\n";
+        return 2;
+      }
+      continue;
+    }
     if (tokenizer->fused_occupancy_available())
       paths.push_back(fused_path);
     else if (o.path == fused_path) {
@@ -112,31 +190,68 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
   if (o.path == "all" || o.path == "layered") paths.push_back("layered");
 
   const int64_t hidden = 4 * config.width;
-  const double flops = flops_per_point(config, hidden, false);
+  const double flops = flops_per_point(config, hidden, false, config.latents);
   std::vector<PathFigures> figures;
   std::vector<std::vector<float>> outputs;
   for (const std::string& path : paths) {
     tokenizer->set_fused_occupancy(path != "layered");
     const ShapeTokenizer::GridQueries grid = tokenizer->prepare_grid(axis);
-    std::vector<float> logits(static_cast<size_t>(o.points));
-    std::vector<double> times;
-    for (int r = 0; r <= o.repeats; ++r) {  // the first run warms caches and buffers
-      const auto start = std::chrono::steady_clock::now();
-      Status status = path == "grid" ? occupancy_on_grid_in_slices(*tokenizer, *prepared, grid, ijk, logits)
-                                     : occupancy_in_slices(*tokenizer, *prepared, points, logits);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    // With a latent top-k: the cells' corners first, untimed, at the level
+    // below (the coarse level of the selection), then blocks at this one.
+    std::optional<LatentSelectionField> selection;
+    if (o.latent_top_k > 0) {
+      auto created = LatentSelectionField::create(*tokenizer, *prepared, grid, spec, o.latent_top_k);
+      Status status = created.ok() ? Status(ok_status()) : Status(created.error());
+      if (created.ok()) {
+        selection.emplace(std::move(*created));
+        selection->begin_level(spec.resolution - 1);
+        std::vector<float> corner_logits(corners.size() / 3);
+        status = selection->evaluate(corners, corner_logits);
+        selection->begin_level(spec.resolution);
+      }
       if (!status.ok()) {
         std::cerr << "error: " << status.error().to_string() << "\n";
         return 1;
       }
-      if (r > 0) times.push_back(ms);
+    }
+    std::vector<float> logits(static_cast<size_t>(o.points)), top_k_logits(logits.size());
+    std::vector<double> times, top_k_times;
+    for (int r = 0; r <= o.repeats; ++r) {  // the first run warms caches and buffers
+      auto start = std::chrono::steady_clock::now();
+      Status status = path == "grid" || selection
+                          ? occupancy_on_grid_in_slices(*tokenizer, *prepared, grid, ijk, logits)
+                          : occupancy_in_slices(*tokenizer, *prepared, points, logits);
+      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (status.ok() && r > 0) times.push_back(ms);
+      if (status.ok() && selection) {
+        start = std::chrono::steady_clock::now();
+        status = selection->evaluate(ijk, top_k_logits);
+        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+        if (r > 0) top_k_times.push_back(ms);
+      }
+      if (!status.ok()) {
+        std::cerr << "error: " << status.error().to_string() << "\n";
+        return 1;
+      }
     }
     std::sort(times.begin(), times.end());
     PathFigures f;
     f.path = path;
     f.median_ms = times[times.size() / 2];
     f.points_per_second = double(o.points) / (f.median_ms / 1e3);
-    f.gflops = f.points_per_second * flops_per_point(config, hidden, path == "grid") / 1e9;
+    const bool by_index = path == "grid";
+    f.gflops = f.points_per_second * flops_per_point(config, hidden, by_index, config.latents) / 1e9;
+    if (selection) {
+      std::sort(top_k_times.begin(), top_k_times.end());
+      f.top_k_median_ms = top_k_times[top_k_times.size() / 2];
+      f.top_k_points_per_second = double(o.points) / (f.top_k_median_ms / 1e3);
+      f.top_k_gflops = f.top_k_points_per_second * flops_per_point(config, hidden, by_index, o.latent_top_k) / 1e9;
+      for (size_t i = 0; i < logits.size(); ++i) {
+        f.sign_disagreements += (logits[i] > 0.f) != (top_k_logits[i] > 0.f);
+        f.largest_top_k_difference =
+            std::max(f.largest_top_k_difference, double(std::abs(logits[i] - top_k_logits[i])));
+      }
+    }
     figures.push_back(f);
     outputs.push_back(std::move(logits));
   }
@@ -146,28 +261,56 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
     for (size_t i = 0; i < outputs[0].size(); ++i)
       largest_difference = std::max(largest_difference, double(std::abs(outputs[0][i] - outputs[p][i])));
 
+  const double peak = o.peak_gflops > 0 ? o.peak_gflops : nominal_peak_gflops(cpu::thread_count());
+  auto of_peak = [peak](double gflops) { return peak > 0 ? gflops / peak : 0.0; };
   if (o.json) {
     nlohmann::json j;
-    j["model"] = dir.string();
+    j["model"] = model_name;
     j["width"] = config.width;
     j["latents"] = config.latents;
     j["points"] = o.points;
     j["threads"] = cpu::thread_count();
     j["isa"] = cpu::kernel_isa();
     j["flops_per_point"] = flops;
-    for (const PathFigures& f : figures)
-      j["paths"][f.path] = {{"median_ms", f.median_ms}, {"points_per_second", f.points_per_second}, {"gflops", f.gflops}};
+    j["peak_gflops"] = peak;
+    for (const PathFigures& f : figures) {
+      j["paths"][f.path] = {{"median_ms", f.median_ms},
+                            {"points_per_second", f.points_per_second},
+                            {"gflops", f.gflops},
+                            {"fraction_of_peak", of_peak(f.gflops)}};
+      if (o.latent_top_k > 0)
+        j["latent_top_k"][f.path] = {{"top_k", o.latent_top_k},
+                                     {"median_ms", f.top_k_median_ms},
+                                     {"points_per_second", f.top_k_points_per_second},
+                                     {"gflops", f.top_k_gflops},
+                                     {"fraction_of_peak", of_peak(f.top_k_gflops)},
+                                     {"speed_up", f.median_ms / f.top_k_median_ms},
+                                     {"sign_disagreements", f.sign_disagreements},
+                                     {"largest_logit_difference", f.largest_top_k_difference}};
+    }
     if (outputs.size() > 1) j["largest_logit_difference"] = largest_difference;
     std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
-  std::printf("model              %s (width %lld, %lld latents)\n", dir.string().c_str(),
+  std::printf("model              %s (width %lld, %lld latents)\n", model_name.c_str(),
               static_cast<long long>(config.width), static_cast<long long>(config.latents));
-  std::printf("points             %lld, %d threads, %s kernels, %.0f FLOPs per point\n",
-              static_cast<long long>(o.points), cpu::thread_count(), cpu::kernel_isa(), flops);
-  for (const PathFigures& f : figures)
-    std::printf("%-8s           %.1f ms median: %.0f points/s, %.1f GFLOP/s\n", f.path.c_str(), f.median_ms,
-                f.points_per_second, f.gflops);
+  std::printf("points             %lld%s, %d threads, %s kernels, %.0f FLOPs per point\n",
+              static_cast<long long>(o.points), o.latent_top_k > 0 ? " in blocks of 8" : "", cpu::thread_count(),
+              cpu::kernel_isa(), flops);
+  if (peak > 0)
+    std::printf("peak               %.0f GFLOP/s (%s)\n", peak,
+                o.peak_gflops > 0 ? "given" : "nominal: 2 FMA units per core at the reported clock");
+  for (const PathFigures& f : figures) {
+    std::printf("%-8s           %.1f ms median: %.0f points/s, %.1f GFLOP/s (%.0f%% of peak)\n", f.path.c_str(),
+                f.median_ms, f.points_per_second, f.gflops, 100.0 * of_peak(f.gflops));
+    if (o.latent_top_k > 0)
+      std::printf(
+          "  top-k %-6lld     %.1f ms median: %.0f points/s (%.2fx), %.1f GFLOP/s; %lld of %lld points change "
+          "sign, largest |logit difference| %.3g\n",
+          static_cast<long long>(o.latent_top_k), f.top_k_median_ms, f.top_k_points_per_second,
+          f.median_ms / f.top_k_median_ms, f.top_k_gflops, static_cast<long long>(f.sign_disagreements),
+          static_cast<long long>(o.points), f.largest_top_k_difference);
+  }
   if (outputs.size() > 1) std::printf("largest |logit difference| between the paths: %.3g\n", largest_difference);
   return 0;
 }
@@ -178,12 +321,21 @@ Action add_occupancy_bench_command(CLI::App& app) {
   auto options = std::make_shared<OccupancyBenchOptions>();
   CLI::App* cmd = app.add_subcommand("bench-occupancy", "Measure occupancy queries per second of the shape decoder");
   cmd->add_option("--model", options->model_dir, "Model folder (default: the built-in model)");
+  cmd->add_option("--shape", options->shape, "Random-weight shape tokenizer of these sizes instead: small, v01 or v05")
+      ->check(CLI::IsMember({"small", "v01", "v05"}));
+  cmd->add_option("--latent-top-k", options->latent_top_k,
+                  "Also time blocks of points attending to their cell's K heaviest latents (0: full attention only)")
+      ->check(whole_number_in(0, 65536, "latents per block; 0 is full attention"));
+  cmd->add_option("--peak-gflops", options->peak_gflops,
+                  "The CPU's peak for the fraction reported (default: 2 FMA units per core at the reported clock)")
+      ->check(number_in(0, 1e9, true, "GFLOP/s of all threads"));
   cmd->add_option("--points", options->points, "Query points per run")->check(CLI::Range(int64_t(1), int64_t(1) << 26));
   cmd->add_option("--repeats", options->repeats, "Timed runs (the median is reported)")->check(CLI::Range(1, 1000));
   cmd->add_option("--threads", options->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--path", options->path, "fused (at points), grid (fused, at grid indices), layered or all")
       ->check(CLI::IsMember({"fused", "grid", "layered", "all"}));
-  cmd->add_option("--seed", options->seed, "Seed for the random tokens and points");
+  cmd->add_option("--seed", options->seed, "Seed for the random tokens and points (and weights with --shape)")
+      ->check(seed_number());
   cmd->add_flag("--json", options->json, "Print one JSON object");
   return [cmd, options]() -> int { return cmd->parsed() ? run_occupancy_bench(*options) : -1; };
 }

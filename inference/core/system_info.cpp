@@ -134,6 +134,22 @@ MemoryBandwidth measure_memory_bandwidth_isolated(size_t bytes, int repeats) {
   return got == sizeof measured ? measured : MemoryBandwidth{};
 }
 
+std::optional<double> reported_cpu_ghz() {
+  FILE* file = std::fopen("/proc/cpuinfo", "r");
+  if (!file) return std::nullopt;
+  char line[512];
+  std::optional<double> ghz;
+  while (!ghz && std::fgets(line, sizeof line, file)) {
+    double mhz = 0;
+    if (std::strncmp(line, "cpu MHz", 7) == 0) {
+      const char* colon = std::strchr(line, ':');
+      if (colon && std::sscanf(colon + 1, "%lf", &mhz) == 1 && mhz > 0) ghz = mhz / 1000.0;
+    }
+  }
+  std::fclose(file);
+  return ghz;
+}
+
 std::optional<uint64_t> address_space_left() {
   rlimit limit{};
   if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return std::nullopt;

@@ -1,5 +1,6 @@
-// What the benchmarks report about the machine: memory bandwidth and the
-// process's peak memory; and the room left under a limit on address space.
+// What the benchmarks report about the machine: memory bandwidth, the
+// clock, and the process's peak memory; and the room left under a limit on
+// address space.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,12 @@ MemoryBandwidth measure_memory_bandwidth(size_t bytes = size_t(1) << 30, int rep
 // and the probe gets fresh memory (huge pages are still available). Call it
 // before starting threads. Falls back to measuring in-process if fork fails.
 MemoryBandwidth measure_memory_bandwidth_isolated(size_t bytes = size_t(1) << 30, int repeats = 3);
+
+// The clock the system reports for the first CPU (/proc/cpuinfo's "cpu MHz"),
+// in GHz, or nothing where it reports none. Under a hypervisor it is usually
+// the base clock; on bare metal the current one, which turbo and power saving
+// move.
+std::optional<double> reported_cpu_ghz();
 
 // Peak resident set size of this process, in MiB.
 double peak_rss_mib();

@@ -28,6 +28,7 @@ Kernels choose_kernels() {
     k.softmax_rows = softmax_rows_avx512;
     k.gelu_erf_lanes = gelu_erf_lanes_avx512;
     k.silu_lanes = silu_lanes_avx512;
+    k.attention_over_rows = attention_over_rows_avx512;
     k.occupancy_decoder = occupancy_decoder_avx512;
     k.occupancy_decoder_grid = occupancy_decoder_grid_avx512;
   } else if (supports_avx2_kernels()) {

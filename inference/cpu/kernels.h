@@ -68,13 +68,23 @@ void gelu_erf_lanes_avx512(float* x, int64_t n);
 void silu_lanes_scalar(float* x, int64_t n);
 void silu_lanes_avx512(float* x, int64_t n);
 
+// ---- attention_over_rows (ops.h).
+
+void attention_over_rows_generic(const float* q, int64_t rows, const float* keys, const float* values,
+                                 const int32_t* key_rows, int64_t count, int64_t heads, int64_t head_dim, float* out,
+                                 float* mass);
+void attention_over_rows_avx512(const float* q, int64_t rows, const float* keys, const float* values,
+                                const int32_t* key_rows, int64_t count, int64_t heads, int64_t head_dim, float* out,
+                                float* mass);
+
 // ---- The fused occupancy decoder (occupancy_decoder.h): AVX-512 only.
 
 void occupancy_decoder_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
-                              int64_t latent_count, const float* points, int64_t count, float* logits);
+                              int64_t latent_count, const float* points, int64_t count, float* logits,
+                              const LatentAttention& attention);
 void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
                                    int64_t latent_count, const float* axis_terms, int64_t axis_points,
-                                   const int32_t* ijk, int64_t count, float* logits);
+                                   const int32_t* ijk, int64_t count, float* logits, const LatentAttention& attention);
 
 // ---- The choice for this CPU, made once.
 
@@ -96,6 +106,7 @@ struct Kernels {
   void (*softmax_rows)(float* scores, int64_t rows, int64_t n, float scale) = softmax_rows_scalar;
   void (*gelu_erf_lanes)(float* x, int64_t n) = gelu_erf_inplace;
   void (*silu_lanes)(float* x, int64_t n) = silu_lanes_scalar;
+  decltype(&attention_over_rows_generic) attention_over_rows = attention_over_rows_generic;
   // Null where the fused occupancy decoder does not run (no AVX-512).
   decltype(&occupancy_decoder_avx512) occupancy_decoder = nullptr;
   decltype(&occupancy_decoder_grid_avx512) occupancy_decoder_grid = nullptr;

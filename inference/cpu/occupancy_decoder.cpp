@@ -20,12 +20,14 @@ bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, i
 }
 
 void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
-                       int64_t latent_count, const float* points, int64_t count, float* logits) {
+                       int64_t latent_count, const float* points, int64_t count, float* logits,
+                       const LatentAttention& attention) {
   if (count <= 0) return;
   CUBEFORGE_CHECK(occupancy_decoder_supported(weights.width, weights.heads, weights.hidden, latent_count,
                                               weights.num_freqs),
                   "the fused occupancy decoder was called where occupancy_decoder_supported() says no");
-  kernels().occupancy_decoder(weights, keys, values, latent_count, points, count, logits);
+  CUBEFORGE_CHECK(attention.per_group <= latent_count, "a point attends to more latents than there are");
+  kernels().occupancy_decoder(weights, keys, values, latent_count, points, count, logits, attention);
 }
 
 void occupancy_axis_terms(const OccupancyDecoderWeights& w, const float* axis, int64_t n, float* terms) {
@@ -52,12 +54,14 @@ void occupancy_axis_terms(const OccupancyDecoderWeights& w, const float* axis, i
 
 void occupancy_decoder_grid(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
                             int64_t latent_count, const float* axis_terms, int64_t axis_points, const int32_t* ijk,
-                            int64_t count, float* logits) {
+                            int64_t count, float* logits, const LatentAttention& attention) {
   if (count <= 0) return;
   CUBEFORGE_CHECK(occupancy_decoder_supported(weights.width, weights.heads, weights.hidden, latent_count,
                                               weights.num_freqs),
                   "the fused occupancy decoder was called where occupancy_decoder_supported() says no");
-  kernels().occupancy_decoder_grid(weights, keys, values, latent_count, axis_terms, axis_points, ijk, count, logits);
+  CUBEFORGE_CHECK(attention.per_group <= latent_count, "a point attends to more latents than there are");
+  kernels().occupancy_decoder_grid(weights, keys, values, latent_count, axis_terms, axis_points, ijk, count, logits,
+                                   attention);
 }
 
 }  // namespace cubeforge::cpu

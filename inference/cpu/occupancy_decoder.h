@@ -34,6 +34,27 @@ struct OccupancyDecoderWeights {
   float head_bias = 0.f;
 };
 
+// Cross-attention over some of the latents, and what it reports; both
+// optional (the default attends to every latent and reports nothing).
+//
+// With per_group > 0, point p attends only to the per_group latents listed in
+// row group[p] of `latents` (the softmax runs over them alone): the adaptive
+// KV selection of FlashVDM, where a block of nearby points shares one row.
+// Each point's keys and values are gathered once per run of points with the
+// same row, then the same products run as over every latent, and a point's
+// arithmetic does not depend on the points beside it: a row listing every
+// latent in ascending order gives full attention's logits bit for bit.
+//
+// `mass` ([count, attended], attended = per_group or latent_count): each
+// point's attention weights summed over the heads, over the latents it
+// attended to, in the order they are listed.
+struct LatentAttention {
+  int64_t per_group = 0;
+  const int32_t* latents = nullptr;  // [groups, per_group], indices into the keys and values
+  const int32_t* group = nullptr;    // [count]
+  float* mass = nullptr;
+};
+
 // Whether occupancy_decoder can run these sizes on this CPU, and pays off:
 // AVX-512; width, head size and hidden width (at least the width) multiples of
 // 16; and weights that stay in a core's L2 cache (kOccupancyDecoderMaxWeights),
@@ -47,7 +68,8 @@ bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, i
 // logits[p] for `count` points (xyz rows); keys/values [latent_count, W]. Only
 // where occupancy_decoder_supported() says yes (checked: anything else stops).
 void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
-                       int64_t latent_count, const float* points, int64_t count, float* logits);
+                       int64_t latent_count, const float* points, int64_t count, float* logits,
+                       const LatentAttention& attention = {});
 
 // On a grid every point's coordinates come from three axis lists, and every
 // value of the decoder's first layer depends on one coordinate only:
@@ -62,6 +84,6 @@ void occupancy_decoder(const OccupancyDecoderWeights& weights, const float* keys
 void occupancy_axis_terms(const OccupancyDecoderWeights& weights, const float* axis, int64_t n, float* terms);
 void occupancy_decoder_grid(const OccupancyDecoderWeights& weights, const float* keys, const float* values,
                             int64_t latent_count, const float* axis_terms, int64_t axis_points, const int32_t* ijk,
-                            int64_t count, float* logits);
+                            int64_t count, float* logits, const LatentAttention& attention = {});
 
 }  // namespace cubeforge::cpu

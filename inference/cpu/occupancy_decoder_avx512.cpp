@@ -158,27 +158,64 @@ constexpr int64_t kOccupancyBlock = 32;
 // rows × 3(2F+1) floats.
 template <class FirstLayer>
 void occupancy_decoder_blocks(const OccupancyDecoderWeights& w, const float* keys, const float* values,
-                              int64_t latent_count, int64_t count, float* logits, const FirstLayer& first_layer) {
+                              int64_t latent_count, int64_t count, float* logits, const LatentAttention& attention,
+                              const FirstLayer& first_layer) {
   const int64_t W = w.width, H = w.heads, D = W / H, S = latent_count, hidden = w.hidden;
   const int64_t E = 3 * (2 * w.num_freqs + 1);
   const float scale = 1.0f / std::sqrt(float(D));
+  const bool subsets = attention.per_group > 0;
+  const int64_t A = subsets ? attention.per_group : S;  // latents each point attends to
   // Keys per head transposed to [D, S]: a head's scores are then a product with
-  // S contiguous columns.
-  std::vector<float> keys_t(static_cast<size_t>(H * D * S));
-  for (int64_t s = 0; s < S; ++s)
+  // S contiguous columns. With subsets each thread gathers them per group.
+  std::vector<float> keys_t(subsets ? 0 : static_cast<size_t>(H * D * S));
+  for (int64_t s = 0; s < S && !subsets; ++s)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t d = 0; d < D; ++d) keys_t[size_t((h * D + d) * S + s)] = keys[s * W + h * D + d];
   const int64_t blocks = (count + kOccupancyBlock - 1) / kOccupancyBlock;
   parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
     const int64_t R = kOccupancyBlock;
-    std::vector<float> buffer(static_cast<size_t>(R * (E + 4 * W + hidden + S)));
+    std::vector<float> buffer(static_cast<size_t>(R * (E + 4 * W + hidden + A)));
     float* embedded = buffer.data();    // [R, E]
     float* x = embedded + R * E;        // [R, W] the residual stream
     float* normed = x + R * W;          // [R, W]
     float* query = normed + R * W;      // [R, W]
     float* attended = query + R * W;    // [R, W]
     float* wide = attended + R * W;     // [R, hidden]: the MLP's hidden layer, first the query_in layer
-    float* scores = wide + R * hidden;  // [R, S]
+    float* scores = wide + R * hidden;  // [R, A]
+    // One group's keys ([H, D, A], transposed as above) and values ([A, W]).
+    std::vector<float> group_keys(subsets ? static_cast<size_t>(H * D * A) : 0);
+    std::vector<float> group_values(subsets ? static_cast<size_t>(A * W) : 0);
+    int64_t gathered_group = -1;
+    auto gather = [&](int64_t group) {
+      const int32_t* chosen = attention.latents + group * A;
+      for (int64_t j = 0; j < A; ++j) {
+        const float* key = keys + int64_t(chosen[j]) * W;
+        for (int64_t hd = 0; hd < W; ++hd) group_keys[size_t(hd * A + j)] = key[hd];
+        std::copy_n(values + int64_t(chosen[j]) * W, W, group_values.begin() + j * W);
+      }
+      gathered_group = group;
+    };
+    // x's attention output for rows [r0, r1) of the block starting at point
+    // `begin`, over `A` latents: keys_by_head [H, D, A], latent_values [A, W].
+    auto attend = [&](int64_t begin, int64_t r0, int64_t r1, const float* keys_by_head, const float* latent_values) {
+      const int64_t rows = r1 - r0;
+      float* row_scores = scores + r0 * A;
+      for (int64_t h = 0; h < H; ++h) {
+        small_gemm(rows, query + r0 * W + h * D, W, keys_by_head + h * D * A, A, D, A, row_scores, A, nullptr, false);
+        for (int64_t r = 0; r < rows; ++r) softmax_row(row_scores + r * A, A, scale);
+        if (attention.mass) {
+          for (int64_t r = 0; r < rows; ++r) {
+            float* mass = attention.mass + (begin + r0 + r) * A;
+            const float* weights = row_scores + r * A;
+            if (h == 0)
+              std::copy_n(weights, A, mass);
+            else
+              for (int64_t j = 0; j < A; ++j) mass[j] += weights[j];
+          }
+        }
+        small_gemm(rows, row_scores, A, latent_values + h * D, W, A, D, attended + r0 * W + h * D, W, nullptr, false);
+      }
+    };
     for (int64_t block = b0; block < b1; ++block) {
       const int64_t begin = block * R, rows = std::min(R, count - begin);
       // query_in → SiLU → query_out.
@@ -192,10 +229,18 @@ void occupancy_decoder_blocks(const OccupancyDecoderWeights& w, const float* key
       // x += c_proj(attention(c_q(LN(x)), keys, values)).
       for (int64_t r = 0; r < rows; ++r) layer_norm_row(x + r * W, W, w.layer_eps, nullptr, nullptr, normed + r * W);
       small_gemm(rows, normed, W, w.query, W, W, W, query, W, w.query_bias, false);
-      for (int64_t h = 0; h < H; ++h) {
-        small_gemm(rows, query + h * D, W, keys_t.data() + h * D * S, S, D, S, scores, S, nullptr, false);
-        for (int64_t r = 0; r < rows; ++r) softmax_row(scores + r * S, S, scale);
-        small_gemm(rows, scores, S, values + h * D, W, S, D, attended + h * D, W, nullptr, false);
+      if (!subsets) {
+        attend(begin, 0, rows, keys_t.data(), values);
+      } else {
+        // Runs of rows that share a group, each over that group's latents.
+        for (int64_t r0 = 0; r0 < rows;) {
+          const int64_t group = attention.group[begin + r0];
+          int64_t r1 = r0 + 1;
+          while (r1 < rows && attention.group[begin + r1] == group) ++r1;
+          if (group != gathered_group) gather(group);
+          attend(begin, r0, r1, group_keys.data(), group_values.data());
+          r0 = r1;
+        }
       }
       small_gemm(rows, attended, W, w.proj, W, W, W, x, W, w.proj_bias, true);
       // x += down(GELU(up(LN(x)))).
@@ -218,9 +263,10 @@ void occupancy_decoder_blocks(const OccupancyDecoderWeights& w, const float* key
 }  // namespace
 
 void occupancy_decoder_avx512(const OccupancyDecoderWeights& w, const float* keys, const float* values,
-                              int64_t latent_count, const float* points, int64_t count, float* logits) {
+                              int64_t latent_count, const float* points, int64_t count, float* logits,
+                              const LatentAttention& attention) {
   const int64_t W = w.width, E = 3 * (2 * w.num_freqs + 1);
-  occupancy_decoder_blocks(w, keys, values, latent_count, count, logits,
+  occupancy_decoder_blocks(w, keys, values, latent_count, count, logits, attention,
                            [&](int64_t begin, int64_t rows, float* embedded, float* out) {
                              for (int64_t r = 0; r < rows; ++r)
                                fourier_row(w.fourier_weight, w.carrier, w.num_freqs, points + (begin + r) * 3,
@@ -231,12 +277,12 @@ void occupancy_decoder_avx512(const OccupancyDecoderWeights& w, const float* key
 
 void occupancy_decoder_grid_avx512(const OccupancyDecoderWeights& w, const float* keys, const float* values,
                                    int64_t latent_count, const float* axis_terms, int64_t axis_points,
-                                   const int32_t* ijk, int64_t count, float* logits) {
+                                   const int32_t* ijk, int64_t count, float* logits, const LatentAttention& attention) {
   const int64_t W = w.width;
   const float* x_terms = axis_terms;
   const float* y_terms = axis_terms + axis_points * W;
   const float* z_terms = axis_terms + 2 * axis_points * W;
-  occupancy_decoder_blocks(w, keys, values, latent_count, count, logits,
+  occupancy_decoder_blocks(w, keys, values, latent_count, count, logits, attention,
                            [&](int64_t begin, int64_t rows, float*, float* out) {
                              for (int64_t r = 0; r < rows; ++r) {
                                const int32_t* index = ijk + (begin + r) * 3;

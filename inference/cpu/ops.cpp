@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "inference/core/result.h"
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/kernels.h"
@@ -511,6 +512,48 @@ void silu_lanes(float* x, int64_t n) {
 void softmax_rows(float* scores, int64_t rows, int64_t n, float scale) {
   if (rows <= 0 || n <= 0) return;
   kernels().softmax_rows(scores, rows, n, scale);
+}
+
+void attention_over_rows(const float* q, int64_t rows, const float* keys, const float* values, const int32_t* key_rows,
+                         int64_t count, int64_t heads, int64_t head_dim, float* out, float* mass) {
+  if (rows <= 0) return;
+  CUBEFORGE_CHECK(count > 0 && heads > 0 && head_dim > 0, "attention over no rows, heads or channels");
+  kernels().attention_over_rows(q, rows, keys, values, key_rows, count, heads, head_dim, out, mass);
+}
+
+void attention_over_rows_generic(const float* q, int64_t rows, const float* keys, const float* values,
+                                 const int32_t* key_rows, int64_t count, int64_t heads, int64_t head_dim, float* out,
+                                 float* mass) {
+  const int64_t H = heads, D = head_dim, W = H * D;
+  const float scale = 1.0f / std::sqrt(float(D));
+  thread_local std::vector<float> weights;  // [rows, H, count]
+  weights.resize(size_t(rows * H * count));
+  for (int64_t j = 0; j < count; ++j) {
+    const float* key = keys + int64_t(key_rows[j]) * W;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < H; ++h) {
+        float dot = 0.f;
+        for (int64_t d = 0; d < D; ++d) dot += q[r * W + h * D + d] * key[h * D + d];
+        weights[size_t((r * H + h) * count + j)] = dot * scale;
+      }
+  }
+  softmax_rows(weights.data(), rows * H, count, 1.f);
+  for (int64_t r = 0; r < rows; ++r) {
+    if (mass)
+      for (int64_t j = 0; j < count; ++j) {
+        float sum = 0.f;
+        for (int64_t h = 0; h < H; ++h) sum += weights[size_t((r * H + h) * count + j)];
+        mass[r * count + j] = sum;
+      }
+    std::fill(out + r * W, out + (r + 1) * W, 0.f);
+    for (int64_t j = 0; j < count; ++j) {
+      const float* value = values + int64_t(key_rows[j]) * W;
+      for (int64_t h = 0; h < H; ++h) {
+        const float p = weights[size_t((r * H + h) * count + j)];
+        for (int64_t d = 0; d < D; ++d) out[r * W + h * D + d] += p * value[h * D + d];
+      }
+    }
+  }
 }
 
 void fourier_embed(const float* weight, const float* carrier, int64_t num_freqs, const float* points, int64_t count,

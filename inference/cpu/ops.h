@@ -100,6 +100,17 @@ void attention(const float* q, int64_t q_len, int64_t q_stride, const float* k, 
                int64_t kv_stride, int64_t heads, int64_t head_dim, int64_t causal_base, float* out,
                int64_t out_stride);
 
+// Attention of `rows` queries over `count` of the key and value rows, named
+// by `key_rows` (indices into keys and values) and read where they are: a few
+// queries over a chosen subset of many rows (occupancy queries over selected
+// latents), where gathering the rows, or a BLAS product per subset, costs more
+// than the arithmetic. Each named row is read once for all the queries.
+// q, out: [rows, H·D]; keys, values: [*, H·D]; scale 1/sqrt(D); the softmax
+// is softmax_rows' (vector math). `mass` (optional, [rows, count]): each
+// query's weights summed over the heads.
+void attention_over_rows(const float* q, int64_t rows, const float* keys, const float* values, const int32_t* key_rows,
+                         int64_t count, int64_t heads, int64_t head_dim, float* out, float* mass);
+
 // Activations, elementwise over n values, through libm: the same on every CPU.
 // gelu_erf_inplace: 0.5·x·(1 + erf(x/√2)), evaluated as 0.5·x·erfc(-x/√2).
 void gelu_erf_inplace(float* x, int64_t n);

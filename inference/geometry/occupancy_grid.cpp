@@ -198,6 +198,7 @@ Result<CoarseToFineGrid> evaluate_grid_field_coarse_to_fine(const GridFieldFunct
   for (int level = coarse; level <= target; ++level) {
     const LevelCells cells = LevelCells::at(spec, level);
     const int64_t evaluated_before = evaluator.evaluated();
+    if (options.begin_level) options.begin_level(level);
     LevelState state(cells);
     if (level == coarse) {  // every point, then every cell
       take_level_points(cells, evaluated, points);

@@ -114,6 +114,11 @@ struct CoarseToFineOptions {
   float final_near_surface_margin = 1.0f;
   float level = 0.0f;  // the surface value
   FieldEvaluationOptions evaluation;
+  // Optional: called at the start of every level, coarse first, with its
+  // resolution, before the field is asked for any of its points. A field
+  // that works level by level (the shape decoder choosing latents for each
+  // cell of the level before) learns here which level they belong to.
+  std::function<void(int resolution)> begin_level;
 };
 
 struct CoarseToFineLevel {

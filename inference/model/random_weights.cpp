@@ -131,4 +131,12 @@ Result<SafetensorsFile> random_weights_file(const std::vector<ExpectedTensor>& t
   });
 }
 
+Result<ShapeTokenizer> random_shape_tokenizer(std::string_view preset, uint64_t seed) {
+  CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig config, preset_model_config(preset));
+  const std::string name = "random-" + std::string(preset) + "-shape-tokenizer";
+  CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file,
+                             random_weights_file(expected_shape_tensors(config.shape), seed, DType::kF32, name));
+  return ShapeTokenizer::from_file(std::move(file), config.shape, "the " + std::string(preset) + " preset");
+}
+
 }  // namespace cubeforge

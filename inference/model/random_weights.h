@@ -23,6 +23,7 @@
 
 #include "inference/core/result.h"
 #include "inference/model/config.h"
+#include "inference/model/shape_tokenizer.h"
 #include "inference/tensor/dtype.h"
 #include "inference/tensor/safetensors.h"
 
@@ -50,5 +51,9 @@ std::vector<OwnedTensor> random_tensors(const std::vector<ExpectedTensor>& tenso
 // BF16.
 Result<SafetensorsFile> random_weights_file(const std::vector<ExpectedTensor>& tensors, uint64_t seed, DType dtype,
                                             std::string name);
+
+// The shape tokenizer of a preset ("small", "v01", "v05") with random F32
+// weights: occupancy and meshing benchmarks at the real sizes.
+Result<ShapeTokenizer> random_shape_tokenizer(std::string_view preset, uint64_t seed);
 
 }  // namespace cubeforge

@@ -164,6 +164,49 @@ void attention_all_keys(const float* query, int64_t n, const float* keys, const 
   }
 }
 
+// attention_all_keys under a cpu::LatentAttention (occupancy_decoder.h): with
+// subsets, each run of rows in one group attends over that group's latents
+// where they lie (cpu::attention_over_rows: a group holds a few points, for
+// which gathering its latents or a BLAS product per head costs more than the
+// arithmetic); without, through BLAS as attention_all_keys does, whatever the
+// row count, since the weights are needed. The weights summed over heads go
+// to attention.mass when asked for.
+void attention_restricted(const float* query, int64_t n, const float* keys, const float* values, int64_t context_len,
+                          const Dims& d, const cpu::LatentAttention& attention, float* out, Scratch& s) {
+  const int64_t W = d.width, D = d.head_dim;
+  if (attention.per_group > 0) {
+    const int64_t A = attention.per_group;
+    for (int64_t r0 = 0; r0 < n;) {
+      const int64_t group = attention.group[r0];
+      int64_t r1 = r0 + 1;
+      while (r1 < n && attention.group[r1] == group) ++r1;
+      cpu::attention_over_rows(query + r0 * W, r1 - r0, keys, values, attention.latents + group * A, A, d.heads, D,
+                               out + r0 * W, attention.mass ? attention.mass + r0 * A : nullptr);
+      r0 = r1;
+    }
+    return;
+  }
+  const float scale = 1.0f / std::sqrt(float(D));
+  const int64_t S = context_len;
+  const int64_t block = std::clamp<int64_t>((int64_t(1) << 22) / S, 1, std::max<int64_t>(n, 1));
+  float* scores = Scratch::sized(s.scores, block * S);
+  for (int64_t r0 = 0; r0 < n; r0 += block) {
+    const int64_t rows = std::min(block, n - r0);
+    for (int64_t h = 0; h < d.heads; ++h) {
+      cpu::sgemm(true, rows, S, D, scale, query + r0 * W + h * D, W, keys + h * D, W, 0.f, scores, S);
+      cpu::softmax_rows(scores, rows, S, 1.f);
+      if (attention.mass) {
+        float* mass = attention.mass + r0 * S;
+        if (h == 0)
+          std::copy_n(scores, rows * S, mass);
+        else
+          cpu::add_inplace(mass, scores, rows * S);
+      }
+      cpu::sgemm(false, rows, D, S, 1.f, scores, S, values + h * D, W, 0.f, out + r0 * W + h * D, W);
+    }
+  }
+}
+
 // x += down(GELU(up(LN(x)))) over n rows. `trace` and `at` name the points
 // when tracing (inference/tensor/trace.h), as in the layers below.
 void mlp_residual(const Mlp& mlp, const Dims& d, float eps, float* x, int64_t n, Scratch& s, TraceSink* trace,
@@ -214,9 +257,12 @@ void cross_attention_context(const CrossAttentionLayer& layer, const Dims& d, fl
   layer.value.apply(normed, n, values);
 }
 
+// `restricted`: the occupancy decoder's subsets and attention mass for these
+// n rows (cpu::LatentAttention); null or empty attends to every key.
 void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, float eps, float* x, int64_t n,
                            const float* keys, const float* values, int64_t context_len, Scratch& s,
-                           TraceSink* trace = nullptr, const TracePrefix& at = {}) {
+                           TraceSink* trace = nullptr, const TracePrefix& at = {},
+                           const cpu::LatentAttention* restricted = nullptr) {
   const int64_t W = d.width;
   float* normed = Scratch::sized(s.normed, n * W);
   cpu::layer_norm_lanes(x, n, W, eps, nullptr, nullptr, normed);
@@ -225,7 +271,10 @@ void cross_attention_layer(const CrossAttentionLayer& layer, const Dims& d, floa
   layer.query.apply(normed, n, query);
   trace_tensor(trace, at, "q", query, {n, W});
   float* attended = Scratch::sized(s.attended, n * W);
-  attention_all_keys(query, n, keys, values, context_len, d, attended, s);
+  if (restricted && (restricted->per_group > 0 || restricted->mass))
+    attention_restricted(query, n, keys, values, context_len, d, *restricted, attended, s);
+  else
+    attention_all_keys(query, n, keys, values, context_len, d, attended, s);
   trace_tensor(trace, at, "attn", attended, {n, W});
   layer.proj.accumulate(attended, n, x);
   trace_tensor(trace, at, "attn_residual", x, {n, W});
@@ -241,6 +290,51 @@ void mlp_embed(const Linear& in, const Linear& out, const float* x, int64_t n, f
 
 Error invalid(const std::string& file, const std::string& what) {
   return make_error(ErrorCode::kInvalidArgument, "shape tokenizer '" + file + "': " + what);
+}
+
+// The latents each of P points attends to under `attention` (every one of S
+// without subsets), after checking that the subsets and the mass buffer fit.
+Result<int64_t> checked_attended_latents(const std::string& file, const LatentAttention& attention, int64_t P,
+                                         int64_t S) {
+  int64_t attended = S;
+  if (const LatentSubsets* subsets = attention.subsets) {
+    const int64_t k = subsets->per_group;
+    if (k < 1 || k > S)
+      return invalid(file, "latent subsets of " + std::to_string(k) + " latents; a subset holds 1 to " +
+                               std::to_string(S) + " (the model's latents)");
+    if (subsets->latents.size() % size_t(k) != 0)
+      return invalid(file, "latent subsets hold " + std::to_string(subsets->latents.size()) +
+                               " indices, not a multiple of " + std::to_string(k));
+    if (subsets->group.size() != size_t(P))
+      return invalid(file, "latent subsets name a group for " + std::to_string(subsets->group.size()) + " of " +
+                               std::to_string(P) + " points");
+    const int64_t groups = int64_t(subsets->latents.size()) / k;
+    for (int32_t group : subsets->group)
+      if (group < 0 || group >= groups)
+        return invalid(file, "a point's latent group " + std::to_string(group) + " is outside the " +
+                                 std::to_string(groups) + " groups given");
+    for (int32_t latent : subsets->latents)
+      if (latent < 0 || latent >= S)
+        return invalid(file, "latent index " + std::to_string(latent) + " is outside the model's " + std::to_string(S) +
+                                 " latents");
+    attended = k;
+  }
+  if (!attention.attention_mass.empty() && attention.attention_mass.size() != size_t(P * attended))
+    return invalid(file, "attention mass buffer holds " + std::to_string(attention.attention_mass.size()) +
+                             " values for " + std::to_string(P) + " points × " + std::to_string(attended) + " latents");
+  return attended;
+}
+
+// The kernels' view of `attention` for the points from `begin` on.
+cpu::LatentAttention attention_from(const LatentAttention& attention, int64_t begin, int64_t attended) {
+  cpu::LatentAttention view;
+  if (attention.subsets) {
+    view.per_group = attention.subsets->per_group;
+    view.latents = attention.subsets->latents.data();
+    view.group = attention.subsets->group.data() + begin;
+  }
+  if (!attention.attention_mass.empty()) view.mass = attention.attention_mass.data() + begin * attended;
+  return view;
 }
 
 }  // namespace
@@ -482,8 +576,8 @@ Result<PreparedLatents> ShapeTokenizer::prepare_latents(std::span<const float> l
 }
 
 Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const float> points_xyz,
-                                 std::span<float> logits, size_t chunk, const Progress& progress,
-                                 TraceSink* trace) const {
+                                 std::span<float> logits, size_t chunk, const Progress& progress, TraceSink* trace,
+                                 const LatentAttention& attention) const {
   const Model& m = *model_;
   const int64_t W = m.dims.width;
   const int64_t out_dim = m.occupancy_head.out_features();
@@ -499,13 +593,16 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
     return invalid(file_name(), "logits buffer holds " + std::to_string(logits.size()) + " values for " +
                                     std::to_string(P) + " points × " + std::to_string(out_dim) + " outputs");
   if (chunk == 0) return invalid(file_name(), "occupancy chunk size must be positive");
+  CUBEFORGE_ASSIGN_OR_RETURN(const int64_t attended,
+                             checked_attended_latents(file_name(), attention, P, latents.latent_count));
   // A trace names each point once: all points in one chunk, layer at a time.
   const int64_t rows = trace ? std::max<int64_t>(P, 1) : std::min<int64_t>(int64_t(chunk), std::max<int64_t>(P, 1));
   if (m.fused_occupancy && use_fused_occupancy_ && !trace) {
     for (int64_t begin = 0; begin < P; begin += rows) {
       const int64_t n = std::min(rows, P - begin);
       cpu::occupancy_decoder(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
-                             latents.latent_count, points_xyz.data() + begin * 3, n, logits.data() + begin);
+                             latents.latent_count, points_xyz.data() + begin * 3, n, logits.data() + begin,
+                             attention_from(attention, begin, attended));
       if (progress && !progress(begin + n, P))
         return make_error(ErrorCode::kCancelled, "occupancy query stopped after " + std::to_string(begin + n) +
                                                      " of " + std::to_string(P) + " points");
@@ -533,8 +630,9 @@ Status ShapeTokenizer::occupancy(const PreparedLatents& latents, std::span<const
     float* hidden = Scratch::sized(scratch.hidden, n * W);
     mlp_embed(m.occupancy_query_in, m.occupancy_query_out, embedded, n, hidden, x);
     trace_tensor(trace, "occupancy.query", x, {n, W});
+    const cpu::LatentAttention restricted = attention_from(attention, begin, attended);
     cross_attention_layer(m.occupancy_attention, m.dims, kDefaultLayerNormEps, x, n, latents.keys.data(),
-                          latents.values.data(), latents.latent_count, scratch, trace, at);
+                          latents.values.data(), latents.latent_count, scratch, trace, at, &restricted);
     float* normed = Scratch::sized(scratch.normed, n * W);
     cpu::layer_norm_lanes(x, n, W, m.config.eps, m.occupancy_norm_weight.data(), m.occupancy_norm_bias.data(), normed);
     trace_tensor(trace, "occupancy.ln_f", normed, {n, W});
@@ -565,7 +663,8 @@ ShapeTokenizer::GridQueries ShapeTokenizer::prepare_grid(std::span<const float> 
 }
 
 Status ShapeTokenizer::occupancy_on_grid(const PreparedLatents& latents, const GridQueries& grid,
-                                         std::span<const int32_t> ijk, std::span<float> logits) const {
+                                         std::span<const int32_t> ijk, std::span<float> logits,
+                                         const LatentAttention& attention) const {
   const Model& m = *model_;
   const int64_t n = int64_t(grid.axis.size());
   if (ijk.size() % 3 != 0 || logits.size() * 3 != ijk.size() * size_t(m.occupancy_head.out_features()))
@@ -579,7 +678,7 @@ Status ShapeTokenizer::occupancy_on_grid(const PreparedLatents& latents, const G
   if (!fused) {
     std::vector<float> points(ijk.size());
     for (size_t p = 0; p < ijk.size(); ++p) points[p] = grid.axis[size_t(ijk[p])];
-    return occupancy(latents, points, logits);
+    return occupancy(latents, points, logits, 8192, nullptr, nullptr, attention);
   }
   const int64_t W = m.dims.width;
   if (latents.width != W || latents.latent_count <= 0 ||
@@ -588,9 +687,12 @@ Status ShapeTokenizer::occupancy_on_grid(const PreparedLatents& latents, const G
                                     ", expected " + std::to_string(W) + ")");
   if (grid.terms.size() != size_t(3 * n * W))
     return invalid(file_name(), "grid terms were prepared for another model");
+  const int64_t P = int64_t(logits.size());
+  CUBEFORGE_ASSIGN_OR_RETURN(const int64_t attended,
+                             checked_attended_latents(file_name(), attention, P, latents.latent_count));
   cpu::occupancy_decoder_grid(m.fused_occupancy->weights, latents.keys.data(), latents.values.data(),
-                              latents.latent_count, grid.terms.data(), n, ijk.data(), int64_t(logits.size()),
-                              logits.data());
+                              latents.latent_count, grid.terms.data(), n, ijk.data(), P, logits.data(),
+                              attention_from(attention, 0, attended));
   return ok_status();
 }
 

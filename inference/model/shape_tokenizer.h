@@ -41,6 +41,27 @@ struct PreparedLatents {
   std::vector<float> values;  // [S, W] c_v(LN(latents))
 };
 
+// Cross-attention of occupancy queries over some of the latents, and what it
+// reports (adaptive KV selection, as in FlashVDM; both parts optional). With
+// per_group > 0, point p attends only to the per_group latents listed in row
+// group[p] of `latents`: its keys and values are gathered once per run of
+// points in one group, then the same products run as over every latent. On
+// the fused decoder a row listing every latent in ascending order gives the
+// full attention's logits bit for bit; layer at a time, the products' rounding
+// depends on how many points share them (BLAS), as chunk sizes already do.
+// `attention_mass` ([P, attended], attended = per_group or every latent):
+// each point's attention weights summed over the heads, over the latents it
+// attended to, in the order they are listed.
+struct LatentSubsets {
+  int64_t per_group = 0;
+  std::span<const int32_t> latents;  // [groups, per_group] latent indices
+  std::span<const int32_t> group;    // [P] a row of `latents`
+};
+struct LatentAttention {
+  const LatentSubsets* subsets = nullptr;
+  std::span<float> attention_mass;
+};
+
 // Every query method is const and safe to call from many threads at once: the
 // weights do not change once loaded, and occupancy() keeps its working buffers
 // per thread. Only set_fused_occupancy() changes the tokenizer (call it before
@@ -86,8 +107,10 @@ class ShapeTokenizer {
   // of chunk at width 768: 250 MB for the default). With a `trace`, the named
   // intermediates ("occupancy.…") of the layer-at-a-time path over all P
   // points in one chunk: meant for a few probe points.
+  // `attention` restricts and reports the cross-attention (LatentAttention).
   Status occupancy(const PreparedLatents& latents, std::span<const float> points_xyz, std::span<float> logits,
-                   size_t chunk = 8192, const Progress& progress = nullptr, TraceSink* trace = nullptr) const;
+                   size_t chunk = 8192, const Progress& progress = nullptr, TraceSink* trace = nullptr,
+                   const LatentAttention& attention = {}) const;
   // Convenience for a single query batch: prepares the latents, then queries.
   Status occupancy(std::span<const float> latents, std::span<const float> points_xyz, std::span<float> logits,
                    size_t chunk = 8192) const;
@@ -104,7 +127,7 @@ class ShapeTokenizer {
   };
   GridQueries prepare_grid(std::span<const float> axis) const;
   Status occupancy_on_grid(const PreparedLatents& latents, const GridQueries& grid, std::span<const int32_t> ijk,
-                           std::span<float> logits) const;
+                           std::span<float> logits, const LatentAttention& attention = {}) const;
 
   // Whether occupancy() runs the fused decoder (cpu::occupancy_decoder)
   // on this CPU for this model: AVX-512, a single logit, sizes in multiples of

@@ -11,6 +11,7 @@
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/pipeline/latent_selection.h"
 #include "inference/tensor/trace.h"
 
 namespace cubeforge {
@@ -156,6 +157,15 @@ Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::stri
   return cond;
 }
 
+Status check_latent_selection(int64_t latent_top_k, bool coarse_to_fine, int64_t latents) {
+  CUBEFORGE_TRY(check_latent_top_k(latent_top_k, latents));
+  if (latent_top_k > 0 && !coarse_to_fine)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "latent top-k chooses latents from the coarser levels of coarse-to-fine evaluation, which a "
+                      "dense grid does not have; use top-k 0 with a dense grid");
+  return ok_status();
+}
+
 std::vector<float> occupancy_probe_points() {
   GridSpec spec;
   spec.resolution = 2;
@@ -189,10 +199,29 @@ Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& p
 
 Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
                                    const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
-                                   std::span<float> logits) {
-  return in_slices(int64_t(ijk.size() / 3), [&](int64_t begin, int64_t end) {
-    return shape.occupancy_on_grid(prepared, grid, ijk.subspan(size_t(begin) * 3, size_t(end - begin) * 3),
-                                   logits.subspan(size_t(begin), size_t(end - begin)));
+                                   std::span<float> logits, const LatentAttention& attention) {
+  const int64_t count = int64_t(ijk.size() / 3);
+  if (attention.subsets && attention.subsets->group.size() != size_t(count))
+    return make_error(ErrorCode::kInvalidArgument, "latent subsets name a group for " +
+                                                       std::to_string(attention.subsets->group.size()) + " of " +
+                                                       std::to_string(count) + " points");
+  const size_t attended = count == 0 ? 0 : attention.attention_mass.size() / size_t(count);
+  if (attended * size_t(count) != attention.attention_mass.size())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "an attention mass buffer of " + std::to_string(attention.attention_mass.size()) +
+                          " values does not divide into " + std::to_string(count) + " points");
+  return in_slices(count, [&](int64_t begin, int64_t end) {
+    const size_t b = size_t(begin), n = size_t(end - begin);
+    LatentSubsets subsets;
+    LatentAttention slice;
+    if (attention.subsets) {
+      subsets = *attention.subsets;
+      subsets.group = attention.subsets->group.subspan(b, n);
+      slice.subsets = &subsets;
+    }
+    if (!attention.attention_mass.empty())
+      slice.attention_mass = attention.attention_mass.subspan(b * attended, n * attended);
+    return shape.occupancy_on_grid(prepared, grid, ijk.subspan(b * 3, n * 3), logits.subspan(b, n), slice);
   });
 }
 
@@ -206,6 +235,7 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   if (int(tokens.size()) != expected)
     return make_error(ErrorCode::kInvalidArgument, "the shape tokenizer needs " + std::to_string(expected) +
                                                        " tokens, got " + std::to_string(tokens.size()));
+  CUBEFORGE_TRY(check_latent_selection(options.latent_top_k, options.coarse_to_fine, model.shape().config().latents));
   CUBEFORGE_TRY(check_address_space_for_grid(options.resolution, options.coarse_to_fine));
   GenerationResult result;
   result.tokens.assign(tokens.begin(), tokens.end());
@@ -247,6 +277,12 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
   if (options.coarse_to_fine) {
     CoarseToFineOptions c2f;
     c2f.evaluation = evaluation;
+    std::optional<LatentSelectionField> selection;
+    if (options.latent_top_k > 0) {
+      CUBEFORGE_ASSIGN_OR_RETURN(
+          selection, LatentSelectionField::create(shape, prepared, grid_queries, spec, options.latent_top_k));
+      field = selection->attach(c2f);
+    }
     CUBEFORGE_ASSIGN_OR_RETURN(CoarseToFineGrid refined, evaluate_grid_field_coarse_to_fine(field, spec, c2f));
     result.stats.occupancy_points = refined.stats.evaluated_points;
     grid = std::move(refined.grid);
@@ -309,6 +345,7 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   if (request.resolution < 2 || request.resolution > 10)
     return make_error(ErrorCode::kInvalidArgument,
                       "resolution " + std::to_string(request.resolution) + " is outside 2..10 (8 is the reference's)");
+  CUBEFORGE_TRY(check_latent_selection(request.latent_top_k, request.coarse_to_fine, model.shape().config().latents));
   CUBEFORGE_TRY(check_address_space_for_grid(request.resolution, request.coarse_to_fine));
   std::optional<std::array<float, 3>> bbox;
   if (request.bbox) {
@@ -391,6 +428,7 @@ Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const Generat
   MeshingOptions meshing;
   meshing.resolution = request.resolution;
   meshing.coarse_to_fine = request.coarse_to_fine;
+  meshing.latent_top_k = request.latent_top_k;
   meshing.vertex_mapping = request.vertex_mapping;
   meshing.remove_floaters = request.remove_floaters;
   meshing.target_faces = request.target_faces;

@@ -45,6 +45,9 @@ struct GenerationRequest {
   KvCacheOptions kv_cache;                         // CPU: stored form, budget, rank (gpt_kv_cache.h); default exact
   DecodingOptions decoding;                        // sequential, exact parallel or block diffusion
   bool coarse_to_fine = true;                      // false: evaluate every grid point
+  // Coarse-to-fine only: latents each block of grid points below the coarse
+  // level attends to (latent_selection.h); 0 attends to every latent (exact).
+  int64_t latent_top_k = 0;
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;                        // 0: max(10000, 10% of faces); < 0: no simplification
@@ -129,6 +132,7 @@ Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const Generat
 struct MeshingOptions {
   int resolution = 8;
   bool coarse_to_fine = true;
+  int64_t latent_top_k = 0;  // as GenerationRequest::latent_top_k
   VertexMapping vertex_mapping = VertexMapping::kCellSize;
   bool remove_floaters = true;
   int64_t target_faces = 0;
@@ -136,6 +140,10 @@ struct MeshingOptions {
   // the probe points below ("decoder.…", "occupancy.…"); null: off.
   TraceSink* trace = nullptr;
 };
+
+// Whether a latent top-k fits a model of `latents` latents and the grid
+// evaluation: 0, or 1 to latents with coarse-to-fine (check_latent_top_k).
+Status check_latent_selection(int64_t latent_top_k, bool coarse_to_fine, int64_t latents);
 
 // The points a traced occupancy decoder answers: the (2^2 + 1)^3 grid points
 // of resolution 2, the coarsest level every grid evaluation starts from.
@@ -150,10 +158,11 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
 // splitting every thin product instead cost most of the time.
 Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
                            std::span<const float> points, std::span<float> logits);
-// The same at grid points named by their axis indices (ShapeTokenizer::occupancy_on_grid).
+// The same at grid points named by their axis indices (ShapeTokenizer::occupancy_on_grid),
+// with latent subsets and attention mass sliced along (LatentAttention).
 Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
                                    const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
-                                   std::span<float> logits);
+                                   std::span<float> logits, const LatentAttention& attention = {});
 
 // Planning under a limit on address space (`ulimit -v`), where everything
 // mapped counts: the model files, each thread's BLAS work buffer and stack,

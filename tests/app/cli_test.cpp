@@ -249,6 +249,91 @@ TEST(Cli, MeshingBenchFindsTheDenseSurface) {
   EXPECT_NE(no_prompt.out.find("--prompt"), std::string::npos) << no_prompt.out;
 }
 
+// With a latent top-k of every latent (the built-in model's 64), the
+// selection path gives full attention's grid: the same mesh from generate,
+// no point of a benchmark classified differently, and on the fused decoder
+// the same logits. Values outside what a model allows say what is allowed.
+TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
+  const auto full_out = scratch("full.ply"), selected_out = scratch("selected.ply");
+  auto full =
+      run("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --out '" + full_out.string() + "' --json");
+  auto selected = run("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --latent-top-k 64 --out '" +
+                      selected_out.string() + "' --json");
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  ASSERT_EQ(selected.exit_code, 0) << selected.out;
+  auto full_report = nlohmann::json::parse(full.out.substr(full.out.find('{')));
+  auto selected_report = nlohmann::json::parse(selected.out.substr(selected.out.find('{')));
+  EXPECT_EQ(selected_report["mesh"]["latent_top_k"].get<int64_t>(), 64);
+  EXPECT_EQ(full_report["mesh"]["latent_top_k"].get<int64_t>(), 0);
+  for (const char* key : {"faces", "vertices", "occupancy_points"})
+    EXPECT_EQ(selected_report["mesh"][key], full_report["mesh"][key]) << key;
+  std::filesystem::remove_all(full_out.parent_path());
+
+  auto occupancy = run("bench-occupancy --points 3000 --repeats 1 --latent-top-k 64 --json");
+  ASSERT_EQ(occupancy.exit_code, 0) << occupancy.out;
+  auto report = nlohmann::json::parse(occupancy.out.substr(occupancy.out.find('{')));
+  ASSERT_TRUE(report["latent_top_k"].contains("layered")) << occupancy.out;
+  for (const auto& [path, figures] : report["latent_top_k"].items()) {
+    EXPECT_EQ(figures["sign_disagreements"].get<int64_t>(), 0) << path;
+    EXPECT_GT(figures["points_per_second"].get<double>(), 0.0) << path;
+    if (path == "grid") EXPECT_EQ(figures["largest_logit_difference"].get<double>(), 0.0);
+  }
+  EXPECT_GT(report["paths"]["layered"]["fraction_of_peak"].get<double>(), 0.0);
+
+  auto meshing = run("bench-meshing --prompt 'a mug' --resolution 6 --latent-top-k 64 --no-dense --json");
+  ASSERT_EQ(meshing.exit_code, 0) << meshing.out;
+  report = nlohmann::json::parse(meshing.out.substr(meshing.out.find('{')));
+  const auto& row = report["prompts"][0];
+  for (const char* key : {"occupancy_ms", "meshing_ms", "evaluated_points"}) EXPECT_TRUE(row.contains(key)) << key;
+  ASSERT_EQ(row["latent_selection"].size(), 1u) << row.dump();
+  const auto& topk = row["latent_selection"][0];
+  EXPECT_EQ(topk["top_k"].get<int64_t>(), 64);
+  EXPECT_EQ(topk["sign_disagreements"].get<int64_t>(), 0);
+  EXPECT_EQ(topk["evaluated_points"], row["evaluated_points"]);
+  for (const char* key : {"occupancy_ms", "meshing_ms"}) EXPECT_GT(topk[key].get<double>(), 0.0) << key;
+
+  auto too_many = run("generate --prompt 'a cup' --latent-top-k 65 --out x.glb");
+  EXPECT_EQ(too_many.exit_code, 2);
+  EXPECT_NE(too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << too_many.out;
+  auto dense = run("generate --prompt 'a cup' --latent-top-k 8 --dense --out x.glb");
+  EXPECT_EQ(dense.exit_code, 2);
+  EXPECT_NE(dense.out.find("--dense"), std::string::npos) << dense.out;
+  for (const char* command : {"generate --prompt 'a cup' --out x.glb", "bench-occupancy", "bench-meshing --prompt x"}) {
+    auto negative = run(std::string(command) + " --latent-top-k -3");
+    EXPECT_NE(negative.exit_code, 0) << command;
+    EXPECT_NE(negative.out.find("must be a whole number from 0 to 65536"), std::string::npos) << negative.out;
+  }
+  auto bench_too_many = run("bench-occupancy --points 10 --latent-top-k 100");
+  EXPECT_EQ(bench_too_many.exit_code, 2);
+  EXPECT_NE(bench_too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << bench_too_many.out;
+  EXPECT_FALSE(std::filesystem::exists("x.glb"));
+}
+
+// Random weights of a preset's sizes stand in for a checkpoint in both
+// benchmarks: random tokens make the object, and a top-k run reports against
+// full attention.
+TEST(Cli, OccupancyBenchmarksRunOnRandomWeights) {
+  auto occupancy = run("bench-occupancy --shape small --points 512 --repeats 1 --latent-top-k 32 --json");
+  ASSERT_EQ(occupancy.exit_code, 0) << occupancy.out;
+  auto report = nlohmann::json::parse(occupancy.out.substr(occupancy.out.find('{')));
+  EXPECT_EQ(report["width"].get<int64_t>(), 256);
+  EXPECT_EQ(report["latents"].get<int64_t>(), 256);
+  EXPECT_EQ(report["latent_top_k"]["layered"]["top_k"].get<int64_t>(), 32);
+
+  auto meshing = run("bench-meshing --shape small --resolution 6 --no-dense --latent-top-k 32 --json");
+  ASSERT_EQ(meshing.exit_code, 0) << meshing.out;
+  report = nlohmann::json::parse(meshing.out.substr(meshing.out.find('{')));
+  const auto& row = report["prompts"][0];
+  EXPECT_GT(row["evaluated_points"].get<int64_t>(), 0);
+  ASSERT_EQ(row["latent_selection"].size(), 1u);
+  EXPECT_GE(row["latent_selection"][0]["sign_disagreements"].get<int64_t>(), 0);
+  EXPECT_GT(row["latent_selection"][0]["blocks"].get<int64_t>(), 0);
+
+  auto both = run("bench-meshing --shape small --prompt 'a mug'");
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.out.find("leave out --model, --prompt and --prompts"), std::string::npos) << both.out;
+}
+
 // A trace of a generation names the reference's tensors: a reference file
 // built from the fixtures under the trace's names agrees with it through
 // trace-diff, a trace agrees with itself exactly, and a perturbed copy fails,

@@ -243,6 +243,60 @@ TEST(CpuOps, SingleQueryOverLongCacheMatchesScalar) {
   }
 }
 
+// attention_over_rows reads the named rows in place: every instruction-set
+// path against double precision over the same rows, with the weights summed
+// over heads, for head sizes of whole and partial registers (80 = 64 + 16)
+// and one that is no multiple of 16 (the scalar fallback).
+TEST(CpuOps, AttentionOverNamedRowsMatchesDoublePrecision) {
+  struct Path {
+    const char* name;
+    decltype(&cpu::attention_over_rows_generic) kernel;
+    bool available;
+  };
+  const Path paths[] = {{"generic", cpu::attention_over_rows_generic, true},
+                        {"avx512", cpu::attention_over_rows_avx512, cpu::supports_avx512_kernels()}};
+  const int64_t heads = 3, rows = 5, latents = 40;
+  const std::vector<int32_t> named = {7, 0, 39, 12, 13, 25, 3, 30, 31, 18, 2, 21, 8, 36, 5, 16, 11};
+  const int64_t count = int64_t(named.size());
+  for (int64_t dim : {16, 80, 20}) {
+    const int64_t W = heads * dim;
+    auto q = random_vector(size_t(rows * W), 31);
+    auto k = random_vector(size_t(latents * W), 32);
+    auto v = random_vector(size_t(latents * W), 33);
+    for (auto& x : q) x *= 2.f;  // peakier softmax
+    std::vector<float> expected(size_t(rows * W)), expected_mass(size_t(rows * count), 0.f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        std::vector<double> p(static_cast<size_t>(count));
+        double mx = -1e30, total = 0;
+        for (int64_t j = 0; j < count; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < dim; ++d)
+            dot += double(q[size_t(r * W + h * dim + d)]) * k[size_t(named[size_t(j)] * W + h * dim + d)];
+          p[size_t(j)] = dot / std::sqrt(double(dim));
+          mx = std::max(mx, p[size_t(j)]);
+        }
+        for (auto& e : p) total += e = std::exp(e - mx);
+        for (int64_t j = 0; j < count; ++j) expected_mass[size_t(r * count + j)] += float(p[size_t(j)] / total);
+        for (int64_t d = 0; d < dim; ++d) {
+          double o = 0;
+          for (int64_t j = 0; j < count; ++j) o += p[size_t(j)] / total * v[size_t(named[size_t(j)] * W + h * dim + d)];
+          expected[size_t(r * W + h * dim + d)] = float(o);
+        }
+      }
+    for (const Path& path : paths) {
+      if (!path.available) continue;
+      std::vector<float> out(expected.size(), NAN), mass(expected_mass.size(), NAN);
+      path.kernel(q.data(), rows, k.data(), v.data(), named.data(), count, heads, dim, out.data(), mass.data());
+      EXPECT_LT(relative_error(out, expected), 1e-5) << path.name << ", head size " << dim;
+      EXPECT_LT(relative_error(mass, expected_mass), 1e-5) << path.name << ", head size " << dim;
+      std::vector<float> without_mass(expected.size(), NAN);
+      path.kernel(q.data(), rows, k.data(), v.data(), named.data(), count, heads, dim, without_mass.data(), nullptr);
+      EXPECT_EQ(without_mass, out) << path.name << ", head size " << dim;
+    }
+  }
+}
+
 TEST(CpuOps, RopeRotatesPairsByPosition) {
   std::vector<float> x = {1.f, 0.f, 0.f, 1.f};  // one head of dim 4
   const int32_t position = 3;

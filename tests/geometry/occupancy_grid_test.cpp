@@ -213,5 +213,38 @@ TEST(CoarseToFine, ChunksNeverExceedTheLimit) {
   EXPECT_GT(largest, 0);
 }
 
+// A field told the level (CoarseToFineOptions::begin_level) is asked only for
+// points of that level's lattice, every level begins once, coarse first, and
+// the levels' points add up to the evaluations.
+TEST(CoarseToFine, EachLevelBeginsBeforeItsPointsAreAsked) {
+  GridSpec spec;
+  spec.resolution = 6;
+  const GridFieldFunction sphere = field_on_grid(sphere_field(0.6f, {0.1f, 0.f, -0.05f}), spec);
+  std::vector<int> begun;
+  std::vector<int64_t> asked_per_level;
+  int64_t off_lattice = 0;
+  CoarseToFineOptions options;
+  options.coarse_resolution = 3;
+  options.begin_level = [&](int resolution) {
+    begun.push_back(resolution);
+    asked_per_level.push_back(0);
+  };
+  const GridFieldFunction watched = [&](std::span<const int32_t> ijk, std::span<float> values) -> Status {
+    if (begun.empty()) return make_error(ErrorCode::kInternal, "asked before any level began");
+    const int32_t stride = int32_t(1) << (spec.resolution - begun.back());
+    for (int32_t index : ijk) off_lattice += index % stride != 0;
+    asked_per_level.back() += int64_t(values.size());
+    return sphere(ijk, values);
+  };
+  auto refined = evaluate_grid_field_coarse_to_fine(watched, spec, options);
+  ASSERT_TRUE(refined.ok()) << refined.error().to_string();
+  EXPECT_EQ(begun, (std::vector<int>{3, 4, 5, 6}));
+  EXPECT_EQ(off_lattice, 0);
+  ASSERT_EQ(refined->stats.levels.size(), asked_per_level.size());
+  for (size_t l = 0; l < asked_per_level.size(); ++l)
+    EXPECT_EQ(asked_per_level[l], refined->stats.levels[l].evaluated_points) << "level " << begun[l];
+  EXPECT_EQ(asked_per_level[0], 9 * 9 * 9);  // the coarse level, densely
+}
+
 }  // namespace
 }  // namespace cubeforge

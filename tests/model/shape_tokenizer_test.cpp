@@ -290,6 +290,123 @@ TEST_F(ShapeOracleTest, GridLogitsMatchReference) {
   });
 }
 
+// The points of a resolution-r grid by axis index, x-major.
+std::vector<int32_t> grid_indices(int resolution) {
+  const int32_t n = (int32_t(1) << resolution) + 1;
+  std::vector<int32_t> ijk;
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t j = 0; j < n; ++j)
+      for (int32_t k = 0; k < n; ++k) ijk.insert(ijk.end(), {i, j, k});
+  return ijk;
+}
+
+// Every row of [rows, n] sums to `sum` within float32 rounding.
+::testing::AssertionResult rows_sum_to(std::span<const float> values, int64_t n, double sum) {
+  for (size_t row = 0; row * size_t(n) < values.size(); ++row) {
+    double total = 0;
+    for (int64_t j = 0; j < n; ++j) total += values[row * size_t(n) + size_t(j)];
+    if (std::abs(total - sum) > 1e-4 * sum)
+      return ::testing::AssertionFailure() << "row " << row << " sums to " << total << ", not " << sum;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Subsets that list every latent in order attend as full attention does: bit
+// for bit on the fused decoder, whose arithmetic for a point does not depend
+// on the points beside it; layer at a time within the reference tolerance and
+// with the same signs (BLAS rounds a product by how many rows share it). The
+// attention mass, summed over heads, sums to the head count at every point.
+TEST_F(ShapeOracleTest, SubsetsOfEveryLatentAttendAsFullAttention) {
+  auto prepared = tokenizer().prepare_latents(expected("decode.latents"));
+  ASSERT_TRUE(prepared.ok());
+  const int64_t S = prepared->latent_count, heads = tokenizer().config().heads;
+  GridSpec spec;
+  spec.resolution = 4;
+  const std::vector<int32_t> ijk = grid_indices(4);
+  const int64_t P = int64_t(ijk.size() / 3);
+  // Groups of 7 neighbouring points, every one listing latents 0..S-1.
+  std::vector<int32_t> group(static_cast<size_t>(P));
+  for (int64_t p = 0; p < P; ++p) group[size_t(p)] = int32_t(p / 7);
+  const int64_t groups = (P + 6) / 7;
+  std::vector<int32_t> every(size_t(groups * S));
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t j = 0; j < S; ++j) every[size_t(g * S + j)] = int32_t(j);
+  const LatentSubsets subsets{S, every, group};
+  for_each_occupancy_path([&](const std::string& path) {
+    const ShapeTokenizer::GridQueries grid = tokenizer().prepare_grid(grid_axis_coordinates(spec));
+    std::vector<float> full(static_cast<size_t>(P)), with_mass(full.size()), restricted(full.size());
+    std::vector<float> full_mass(size_t(P * S)), restricted_mass(size_t(P * S));
+    ASSERT_TRUE(tokenizer().occupancy_on_grid(*prepared, grid, ijk, full).ok());
+    ASSERT_TRUE(tokenizer().occupancy_on_grid(*prepared, grid, ijk, with_mass, {nullptr, full_mass}).ok());
+    auto status = tokenizer().occupancy_on_grid(*prepared, grid, ijk, restricted, {&subsets, restricted_mass});
+    ASSERT_TRUE(status.ok()) << status.error().to_string();
+    EXPECT_TRUE(rows_sum_to(full_mass, S, double(heads))) << path;
+    EXPECT_TRUE(rows_sum_to(restricted_mass, S, double(heads))) << path;
+    if (path == "fused") {
+      EXPECT_EQ(with_mass, full);
+      EXPECT_EQ(restricted, full);
+      EXPECT_EQ(restricted_mass, full_mass);
+    } else {
+      EXPECT_TRUE(close_to("with mass (" + path + ")", with_mass, full));
+      EXPECT_TRUE(close_to("every latent (" + path + ")", restricted, full));
+      EXPECT_TRUE(close_to("attention mass (" + path + ")", restricted_mass, full_mass));
+      int64_t sign_changes = 0;
+      for (int64_t p = 0; p < P; ++p) sign_changes += (restricted[size_t(p)] > 0.f) != (full[size_t(p)] > 0.f);
+      EXPECT_EQ(sign_changes, 0) << path;
+    }
+  });
+}
+
+// A subset attends as if its latents were the only ones: its points' logits
+// are full attention's over latents made of the subset's keys and values.
+// Groups alternate point by point, so every run of one group is one point.
+TEST_F(ShapeOracleTest, SubsetsAttendLikeTheirLatentsAlone) {
+  auto prepared = tokenizer().prepare_latents(expected("decode.latents"));
+  ASSERT_TRUE(prepared.ok());
+  const int64_t S = prepared->latent_count, W = prepared->width, k = 4;
+  ASSERT_GE(S, 24);
+  const std::vector<int32_t> chosen = {0, 5, 11, 23, /**/ 1, 2, 3, 4, /**/ 20, 7, 21, 8};
+  const int64_t groups = int64_t(chosen.size()) / k;
+  GridSpec spec;
+  spec.resolution = 4;
+  const std::vector<int32_t> ijk = grid_indices(4);
+  const int64_t P = int64_t(ijk.size() / 3);
+  std::vector<int32_t> group(static_cast<size_t>(P));
+  for (int64_t p = 0; p < P; ++p) group[size_t(p)] = int32_t(p % groups);
+  const LatentSubsets subsets{k, chosen, group};
+  for_each_occupancy_path([&](const std::string& path) {
+    const ShapeTokenizer::GridQueries grid = tokenizer().prepare_grid(grid_axis_coordinates(spec));
+    std::vector<float> restricted(static_cast<size_t>(P)), mass(static_cast<size_t>(P * k));
+    auto status = tokenizer().occupancy_on_grid(*prepared, grid, ijk, restricted, {&subsets, mass});
+    ASSERT_TRUE(status.ok()) << status.error().to_string();
+    EXPECT_TRUE(rows_sum_to(mass, k, double(tokenizer().config().heads))) << path;
+    for (int64_t g = 0; g < groups; ++g) {
+      PreparedLatents alone;
+      alone.latent_count = k;
+      alone.width = W;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t latent = chosen[size_t(g * k + j)];
+        alone.keys.insert(alone.keys.end(), prepared->keys.begin() + latent * W,
+                          prepared->keys.begin() + (latent + 1) * W);
+        alone.values.insert(alone.values.end(), prepared->values.begin() + latent * W,
+                            prepared->values.begin() + (latent + 1) * W);
+      }
+      std::vector<int32_t> group_ijk;
+      std::vector<float> from_subsets;
+      for (int64_t p = g; p < P; p += groups) {
+        group_ijk.insert(group_ijk.end(), ijk.begin() + p * 3, ijk.begin() + p * 3 + 3);
+        from_subsets.push_back(restricted[size_t(p)]);
+      }
+      std::vector<float> alone_logits(from_subsets.size());
+      ASSERT_TRUE(tokenizer().occupancy_on_grid(alone, grid, group_ijk, alone_logits).ok());
+      if (path == "fused")
+        EXPECT_EQ(from_subsets, alone_logits) << "group " << g;
+      else
+        EXPECT_TRUE(close_to("group " + std::to_string(g) + " (" + path + ")", from_subsets, alone_logits));
+    }
+  });
+}
+
 TEST_F(ShapeOracleTest, EncodeMatchesReference) {
   const auto surface = expected("encode.surface");
   std::vector<float> z_e;
@@ -430,6 +547,33 @@ TEST(ShapeTokenizerWeights, RejectsMisshapenInputs) {
   std::vector<float> short_logits(1);
   EXPECT_FALSE(tokenizer->occupancy(std::span<const float>(latents), points, short_logits).ok());
   EXPECT_FALSE(tokenizer->encode(std::vector<float>(10)).ok());
+}
+
+TEST(ShapeTokenizerWeights, RejectsMisshapenLatentSubsets) {
+  auto tokenizer = ShapeTokenizer::from_file(
+      open_image(random_tensors(expected_shape_tensors(tiny_config()), 8), "random"), tiny_config());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+  auto latents = tokenizer->decode_tokens(std::vector<int64_t>{1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(latents.ok());
+  auto prepared = tokenizer->prepare_latents(*latents);
+  ASSERT_TRUE(prepared.ok());
+  const std::vector<float> points = {0, 0, 0, 0.5f, 0.5f, 0.5f};
+  std::vector<float> logits(2);
+  auto error_of = [&](const LatentSubsets& subsets, std::span<float> mass = {}) {
+    Status status = tokenizer->occupancy(*prepared, points, logits, 8192, nullptr, nullptr, {&subsets, mass});
+    return status.ok() ? std::string() : status.error().message;
+  };
+  const std::vector<int32_t> two_groups = {0, 1, 2, 3, 4, 5}, group = {0, 1};
+  EXPECT_EQ(error_of({3, two_groups, group}), "");
+  EXPECT_NE(error_of({0, two_groups, group}).find("a subset holds 1 to 6"), std::string::npos);
+  EXPECT_NE(error_of({7, two_groups, group}).find("a subset holds 1 to 6"), std::string::npos);
+  EXPECT_NE(error_of({4, two_groups, group}).find("not a multiple of 4"), std::string::npos);
+  EXPECT_NE(error_of({3, two_groups, std::vector<int32_t>{0}}).find("for 1 of 2 points"), std::string::npos);
+  EXPECT_NE(error_of({3, two_groups, std::vector<int32_t>{0, 2}}).find("outside the 2 groups"), std::string::npos);
+  EXPECT_NE(error_of({3, std::vector<int32_t>{0, 1, 6}, std::vector<int32_t>{0, 0}}).find("latent index 6"),
+            std::string::npos);
+  std::vector<float> short_mass(5);
+  EXPECT_NE(error_of({3, two_groups, group}, short_mass).find("2 points × 3 latents"), std::string::npos);
 }
 
 TEST(ShapeTokenizerWeights, OccupancyReportsProgressAndCancels) {

@@ -13,6 +13,7 @@
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
+#include "tests/support/latent_selection_check.h"
 
 namespace cubeforge {
 namespace {
@@ -53,6 +54,34 @@ TEST(BuiltinModel, GreedyTokensEqualTheTrainingCodeAndMeshesAreWatertightAtTheFa
     // Thin parts must not keep a mesh from its face budget (the reference's max(10000, 10%)).
     EXPECT_LE(topology.faces, default_target_faces(result->stats.faces_before_cleanup)) << prompt;
     EXPECT_FALSE(result->stats.simplification.left_unsimplified_to_stay_closed) << prompt;
+  }
+}
+
+// Latent selection on the built-in model: its occupancy decoder spreads
+// attention over its 64 latents (the heaviest half carries about 86% of a
+// point's weight), and only a top-k of every latent classifies every grid
+// point as full attention does (63 already changes points at resolution 5;
+// docs/performance.md). That k goes through the whole selection (blocks,
+// kept latents, subsets) and must reproduce full attention's grid at
+// resolutions 5 to 7, as generation evaluates it.
+TEST(BuiltinModel, LatentSelectionOfEveryLatentClassifiesTheGridAsFullAttention) {
+  auto model = CubeModel::load(kBuiltin);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto text = read_file_text(kReference);
+  ASSERT_TRUE(text.ok()) << text.error().to_string();
+  const auto reference = nlohmann::json::parse(*text);
+  const int64_t latent_count = model->shape().config().latents;
+  const auto& entry = reference.at("greedy").at(0);
+  auto latents = model->shape().decode_tokens(entry.at("tokens").get<std::vector<int64_t>>());
+  ASSERT_TRUE(latents.ok()) << latents.error().to_string();
+  for (int resolution = 5; resolution <= 7; ++resolution) {
+    // At resolution 5 the default coarse level is the target: start lower.
+    const int coarse = resolution == 5 ? 3 : 5;
+    const auto check = testing::compare_latent_selection(model->shape(), *latents, resolution, coarse, latent_count);
+    ASSERT_TRUE(check.ok()) << check.error().to_string();
+    EXPECT_EQ(check->sign_disagreements, 0) << "resolution " << resolution;
+    EXPECT_EQ(check->evaluated_points, check->full_attention_evaluated_points) << "resolution " << resolution;
+    EXPECT_GT(check->selection.selected_points, 0) << "resolution " << resolution;
   }
 }
 
