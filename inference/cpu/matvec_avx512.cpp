@@ -184,34 +184,37 @@ inline void quantized_dot_rows(const WeightMatrix& w, int64_t n, const float* x,
         _mm512_store_ps(offset[r], _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, m)));
       }
     }
-    const int64_t k_end = (g0 + chunk) * w.group;
-    for (int64_t k = g0 * w.group; k < k_end; k += 32) {
-      const int64_t g = k / w.group - g0;
-      __m512 x_low[kBatch], x_high[kBatch];
-      for (int b = 0; b < kBatch; ++b) {
-        x_low[b] = _mm512_loadu_ps(x + b * K + k);
-        x_high[b] = _mm512_loadu_ps(x + b * K + k + 16);
-      }
-      for (int r = 0; r < kRows; ++r) {
-        __m512 low, high;
-        if constexpr (kFormat == Quantization::kQ8) {
-          const uint8_t* c = codes + (n + r) * row_bytes + k;
-          _mm_prefetch(reinterpret_cast<const char*>(c) + kPrefetchBytes, _MM_HINT_T0);
-          const __m512 s = _mm512_set1_ps(scale[r][g]);
-          low = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)))), s);
-          high = _mm512_mul_ps(
-              _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 16)))), s);
-        } else {
-          const uint8_t* c = codes + (n + r) * row_bytes + k / 2;
-          _mm_prefetch(reinterpret_cast<const char*>(c) + kPrefetchBytes, _MM_HINT_T0);
-          const __m512 table = _mm512_fmadd_ps(code_values, _mm512_set1_ps(scale[r][g]), _mm512_set1_ps(offset[r][g]));
-          const __m512i packed = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
-          low = _mm512_permutexvar_ps(packed, table);
-          high = _mm512_permutexvar_ps(_mm512_srli_epi32(packed, 4), table);
-        }
+    for (int64_t g = 0; g < chunk; ++g) {
+      const int64_t k_begin = (g0 + g) * w.group;
+      for (int64_t k = k_begin; k < k_begin + w.group; k += 32) {
+        __m512 x_low[kBatch], x_high[kBatch];
         for (int b = 0; b < kBatch; ++b) {
-          acc[r][b] = _mm512_fmadd_ps(low, x_low[b], acc[r][b]);
-          acc[r][b] = _mm512_fmadd_ps(high, x_high[b], acc[r][b]);
+          x_low[b] = _mm512_loadu_ps(x + b * K + k);
+          x_high[b] = _mm512_loadu_ps(x + b * K + k + 16);
+        }
+        for (int r = 0; r < kRows; ++r) {
+          __m512 low, high;
+          if constexpr (kFormat == Quantization::kQ8) {
+            const uint8_t* c = codes + (n + r) * row_bytes + k;
+            _mm_prefetch(reinterpret_cast<const char*>(c) + kPrefetchBytes, _MM_HINT_T0);
+            const __m512 s = _mm512_set1_ps(scale[r][g]);
+            low = _mm512_mul_ps(
+                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)))), s);
+            high = _mm512_mul_ps(
+                _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c + 16)))), s);
+          } else {
+            const uint8_t* c = codes + (n + r) * row_bytes + k / 2;
+            _mm_prefetch(reinterpret_cast<const char*>(c) + kPrefetchBytes, _MM_HINT_T0);
+            const __m512 table =
+                _mm512_fmadd_ps(code_values, _mm512_set1_ps(scale[r][g]), _mm512_set1_ps(offset[r][g]));
+            const __m512i packed = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c)));
+            low = _mm512_permutexvar_ps(packed, table);
+            high = _mm512_permutexvar_ps(_mm512_srli_epi32(packed, 4), table);
+          }
+          for (int b = 0; b < kBatch; ++b) {
+            acc[r][b] = _mm512_fmadd_ps(low, x_low[b], acc[r][b]);
+            acc[r][b] = _mm512_fmadd_ps(high, x_high[b], acc[r][b]);
+          }
         }
       }
     }
