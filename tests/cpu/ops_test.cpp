@@ -12,6 +12,7 @@
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/kernels.h"
 #include "inference/cpu/ops.h"
+#include "tests/support/matvec_kernels.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -63,16 +64,7 @@ std::vector<float> reference_linear(const std::vector<float>& x, int64_t m, cons
 }
 
 TEST(CpuOps, MatvecEveryIsaAndDtypeAgreesWithScalar) {
-  struct Kernel {
-    const char* name;
-    cpu::MatvecKernel fn;
-    bool available;
-  };
-  const Kernel kernels[] = {
-      {"generic", cpu::matvec_generic, true},
-      {"avx2", cpu::matvec_avx2, cpu::supports_avx2_kernels()},
-      {"avx512", cpu::matvec_avx512, cpu::supports_avx512_kernels()},
-  };
+  const auto kernels = testing::matvec_kernels();
   for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
     for (int64_t k : {3, 8, 48, 99, 130})
       for (int batch : {1, 2}) {

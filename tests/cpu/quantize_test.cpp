@@ -14,6 +14,7 @@
 #include "inference/cpu/kernels.h"
 #include "inference/cpu/ops.h"
 #include "inference/cpu/quantize.h"
+#include "tests/support/matvec_kernels.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -110,7 +111,9 @@ TEST(Quantize, EveryWeightWithinHalfItsScale) {
         ASSERT_LE(std::fabs(m.dequantized[i] - m.original[i]), s / 2 + slack) << f.name << " row " << r << " col " << k;
       }
     // Zeros come back exactly, and in Q4 so does a constant group (its offset).
-    if (f.quantization == cpu::Quantization::kQ4) EXPECT_EQ(m.dequantized[size_t(cols)], 0.25f) << f.name;
+    if (f.quantization == cpu::Quantization::kQ4) {
+      EXPECT_EQ(m.dequantized[size_t(cols)], 0.25f) << f.name;
+    }
     EXPECT_EQ(m.dequantized[size_t(2 * cols + 64)], 0.f) << f.name;
   }
 }
@@ -136,16 +139,7 @@ std::vector<float> random_activations(size_t n, uint32_t seed) {
 }
 
 TEST(Quantize, MatvecEveryIsaAgreesWithDefinitionAndBound) {
-  struct Kernel {
-    const char* name;
-    cpu::MatvecKernel fn;
-    bool available;
-  };
-  const Kernel kernels[] = {
-      {"generic", cpu::matvec_generic, true},
-      {"avx2", cpu::matvec_avx2, cpu::supports_avx2_kernels()},
-      {"avx512", cpu::matvec_avx512, cpu::supports_avx512_kernels()},
-  };
+  const auto kernels = testing::matvec_kernels();
   // 17 groups cross the AVX-512 kernel's 16-group steps; 37 rows leave a tail.
   for (const Format& f : kFormats)
     for (int64_t k : {f.group, 3 * f.group, 17 * f.group})

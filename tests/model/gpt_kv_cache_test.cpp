@@ -13,6 +13,7 @@
 #include "inference/model/gpt.h"
 #include "inference/model/random_weights.h"
 #include "tests/support/oracle.h"
+#include "tests/support/orthonormal_rows.h"
 #include "tests/support/small_gpt.h"
 
 namespace cubeforge {
@@ -70,24 +71,9 @@ TEST_F(GptKvCache, UnreachedBudgetChangesOnlyRounding) {
   EXPECT_GT(relative_error(budget, exact), 0.0);  // it did take the other attention path
 }
 
-// Rows of a random orthonormal basis [n, n] (Gram-Schmidt in double).
+// Rows of a random orthonormal basis [n, n] in float32.
 std::vector<float> orthonormal_basis(int n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<double> normal;
-  std::vector<double> rows(size_t(n * n));
-  for (auto& v : rows) v = normal(gen);
-  for (int i = 0; i < n; ++i) {
-    double* r = rows.data() + i * n;
-    for (int j = 0; j < i; ++j) {
-      const double* q = rows.data() + j * n;
-      double dot = 0;
-      for (int c = 0; c < n; ++c) dot += r[c] * q[c];
-      for (int c = 0; c < n; ++c) r[c] -= dot * q[c];
-    }
-    double norm = 0;
-    for (int c = 0; c < n; ++c) norm += r[c] * r[c];
-    for (int c = 0; c < n; ++c) r[c] /= std::sqrt(norm);
-  }
+  const std::vector<double> rows = testing::orthonormal_rows(n, seed);
   return std::vector<float>(rows.begin(), rows.end());
 }
 

@@ -15,6 +15,7 @@
 #include "inference/model/kv_calibration.h"
 #include "inference/model/random_weights.h"
 #include "tests/support/oracle.h"
+#include "tests/support/orthonormal_rows.h"
 #include "tests/support/small_gpt.h"
 
 namespace cubeforge {
@@ -24,26 +25,7 @@ using testing::relative_error;
 
 GptConfig small_config() { return testing::small_gpt_config(32); }
 
-// Rows of a random orthonormal basis [n, n] (Gram–Schmidt in double).
-std::vector<double> orthonormal_rows(int n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::normal_distribution<double> normal;
-  std::vector<double> rows(size_t(n * n));
-  for (auto& v : rows) v = normal(gen);
-  for (int i = 0; i < n; ++i) {
-    double* r = rows.data() + i * n;
-    for (int j = 0; j < i; ++j) {
-      const double* q = rows.data() + j * n;
-      double dot = 0;
-      for (int c = 0; c < n; ++c) dot += r[c] * q[c];
-      for (int c = 0; c < n; ++c) r[c] -= dot * q[c];
-    }
-    double norm = 0;
-    for (int c = 0; c < n; ++c) norm += r[c] * r[c];
-    for (int c = 0; c < n; ++c) r[c] /= std::sqrt(norm);
-  }
-  return rows;
-}
+using testing::orthonormal_rows;
 
 TEST(KvCalibration, EigenSolverRecoversAKnownDecomposition) {
   const int n = 12;
