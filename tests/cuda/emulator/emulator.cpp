@@ -3,8 +3,11 @@
 // device and pinned memory, and stream capture as a recorded list of work.
 //
 // Scheduling. A block's threads are fibers on stacks that are created once
-// (makecontext) and reused by every later block; switches are _setjmp /
-// _longjmp, which skip the signal-mask system calls of swapcontext. A fiber
+// (makecontext) and reused by every later block; switches are the compiler's
+// __builtin_setjmp / __builtin_longjmp, which save only the stack and frame
+// pointers (the compiler spills the other registers around the setjmp) and,
+// unlike the C library's, neither touch the signal mask nor walk the thread's
+// cancellation handlers on every jump. A fiber
 // runs until it waits at a barrier or finishes; a barrier's last arrival
 // releases the others, which run in the next round. Each round takes the
 // runnable threads in an order shuffled under the schedule's seed (blocks
@@ -16,7 +19,6 @@
 //
 // Shuffles use two slot arrays alternately, so one barrier per shuffle
 // suffices: a lane can be at most one shuffle ahead of the slowest.
-#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cstdio>
@@ -31,9 +33,17 @@ namespace {
 
 enum class State { kIdle, kReady, kWaiting, kDone };
 
+// A __builtin_setjmp buffer: five words (frame pointer, resume address, stack
+// pointer and room the target may use).
+using JumpBuffer = void* [5];
+
+// Never inlined: GCC does not allow __builtin_longjmp in a function that also
+// calls __builtin_setjmp.
+[[gnu::noinline, noreturn]] void jump_to(JumpBuffer& target) { __builtin_longjmp(target, 1); }
+
 struct Fiber {
-  jmp_buf resume;       // where a waiting fiber continues
-  jmp_buf start_point;  // where an idle fiber starts its next thread
+  JumpBuffer resume;       // where a waiting fiber continues
+  JumpBuffer start_point;  // where an idle fiber starts its next thread
   char* stack = nullptr;
   Thread thread;
   State state = State::kIdle;
@@ -58,7 +68,7 @@ constexpr int kMaxThreadsPerBlock = 1024;
 constexpr std::size_t kMaxDynamicSharedBytes = 48 * 1024;  // without cudaFuncSetAttribute's opt-in
 
 ucontext_t scheduler_context;
-jmp_buf scheduler_resume;
+JumpBuffer scheduler_resume;
 std::vector<Fiber> fibers;
 Fiber* running = nullptr;
 Thread idle_thread;
@@ -147,7 +157,7 @@ void arrive(Barrier& barrier, int members, const std::source_location& where, co
   }
   barrier.waiting.push_back(running_index);
   running->state = State::kWaiting;
-  if (_setjmp(running->resume) == 0) _longjmp(scheduler_resume, 1);
+  if (__builtin_setjmp(running->resume) == 0) jump_to(scheduler_resume);
 }
 
 void finish_thread() {
@@ -164,7 +174,7 @@ void finish_thread() {
 // globals (not locals) carry state across the jumps.
 void fiber_entry() {
   for (;;) {
-    if (_setjmp(running->start_point) == 0) _longjmp(scheduler_resume, 1);
+    if (__builtin_setjmp(running->start_point) == 0) jump_to(scheduler_resume);
     (*kernel_body)();
     finish_thread();
   }
@@ -179,7 +189,7 @@ void create_fiber(Fiber& fiber) {
   start.uc_link = nullptr;
   makecontext(&start, fiber_entry, 0);
   running = &fiber;
-  if (_setjmp(scheduler_resume) == 0) swapcontext(&scheduler_context, &start);
+  if (__builtin_setjmp(scheduler_resume) == 0) swapcontext(&scheduler_context, &start);
   running = nullptr;
 }
 
@@ -221,10 +231,7 @@ void run_block(dim3 block) {
       current_thread = &fiber.thread;
       const State state = fiber.state;
       fiber.state = State::kReady;
-      if (_setjmp(scheduler_resume) == 0) {
-        if (state == State::kIdle) _longjmp(fiber.start_point, 1);
-        _longjmp(fiber.resume, 1);
-      }
+      if (__builtin_setjmp(scheduler_resume) == 0) jump_to(state == State::kIdle ? fiber.start_point : fiber.resume);
       if (fiber.state == State::kDone) {
         ++finished;
         fiber.state = State::kIdle;
