@@ -37,7 +37,9 @@ Result<std::shared_ptr<const LowRankKv>> LowRankKv::load(const std::filesystem::
         return make_error(ErrorCode::kInvalidArgument, "a KV rank of " + std::to_string(rank) + " is outside the 1.." +
                                                            std::to_string(max_rank) + " that '" + file.name() +
                                                            "' holds; recalibrate with a larger rank");
-      const auto* rows = reinterpret_cast<const float*>(view.data);
+      // Copied out: the file may place the tensor at any byte offset.
+      CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> values, file.read_f32(name));
+      const float* rows = values.data();
       for (int64_t i = 0; i < rank; ++i) {
         double norm = 0;
         for (int64_t c = 0; c < W; ++c) norm += double(rows[i * W + c]) * rows[i * W + c];

@@ -201,10 +201,10 @@ Result<cpu::WeightMatrix> bind_quantized(const SafetensorsFile& file, const std:
     checked.push_back(offsets);
   }
   for (const TensorView& v : checked) {
-    const auto* bits = reinterpret_cast<const uint16_t*>(v.data);
-    for (int64_t i = 0; i < v.element_count(); ++i)
-      if ((bits[i] & 0x7C00) == 0x7C00)
-        return make_error(ErrorCode::kCorruptFile, "'" + file.name() + "': tensor '" + v.name() + "' has a value that is not finite at index " + std::to_string(i));
+    CUBEFORGE_TRY(check_element_aligned(v, file.name()));
+    if (const int64_t i = find_non_finite(DType::kF16, v.data, v.element_count()); i >= 0)
+      return make_error(ErrorCode::kCorruptFile, "'" + file.name() + "': tensor '" + v.name() +
+                                                     "' has a value that is not finite at index " + std::to_string(i));
   }
   return w;
 }

@@ -11,6 +11,7 @@ Result<cpu::WeightMatrix> WeightBinder::matrix(const std::string& name) const {
   CUBEFORGE_ASSIGN_OR_RETURN(TensorView view, file.get(name));
   if (view.shape().size() != 2 || !dtype_is_float(view.dtype()))
     return make_error(ErrorCode::kCorruptFile, "'" + file.name() + "': tensor '" + name + "' is not a float matrix");
+  CUBEFORGE_TRY(check_element_aligned(view, file.name()));
   return cpu::WeightMatrix{view.dtype(), view.data, view.shape()[0], view.shape()[1]};
 }
 

@@ -58,6 +58,12 @@ struct TensorView {
 
 std::string shape_to_string(std::span<const int64_t> shape);
 
+// An error naming the file and the tensor when its data does not start on a
+// multiple of its element size: the kernels read weights in place through
+// typed pointers. Every common writer aligns tensors (this project's too, see
+// lay_out_safetensors), so only a damaged or hand-made file fails.
+Status check_element_aligned(const TensorView& view, std::string_view file_name);
+
 // An error naming the file, the tensor and the element when a float tensor
 // holds NaN or infinity: weights like that produce no shape, and the cause is
 // the file, not the seed or the prompt.
@@ -120,8 +126,10 @@ class SafetensorsFile {
 // multiple of 64 bytes (the JSON padded with spaces), which is 8-aligned too
 // and puts every tensor whose predecessors' sizes are multiples of 64 bytes on
 // a cache line of its own, where the vector kernels read it fastest. Tensors
-// lie one after another in the order given. Every writer of the project goes
-// through lay_out_safetensors.
+// lie one after another, those with the largest elements first (in the order
+// given among equals), so every tensor starts on a multiple of its element
+// size, as the reference's writer lays them out. Every writer of the project
+// goes through lay_out_safetensors.
 
 // A tensor to write: raw little-endian bytes of `dtype` with `shape`.
 struct TensorToWrite {
@@ -135,7 +143,7 @@ struct TensorToWrite {
 // each tensor goes in the data section.
 struct SafetensorsLayout {
   std::vector<std::byte> header;     // header length and padded JSON header
-  std::vector<TensorEntry> tensors;  // in the order given, with their byte ranges
+  std::vector<TensorEntry> tensors;  // in the order given, with their byte ranges (not in that order)
   uint64_t data_size = 0;
 
   uint64_t file_size() const { return header.size() + data_size; }

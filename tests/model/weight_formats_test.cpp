@@ -181,6 +181,25 @@ TEST(WeightFormats, QuantizedFilesAreChecked) {
                matrix + " is [", "short codes");
 }
 
+// Scales are read in place as F16: a hand-made file that puts them at an odd
+// byte is refused by name (this project's writer aligns every tensor).
+TEST(WeightFormats, MisalignedScalesAreRefused) {
+  std::string header = R"({"pad":{"dtype":"U8","shape":[1],"data_offsets":[64,65]},)"
+                       R"("w":{"dtype":"I8","shape":[2,32],"data_offsets":[0,64]},)"
+                       R"("w.scales":{"dtype":"F16","shape":[2,1],"data_offsets":[65,69]}})";
+  while ((8 + header.size()) % 8 != 0) header.push_back(' ');
+  std::vector<std::byte> bytes(8 + header.size() + 69, std::byte{0});
+  for (int i = 0; i < 8; ++i) bytes[size_t(i)] = std::byte((header.size() >> (8 * i)) & 0xff);
+  std::memcpy(bytes.data() + 8, header.data(), header.size());
+  auto file = SafetensorsFile::from_bytes(std::move(bytes), "hand-made.safetensors");
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  auto bound = bind_quantized(*file, "w");
+  ASSERT_FALSE(bound.ok());
+  const std::string message = bound.error().to_string();
+  EXPECT_NE(message.find("tensor 'w.scales'"), std::string::npos) << message;
+  EXPECT_NE(message.find("2-byte elements"), std::string::npos) << message;
+}
+
 TEST(WeightFormats, NonFiniteWeightsAreNotQuantised) {
   const SafetensorsFile source = source_file();
   std::vector<TensorToWrite> tensors;

@@ -1,12 +1,14 @@
 // The safetensors reader: round trips, and hand-made corrupt files that must
 // each be rejected with an error naming the file and, where there is one, the
 // tensor.
+#include "inference/tensor/safetensors.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "inference/core/file_io.h"
-#include "inference/tensor/safetensors.h"
 
 namespace cubeforge {
 namespace {
@@ -95,6 +97,53 @@ TEST(Safetensors, ImageStartsItsDataOnA64ByteBoundary) {
   ASSERT_TRUE(read_b.ok());
   EXPECT_EQ(*read_b, b);
   EXPECT_EQ(file->metadata().at("note"), "x");
+}
+
+TEST(Safetensors, WriterPlacesEveryTensorOnAMultipleOfItsElementSize) {
+  const std::vector<uint16_t> a = {1, 2, 3};  // 6 bytes
+  const std::vector<int8_t> b = {-5};         // 1 byte
+  const std::vector<float> c = {0.5f, -1.f};
+  const std::vector<double> d = {2.25};
+  const std::vector<TensorToWrite> tensors = {{"a", DType::kF16, {3}, std::as_bytes(std::span<const uint16_t>(a))},
+                                              {"b", DType::kI8, {1}, std::as_bytes(std::span<const int8_t>(b))},
+                                              {"c", DType::kF32, {2}, std::as_bytes(std::span<const float>(c))},
+                                              {"d", DType::kF64, {1}, std::as_bytes(std::span<const double>(d))}};
+  auto bytes = safetensors_image(tensors, {});
+  ASSERT_TRUE(bytes.ok()) << bytes.error().to_string();
+  const auto path = std::filesystem::temp_directory_path() / "cubeforge-aligned.safetensors";
+  ASSERT_TRUE(write_safetensors(path, tensors).ok());
+  auto written = read_file_bytes(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(written.ok());
+  EXPECT_EQ(*written, *bytes);  // the streaming writer puts each tensor where the layout says
+  auto file = SafetensorsFile::from_bytes(std::move(bytes).value(), "image");
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  for (const TensorEntry& e : file->entries()) {
+    EXPECT_EQ(e.begin % dtype_size(e.dtype), 0u) << e.name;
+    auto view = file->get(e.name);
+    ASSERT_TRUE(view.ok());
+    EXPECT_TRUE(check_element_aligned(*view, "image").ok()) << e.name;
+  }
+  EXPECT_EQ(*file->read_f32("a"), (std::vector<float>{f16_to_f32(1), f16_to_f32(2), f16_to_f32(3)}));
+  EXPECT_EQ(*file->read_f32("b"), (std::vector<float>{-5.f}));
+  EXPECT_EQ(*file->read_f32("c"), c);
+  EXPECT_EQ(*file->read_f32("d"), (std::vector<float>{2.25f}));
+}
+
+TEST(Safetensors, AMisalignedTensorIsNamedWhereItWouldBeReadInPlace) {
+  std::string header = R"({"pad":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                       R"("w":{"dtype":"F16","shape":[2],"data_offsets":[1,5]}})";
+  while ((8 + header.size()) % 8 != 0) header.push_back(' ');
+  auto file = SafetensorsFile::from_bytes(image(header, 5), "model.safetensors");
+  ASSERT_TRUE(file.ok()) << file.error().to_string();  // readable: read_f32 copies
+  EXPECT_EQ(*file->read_f32("w"), (std::vector<float>{0.f, 0.f}));
+  auto view = file->get("w");
+  ASSERT_TRUE(view.ok());
+  ASSERT_NE(reinterpret_cast<uintptr_t>(view->data) % 2, 0u);
+  Status aligned = check_element_aligned(*view, "model.safetensors");
+  ASSERT_FALSE(aligned.ok());
+  EXPECT_TRUE(mentions(aligned.error(), "'model.safetensors'") && mentions(aligned.error(), "tensor 'w'"));
+  EXPECT_TRUE(mentions(aligned.error(), "2-byte elements")) << aligned.error().message;
 }
 
 TEST(Safetensors, TruncatedBeforeHeaderLength) {
