@@ -4,18 +4,20 @@
 // {"name": {"dtype": "F16", "shape": [dims]}}; the harness lays the tensors out
 // as a real safetensors file (zero-filled data, at most 1 MiB), then infers
 // the GPT and shape-tokenizer configurations and checks the file against
-// them, as loading a model folder does. The bounded run's -rss_limit_mb and
-// -timeout catch any check that grows with a claimed count.
+// them, as loading a model folder does. Every tensor with a ".scales" sibling
+// also goes through the quantised-matrix checks of a `quantize` folder. The
+// bounded run's -rss_limit_mb and -timeout catch any check that grows with a
+// claimed count.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "inference/model/config.h"
+#include "inference/model/weight_formats.h"
 
 namespace {
 
@@ -70,6 +72,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (auto gpt = infer_gpt_config(*file); gpt.ok()) {
     (void)check_gpt_config(*gpt, *file, "the inferred configuration").ok();
     (void)check_tensor_set(*file, expected_gpt_tensors(*gpt)).ok();
+  }
+  std::vector<std::string> quantized;
+  for (const TensorEntry& e : file->entries())
+    if (holds_quantized(*file, e.name)) quantized.push_back(e.name);
+  for (const std::string& name : quantized) (void)bind_quantized(*file, name).ok();
+  if (auto gpt = infer_gpt_config(*file); gpt.ok() && !quantized.empty()) {
+    if (auto expected = expected_with_quantized_forms(*file, expected_gpt_tensors(*gpt), quantized); expected.ok())
+      (void)check_tensor_set(*file, *expected).ok();
   }
   if (auto shape = infer_shape_config(*file); shape.ok()) {
     (void)check_shape_config(*shape, *file, "the inferred configuration").ok();
