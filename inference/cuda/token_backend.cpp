@@ -638,9 +638,10 @@ Status check_cuda_kv_cache(const TokenSessionOptions& options) {
                       "(kv_cache_type BF16, --kv-cache-type bf16); the bf16 KV form runs on the CPU backend");
   const bool quantized = kv.format == cpu::KvFormat::kFp8 || kv.format == cpu::KvFormat::kInt8;
   if (quantized && options.kv_cache_type != DType::kF32)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "an " + std::string(cpu::kv_format_name(kv.format)) + " KV cache replaces kv_cache_type " +
-                          std::string(dtype_name(options.kv_cache_type)) + "; leave kv_cache_type at F32");
+    return make_error(ErrorCode::kInvalidArgument, "an " + std::string(cpu::kv_format_name(kv.format)) +
+                                                       " KV cache replaces kv_cache_type " +
+                                                       std::string(dtype_name(options.kv_cache_type)) +
+                                                       "; leave kv_cache_type at F32 (--kv-cache-type f32)");
   if (quantized && options.attention == AttentionMode::kReference)
     return make_error(ErrorCode::kInvalidArgument,
                       "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)");
