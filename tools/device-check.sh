@@ -16,6 +16,7 @@
 #   benchmarks                               155 s  bandwidth and v0.5-shaped decode steps; bf16 cache agreement;
 #                                                   cubeforge-cli bench --backend cuda in all three ablation
 #                                                   modes, small / v05 / the built-in model; v05 in Q8 and Q4
+#                                                   and with an int8 KV cache
 #   compute-sanitizer                         80 s  memcheck, racecheck, synccheck over a subset of the CUDA tests
 #   the rest: build, ctest -L vulkan         180 s  the Vulkan engine and app, offscreen on the machine's driver
 # The limits add up to more than the budget on purpose: a stage that ends
@@ -291,6 +292,8 @@ if [ -x "$cli" ]; then
     stage "bench: v05 $weights weights, 512 steps, graph" bench.log 20 "${with_deps[@]}" "$cli" bench --backend cuda \
       --shape v05 --weights "$weights" --steps 512 --modes graph --json
   done
+  stage "bench: v05 int8 KV cache, 512 steps, graph" bench.log 20 "${with_deps[@]}" "$cli" bench --backend cuda \
+    --shape v05 --kv-cache int8 --steps 512 --modes graph --json
 fi
 
 # 7. compute-sanitizer over a subset that covers every kernel family and the session.

@@ -24,6 +24,7 @@
 #include "inference/backend/select_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/blas_kernels.h"
+#include "inference/cpu/kv_cache.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/gpt.h"
 #include "inference/model/random_weights.h"
@@ -305,14 +306,16 @@ int run_bench(const BenchOptions& o) {
   BackendChoice choice = *parse_backend_choice(o.backend);
   const std::vector<EngineFlags> combinations = o.engine.combinations();
   const EngineFlags& single = combinations.front();
-  // The CUDA backend streams every weight format; one at a time, with the exact KV cache.
-  const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_exact();
+  // The CUDA backend streams every weight format and keeps f32, fp8 and int8
+  // caches; one combination at a time, every position at full rank.
+  const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_on_cuda();
   const bool compare_options = (combinations.size() != 1 || !single.exact()) && !cuda_weights;
   if (compare_options) {
     if (choice == BackendChoice::kCuda) {
       std::fprintf(stderr,
-                   "bench: on --backend cuda give one --weights format and the exact KV cache; lists of options and KV "
-                   "cache options are compared on the CPU backend\n");
+                   "bench: on --backend cuda give one --weights format and one --kv-cache of f32, fp8 or int8 without "
+                   "--kv-budget or --kv-rank; lists of options, the bf16 KV form, budgets and ranks are compared on "
+                   "the CPU backend\n");
       return 2;
     }
     if (!o.modes.empty() && o.modes != std::vector<std::string>{"cache"}) {
@@ -373,6 +376,8 @@ int run_bench(const BenchOptions& o) {
   const int batch = o.guidance ? 2 : 1;
   const int cond_length = model->condition_length(o.cond_tokens);
   const DType cache_type = o.kv_cache_type == "bf16" ? DType::kBF16 : DType::kF32;
+  // One form on this path: f32 (or --kv-cache-type bf16 on CUDA), fp8 or int8 (CUDA only here).
+  const cpu::KvFormat kv_format = cpu::kv_format_from_name(single.kv_cache).value_or(cpu::KvFormat::kF32);
 
   auto cond_rows = random_condition_rows(*model, o, batch);
   if (!cond_rows.ok()) {
@@ -383,9 +388,13 @@ int run_bench(const BenchOptions& o) {
   // Bytes each step reads besides the weights: the keys and values of every
   // cached position it attends to (cond + shape in dual blocks, shape only in
   // single blocks), for each CFG row.
-  const double cache_element = on_cuda ? double(dtype_size(cache_type)) : double(sizeof(float));
+  double slot_bytes = 2.0 * double(c.width) * sizeof(float);
+  if (kv_format != cpu::KvFormat::kF32)
+    slot_bytes = cpu::kv_bytes_per_slot(kv_format, c.heads, c.head_dim());  // codes and their scales
+  else if (on_cuda)
+    slot_bytes = 2.0 * double(c.width) * double(dtype_size(cache_type));
   auto kv_bytes_at = [&](int position) {
-    const double per_slot = 2.0 * double(c.width) * cache_element * batch;
+    const double per_slot = slot_bytes * batch;
     return per_slot * (double(c.dual_layers) * (cond_length + position + 1) + double(c.single_layers) * (position + 1));
   };
   const double weight_bytes = on_cuda ? backend.weight_bytes() : double(model->decode_weight_bytes());
@@ -399,6 +408,7 @@ int run_bench(const BenchOptions& o) {
     options.use_kv_cache = mode != "no-cache";
     options.cuda_graphs = mode == "graph";
     options.kv_cache_type = cache_type;
+    if (options.use_kv_cache) options.kv_cache.format = kv_format;  // without a cache there is nothing to store
     CUBEFORGE_ASSIGN_OR_RETURN(std::unique_ptr<TokenSession> session, backend.open_session(options));
     ModeFigures figures;
     figures.mode = mode;
@@ -493,6 +503,7 @@ int run_bench(const BenchOptions& o) {
       {"cond_tokens", cond_length},
       {"steps", o.steps},
       {"kv_cache_type", on_cuda ? std::string(dtype_name(cache_type)) : std::string("F32")},
+      {"kv_cache", single.kv_cache},
       {"load_ms", load_ms},
       {"mode", primary.mode},
       {"prefill_ms", primary.prefill_ms},

@@ -150,10 +150,11 @@ int run_generate(GenerateOptions o) {
     print_error("generate", kv.error());
     return 2;
   }
-  // Named intermediates are recorded by the CPU backend, which alone runs
-  // the KV cache options and parallel decoding: a run that asks for them chooses it.
+  // Named intermediates are recorded by the CPU backend, which alone runs KV
+  // budgets, ranks and the bf16 KV form, and parallel decoding: a run that
+  // asks for them chooses it (fp8 and int8 caches run on both).
   BackendChoice choice = *parse_backend_choice(o.backend);
-  if ((!o.trace.empty() || !o.engine.kv_exact() || o.decoding.options().mode != DecodingMode::kSequential) &&
+  if ((!o.trace.empty() || !o.engine.kv_on_cuda() || o.decoding.options().mode != DecodingMode::kSequential) &&
       choice == BackendChoice::kAuto)
     choice = BackendChoice::kCpu;
   auto selection = select_token_backend(choice, model->gpt());

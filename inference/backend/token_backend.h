@@ -51,11 +51,14 @@ struct TokenSessionOptions {
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;  // off: every step recomputes the whole sequence
   // CUDA only: replay one recorded decode step per token (CUBEFORGE_CUDA_GRAPHS=0
-  // switches graphs off as well), and the KV cache's precision (F32 or BF16).
+  // switches graphs off as well), and the f32 cache's precision (F32 or BF16;
+  // its prefill reads it too).
   bool cuda_graphs = true;
   DType kv_cache_type = DType::kF32;
-  // CPU only: how the KV cache stores and keeps keys and values (stored
-  // form, eviction budget, low rank; gpt_kv_cache.h). The default is exact.
+  // How the KV cache stores and keeps keys and values (stored form, eviction
+  // budget, low rank; gpt_kv_cache.h). The default is exact. The CUDA backend
+  // runs the fp8 and int8 forms as well (kv_cache_runs_on_cuda); budgets,
+  // ranks and the bf16 form run on the CPU.
   KvCacheOptions kv_cache;
   // CPU only: named intermediates (inference/tensor/trace.h) of the prefill,
   // as "prefill.<name>", and of the first `trace_decode_steps` decode steps,
@@ -128,6 +131,12 @@ class TokenBackend {
 
 // The CPU backend over a loaded model (always available).
 std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model);
+
+// KV cache options the CUDA backend runs (its open_session refuses the others):
+// every position at full rank, stored as f32, fp8 or int8.
+inline bool kv_cache_runs_on_cuda(const KvCacheOptions& kv) {
+  return kv.budget == 0 && !kv.low_rank && kv.format != cpu::KvFormat::kBF16;
+}
 
 // Checks options against the model: sizes, sampling values, forced tokens.
 Status check_token_session_options(const DualStreamGpt& model, const TokenSessionOptions& options);

@@ -21,7 +21,10 @@
 // and rotates its head's query into shared memory itself, and the block whose
 // split holds the token's slot writes the normalised, rotated key and the
 // value into the cache before attending. The cache is read with plain
-// (coherent) loads, since this launch writes it.
+// (coherent) loads, since this launch writes it. An fp8 or int8 cache is
+// stored by that block's warp 1 once the key is in shared memory
+// (kv_store.cuh: a head's scale needs the whole head), and read through
+// 8-byte loads of 8 codes, each widened and scaled as the CPU's kv_load does.
 //
 // Decode attention reads 2·length·D·(4 or 2) bytes per (row, head) and streams
 // it once; the split count gives batch·heads·splits of about two blocks per SM
@@ -31,6 +34,7 @@
 #include "inference/cuda/attention.h"
 #include "inference/cuda/cuda_internal.cuh"
 #include "inference/cuda/head_norm_rope.cuh"
+#include "inference/cuda/kv_store.cuh"
 
 namespace cubeforge::cuda {
 namespace {
@@ -54,6 +58,7 @@ struct AttentionParams {
   int cache_slot_offset;
   void* key_cache;
   void* value_cache;
+  KvCacheScales scales;
   int heads;
   int capacity;
   const int* position;
@@ -91,6 +96,107 @@ struct CacheVector<__nv_bfloat16> {
   }
 };
 
+template <KvCacheForm Form>
+struct PlainCache;
+template <>
+struct PlainCache<KvCacheForm::kF32> {
+  using Type = float;
+};
+template <>
+struct PlainCache<KvCacheForm::kBF16> {
+  using Type = __nv_bfloat16;
+};
+
+// One (batch row, head) of the cache, read E elements at a time (a lane's
+// columns [column, column + E) of one slot), widened to f32.
+template <int D, KvCacheForm Form>
+struct CacheReader {  // f32 and bf16
+  using Cache = typename PlainCache<Form>::Type;
+  static constexpr int kElements = CacheVector<Cache>::kElements;
+  const Cache* keys;
+  const Cache* values;
+  __device__ __forceinline__ CacheReader(const KvHead& head, int /*length*/)
+      : keys(static_cast<const Cache*>(head.keys)), values(static_cast<const Cache*>(head.values)) {}
+  __device__ __forceinline__ void key(int slot, int column, float (&x)[kElements]) const {
+    CacheVector<Cache>::load(keys + size_t(slot) * D + column, x);
+  }
+  __device__ __forceinline__ void value(int slot, int column, float (&x)[kElements]) const {
+    CacheVector<Cache>::load(values + size_t(slot) * D + column, x);
+  }
+};
+
+// Eight 1-byte codes from one 8-byte load, each widened, times `scale`.
+template <KvCacheForm Form>
+__device__ __forceinline__ void widen_codes(const uint8_t* at, float scale, float (&x)[8]) {
+  const uint2 v = *reinterpret_cast<const uint2*>(at);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const uint32_t code = ((i < 4 ? v.x : v.y) >> (8 * (i % 4))) & 0xFFu;
+    const float widened = Form == KvCacheForm::kFp8 ? fp8_e4m3_to_f32(code) : float(int8_t(code));
+    x[i] = widened * scale;
+  }
+}
+
+template <int D>
+struct CacheReader<D, KvCacheForm::kFp8> {
+  static constexpr int kElements = 8;
+  KvHead head;
+  __device__ __forceinline__ CacheReader(const KvHead& h, int /*length*/) : head(h) {}
+  __device__ __forceinline__ void key(int slot, int column, float (&x)[8]) const {
+    widen_codes<KvCacheForm::kFp8>(static_cast<const uint8_t*>(head.keys) + size_t(slot) * D + column,
+                                   head.key_scales[slot], x);
+  }
+  __device__ __forceinline__ void value(int slot, int column, float (&x)[8]) const {
+    widen_codes<KvCacheForm::kFp8>(static_cast<const uint8_t*>(head.values) + size_t(slot) * D + column,
+                                   head.value_scales[slot], x);
+  }
+};
+
+// KIVI: keys of whole blocks below `quantized` are codes with a scale per
+// channel, the block being filled is f32 in the residual.
+template <int D>
+struct CacheReader<D, KvCacheForm::kInt8> {
+  static constexpr int kElements = 8;
+  KvHead head;
+  int quantized;
+  __device__ __forceinline__ CacheReader(const KvHead& h, int length)
+      : head(h), quantized(length / kInt8KeyBlock * kInt8KeyBlock) {}
+  __device__ __forceinline__ void key(int slot, int column, float (&x)[8]) const {
+    if (slot >= quantized) {
+      const float* row = head.key_residual + size_t(slot % kInt8KeyBlock) * D + column;
+      const float4 a = *reinterpret_cast<const float4*>(row), b = *reinterpret_cast<const float4*>(row + 4);
+      x[0] = a.x, x[1] = a.y, x[2] = a.z, x[3] = a.w, x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
+      return;
+    }
+    const uint2 v = *reinterpret_cast<const uint2*>(static_cast<const int8_t*>(head.keys) + size_t(slot) * D + column);
+    const float* scales = head.key_scales + size_t(slot / kInt8KeyBlock) * D + column;
+    const float4 a = *reinterpret_cast<const float4*>(scales), b = *reinterpret_cast<const float4*>(scales + 4);
+    const float scale[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) x[i] = float(int8_t(((i < 4 ? v.x : v.y) >> (8 * (i % 4))) & 0xFFu)) * scale[i];
+  }
+  __device__ __forceinline__ void value(int slot, int column, float (&x)[8]) const {
+    widen_codes<KvCacheForm::kInt8>(static_cast<const uint8_t*>(head.values) + size_t(slot) * D + column,
+                                    head.value_scales[slot], x);
+  }
+};
+
+template <KvCacheForm Form>
+constexpr bool kPlainForm = Form == KvCacheForm::kF32 || Form == KvCacheForm::kBF16;
+
+// The cache of (batch row, head) `row_head` as its form lays it out.
+template <int D, KvCacheForm Form>
+__device__ __forceinline__ KvHead cache_head(void* keys, void* values, const KvCacheScales& scales, int row_head,
+                                             int capacity) {
+  if constexpr (kPlainForm<Form>) {
+    using Cache = typename PlainCache<Form>::Type;
+    const size_t base = size_t(row_head) * capacity * D;
+    return KvHead{static_cast<Cache*>(keys) + base, static_cast<Cache*>(values) + base, nullptr, nullptr, nullptr};
+  } else {
+    return kv_head<D>(keys, values, scales, Form, row_head, capacity);
+  }
+}
+
 __device__ __forceinline__ int current_length(const AttentionParams& p) {
   const int length = (p.position ? *p.position : 0) + p.length_offset;
   return min(max(length, 0), p.capacity);
@@ -114,11 +220,10 @@ __device__ __forceinline__ void merge_softmax(float& max_value, float& sum, floa
 // block (begin < end, the same for every thread). On return, thread d < D
 // holds the unnormalised output element d, and every thread < D the block's
 // running max and sum of exponentials.
-template <int D, class Cache>
-__device__ __forceinline__ void attend_keys(const float* query, float scale, const Cache* key_rows,
-                                            const Cache* value_rows, int begin, int end, float& out_value,
-                                            float& out_max, float& out_total) {
-  constexpr int E = CacheVector<Cache>::kElements;
+template <int D, class Reader>
+__device__ __forceinline__ void attend_keys(const float* query, float scale, const Reader& cache, int begin, int end,
+                                            float& out_value, float& out_max, float& out_total) {
+  constexpr int E = Reader::kElements;
   constexpr int kLanesPerKey = D / E;
   constexpr int kKeysPerWarp = kWarpSize / kLanesPerKey;
   constexpr int kGroups = kSplitWarps * kKeysPerWarp;
@@ -133,8 +238,7 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
     const float4 v = *reinterpret_cast<const float4*>(query + sub * E + i);
     q[i] = v.x * scale, q[i + 1] = v.y * scale, q[i + 2] = v.z * scale, q[i + 3] = v.w * scale;
   }
-  const Cache* keys = key_rows + sub * E;
-  const Cache* values = value_rows + sub * E;
+  const int column = sub * E;
 
   float max_value = -INFINITY, sum = 0.0f, acc[E];
 #pragma unroll
@@ -147,8 +251,8 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
       const int key = base + u * kGroups + group;
       valid[u] = key < end;
       if (valid[u]) {
-        CacheVector<Cache>::load(keys + size_t(key) * D, k[u]);
-        CacheVector<Cache>::load(values + size_t(key) * D, v[u]);
+        cache.key(key, column, k[u]);
+        cache.value(key, column, v[u]);
       } else {
 #pragma unroll
         for (int i = 0; i < E; ++i) k[u][i] = v[u][i] = 0.0f;
@@ -218,17 +322,16 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
   __syncthreads();  // the warp arrays may be reused by the caller's next call
 }
 
-template <int D, class Cache>
+template <int D, KvCacheForm Form>
 __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const AttentionParams p) {
   __shared__ __align__(16) float query_shared[D];
+  __shared__ __align__(16) float key_shared[D];  // fp8, int8: the new key, for the store
   __shared__ bool last_block;
   const int split = blockIdx.x;
   const int head = blockIdx.y;
   const int batch_row = blockIdx.z;
   const int row_head = batch_row * p.heads + head;
-  const size_t head_base = size_t(row_head) * p.capacity * D;
-  Cache* keys = static_cast<Cache*>(p.key_cache) + head_base;
-  Cache* values = static_cast<Cache*>(p.value_cache) + head_base;
+  const KvHead cache = cache_head<D, Form>(p.key_cache, p.value_cache, p.scales, row_head, p.capacity);
 
   const float* query = p.query ? p.query + size_t(row_head) * D : query_shared;
   if (p.raw) {
@@ -247,13 +350,28 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
         query_shared[2 * j + 1] = y;
       });
     } else if (warp == 1 && writes) {
-      norm_rotate_head<D>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position,
-                          [&](int j, float x, float y) { store_pair(keys, size_t(slot) * D + 2 * j, x, y); });
-      const float* value = row + 2 * width;
-      for (int j = threadIdx.x % kWarpSize; j < D / 2; j += kWarpSize)
-        store_pair(values, size_t(slot) * D + 2 * j, value[2 * j], value[2 * j + 1]);
+      if constexpr (kPlainForm<Form>) {
+        using Cache = typename PlainCache<Form>::Type;
+        Cache* keys = static_cast<Cache*>(cache.keys);
+        Cache* values = static_cast<Cache*>(cache.values);
+        norm_rotate_head<D>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position,
+                            [&](int j, float x, float y) { store_pair(keys, size_t(slot) * D + 2 * j, x, y); });
+        const float* value = row + 2 * width;
+        for (int j = threadIdx.x % kWarpSize; j < D / 2; j += kWarpSize)
+          store_pair(values, size_t(slot) * D + 2 * j, value[2 * j], value[2 * j + 1]);
+      } else {
+        norm_rotate_head<D>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position,
+                            [&](int j, float x, float y) {
+                              key_shared[2 * j] = x;
+                              key_shared[2 * j + 1] = y;
+                            });
+      }
     }
     __syncthreads();  // the query, and this block's own cache writes, are visible to the block
+    if constexpr (!kPlainForm<Form>) {
+      if (warp == 1 && writes) store_slot<D, Form>(cache, slot, key_shared, row + 2 * width);
+      __syncthreads();  // the stored slot (and a quantised int8 block) are visible to the block
+    }
   }
 
   const int length = current_length(p);
@@ -263,7 +381,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
   float* partial_stats = p.partial_stats + (size_t(row_head) * p.splits + split) * 2;
   if (begin < end) {
     float value = 0.0f, block_max = 0.0f, total = 0.0f;
-    attend_keys<D, Cache>(query, p.scale, keys, values, begin, end, value, block_max, total);
+    attend_keys<D>(query, p.scale, CacheReader<D, Form>(cache, length), begin, end, value, block_max, total);
     if (threadIdx.x < D) {
       partial_output[threadIdx.x] = value;
       if (threadIdx.x == 0) partial_stats[0] = block_max, partial_stats[1] = total;
@@ -306,6 +424,7 @@ struct PrefillParams {
   int kv_length;
   const void* key_cache;
   const void* value_cache;
+  KvCacheScales scales;
   int heads;
   int capacity;
   float* output;  // [batch, query_rows, heads·D]
@@ -313,7 +432,7 @@ struct PrefillParams {
 };
 
 // Grid (query_rows, heads, batch): one query row of one head per block.
-template <int D, class Cache>
+template <int D, KvCacheForm Form>
 __global__ void __launch_bounds__(kSplitThreads) attention_prefill_kernel(const PrefillParams p) {
   const int row = blockIdx.x;
   const int head = blockIdx.y;
@@ -324,41 +443,93 @@ __global__ void __launch_bounds__(kSplitThreads) attention_prefill_kernel(const 
     if (threadIdx.x < D) p.output[query_at + threadIdx.x] = 0.0f;
     return;
   }
-  const size_t head_base = (size_t(batch_row) * p.heads + head) * p.capacity * D;
+  // The kernel only reads: the const casts are for the shared KvHead view.
+  const KvHead cache = cache_head<D, Form>(const_cast<void*>(p.key_cache), const_cast<void*>(p.value_cache), p.scales,
+                                           batch_row * p.heads + head, p.capacity);
   float value = 0.0f, block_max = 0.0f, total = 0.0f;
-  attend_keys<D, Cache>(p.query + query_at, p.scale, static_cast<const Cache*>(p.key_cache) + head_base,
-                        static_cast<const Cache*>(p.value_cache) + head_base, 0, end, value, block_max, total);
+  attend_keys<D>(p.query + query_at, p.scale, CacheReader<D, Form>(cache, p.kv_length), 0, end, value, block_max,
+                 total);
   if (threadIdx.x < D) p.output[query_at + threadIdx.x] = total > 0.0f ? value / total : 0.0f;
 }
 
-template <int D, class Cache>
+template <int D, KvCacheForm Form>
 Status launch_attention(const AttentionParams& params, int batch, Stream stream) {
-  attention_split_kernel<D, Cache><<<dim3(params.splits, params.heads, batch), kSplitThreads, 0, stream>>>(params);
+  attention_split_kernel<D, Form><<<dim3(params.splits, params.heads, batch), kSplitThreads, 0, stream>>>(params);
   return launch_status("attention_decode kernel launch");
 }
 
-template <class Cache>
+template <KvCacheForm Form>
 Status dispatch_head_dim(int head_dim, const AttentionParams& params, int batch, Stream stream) {
   switch (head_dim) {
-    case 16: return launch_attention<16, Cache>(params, batch, stream);
-    case 32: return launch_attention<32, Cache>(params, batch, stream);
-    case 64: return launch_attention<64, Cache>(params, batch, stream);
-    case 128: return launch_attention<128, Cache>(params, batch, stream);
+    case 16:
+      return launch_attention<16, Form>(params, batch, stream);
+    case 32:
+      return launch_attention<32, Form>(params, batch, stream);
+    case 64:
+      return launch_attention<64, Form>(params, batch, stream);
+    case 128:
+      return launch_attention<128, Form>(params, batch, stream);
     default: return invalid("attention_decode: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
   }
 }
 
-template <class Cache>
+Status dispatch_form(KvCacheForm form, int head_dim, const AttentionParams& params, int batch, Stream stream) {
+  switch (form) {
+    case KvCacheForm::kF32:
+      return dispatch_head_dim<KvCacheForm::kF32>(head_dim, params, batch, stream);
+    case KvCacheForm::kBF16:
+      return dispatch_head_dim<KvCacheForm::kBF16>(head_dim, params, batch, stream);
+    case KvCacheForm::kFp8:
+      return dispatch_head_dim<KvCacheForm::kFp8>(head_dim, params, batch, stream);
+    case KvCacheForm::kInt8:
+      return dispatch_head_dim<KvCacheForm::kInt8>(head_dim, params, batch, stream);
+  }
+  return invalid("attention_decode: unknown cache form");
+}
+
+template <KvCacheForm Form>
 Status dispatch_prefill(int head_dim, const PrefillParams& params, int batch, Stream stream) {
   const dim3 grid(params.query_rows, params.heads, batch);
   switch (head_dim) {
-    case 16: attention_prefill_kernel<16, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
-    case 32: attention_prefill_kernel<32, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
-    case 64: attention_prefill_kernel<64, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
-    case 128: attention_prefill_kernel<128, Cache><<<grid, kSplitThreads, 0, stream>>>(params); break;
+    case 16:
+      attention_prefill_kernel<16, Form><<<grid, kSplitThreads, 0, stream>>>(params);
+      break;
+    case 32:
+      attention_prefill_kernel<32, Form><<<grid, kSplitThreads, 0, stream>>>(params);
+      break;
+    case 64:
+      attention_prefill_kernel<64, Form><<<grid, kSplitThreads, 0, stream>>>(params);
+      break;
+    case 128:
+      attention_prefill_kernel<128, Form><<<grid, kSplitThreads, 0, stream>>>(params);
+      break;
     default: return invalid("attention_prefill: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
   }
   return launch_status("attention_prefill kernel launch");
+}
+
+Status dispatch_prefill_form(KvCacheForm form, int head_dim, const PrefillParams& params, int batch, Stream stream) {
+  switch (form) {
+    case KvCacheForm::kF32:
+      return dispatch_prefill<KvCacheForm::kF32>(head_dim, params, batch, stream);
+    case KvCacheForm::kBF16:
+      return dispatch_prefill<KvCacheForm::kBF16>(head_dim, params, batch, stream);
+    case KvCacheForm::kFp8:
+      return dispatch_prefill<KvCacheForm::kFp8>(head_dim, params, batch, stream);
+    case KvCacheForm::kInt8:
+      return dispatch_prefill<KvCacheForm::kInt8>(head_dim, params, batch, stream);
+  }
+  return invalid("attention_prefill: unknown cache form");
+}
+
+// The scales a form needs (and their alignment for the vector loads).
+Status check_cache_scales(const std::string& where, KvCacheForm form, const KvCacheScales& scales) {
+  if (form == KvCacheForm::kFp8 && (!scales.key_scales || !scales.value_scales))
+    return invalid(where + "an fp8 cache needs its key and value scales");
+  if (form == KvCacheForm::kInt8 && (!scales.key_scales || !scales.value_scales || !scales.key_residual ||
+                                     !aligned(scales.key_scales, 16) || !aligned(scales.key_residual, 16)))
+    return invalid(where + "an int8 cache needs its key scales and key residual (16-byte aligned) and value scales");
+  return ok_status();
 }
 
 int splits_for(int cache_capacity, int keys_per_split) {
@@ -400,10 +571,12 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   if (!args.query == !args.raw_qkv) return invalid(where + "give either query or raw_qkv");
   if (!args.key_cache || !args.value_cache || !args.output || !args.workspace)
     return invalid(where + "caches, output and workspace are required");
-  if (args.cache_type != DType::kBF16 && args.cache_type != DType::kF32)
-    return invalid(where + "cache type must be BF16 or F32, got " + std::string(dtype_name(args.cache_type)));
+  CUBEFORGE_TRY(check_cache_scales(where, args.cache_form, args.cache_scales));
   if (args.keys_per_split < 0 || args.keys_per_split % 16 != 0)
     return invalid(where + "keys_per_split must be 0 or a positive multiple of 16");
+  if (args.cache_form == KvCacheForm::kInt8 && args.keys_per_split % kInt8KeyBlock != 0)
+    return invalid(where + "an int8 cache needs keys_per_split 0 or a multiple of 32, got " +
+                   std::to_string(args.keys_per_split));
   const int keys_per_split = args.keys_per_split ? args.keys_per_split
                                                  : attention_decode_keys_per_split(args.batch, args.heads,
                                                                                    args.cache_capacity);
@@ -438,6 +611,7 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   params.cache_slot_offset = args.cache_slot_offset;
   params.key_cache = args.key_cache;
   params.value_cache = args.value_cache;
+  params.scales = args.cache_scales;
   params.heads = args.heads;
   params.capacity = args.cache_capacity;
   params.position = args.position;
@@ -451,8 +625,7 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   params.output = args.output;
   params.output_stride = output_stride;
   params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
-  return args.cache_type == DType::kBF16 ? dispatch_head_dim<__nv_bfloat16>(args.head_dim, params, args.batch, stream)
-                                         : dispatch_head_dim<float>(args.head_dim, params, args.batch, stream);
+  return dispatch_form(args.cache_form, args.head_dim, params, args.batch, stream);
 }
 
 Status attention_prefill(const AttentionPrefillArgs& args, Stream stream) {
@@ -465,8 +638,7 @@ Status attention_prefill(const AttentionPrefillArgs& args, Stream stream) {
                    std::to_string(args.cache_capacity));
   if (!args.query || !args.key_cache || !args.value_cache || !args.output)
     return invalid(where + "query, caches and output are required");
-  if (args.cache_type != DType::kBF16 && args.cache_type != DType::kF32)
-    return invalid(where + "cache type must be BF16 or F32, got " + std::string(dtype_name(args.cache_type)));
+  CUBEFORGE_TRY(check_cache_scales(where, args.cache_form, args.cache_scales));
   if (!aligned(args.query, 16) || !aligned(args.key_cache, 16) || !aligned(args.value_cache, 16))
     return invalid(where + "query and caches must be 16-byte aligned");
   PrefillParams params{};
@@ -476,12 +648,12 @@ Status attention_prefill(const AttentionPrefillArgs& args, Stream stream) {
   params.kv_length = args.kv_length;
   params.key_cache = args.key_cache;
   params.value_cache = args.value_cache;
+  params.scales = args.cache_scales;
   params.heads = args.heads;
   params.capacity = args.cache_capacity;
   params.output = args.output;
   params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
-  return args.cache_type == DType::kBF16 ? dispatch_prefill<__nv_bfloat16>(args.head_dim, params, args.batch, stream)
-                                         : dispatch_prefill<float>(args.head_dim, params, args.batch, stream);
+  return dispatch_prefill_form(args.cache_form, args.head_dim, params, args.batch, stream);
 }
 
 }  // namespace cubeforge::cuda

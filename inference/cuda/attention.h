@@ -4,14 +4,18 @@
 //   out[b, h·D + d] = Σ_p softmax_p(q·k_p / sqrt(D)) · v_p[d]
 //
 // with q [batch, heads, D] f32 (already normalised and rotated), caches
-// [batch, heads, capacity, D] in bf16 or f32 (rotated keys, as
-// qk_norm_rope_cache_write stores them), D = head_dim ∈ {16, 32, 64, 128}, and
+// [batch, heads, capacity, D] in one of the forms of kv_cache.h (f32, bf16,
+// fp8 or int8 codes with their scales; rotated keys, as
+// qk_norm_rope_cache_write and kv_cache_store store them), widened in
+// registers as the CPU's kv_load widens them; D = head_dim ∈ {16, 32, 64, 128}, and
 // length = (*position + length_offset) clamped to [0, capacity], read from device
 // memory at run time so one captured graph serves every token. Dual-stream
 // blocks pass length_offset = cond_len + 1, single-stream blocks 1. Passing
 // position = nullptr makes length = length_offset (the reference's KV quirk in
 // the single-stream blocks is length_offset = 1 with no position).
-// A length of 0 gives zeros.
+// A length of 0 gives zeros. The cache holds slots [0, length) (an int8
+// cache's keys below length rounded down to 32 as codes, the rest in its
+// residual).
 //
 // Fused prologue: instead of `query`, give the new token's raw projections
 // (raw_qkv: q | k | v per batch row, each heads·D, as the fused c_qk|c_v
@@ -19,19 +23,24 @@
 // what qk_norm_rope_cache_write does first: the query is normalised and
 // rotated at *write_position, and the key (normalised, rotated) and value go
 // to cache slot *write_position + cache_slot_offset (not written when that
-// is outside the cache). Then the attention reads the cache as above.
+// is outside the cache): codes and scales as cpu::kv_store makes them, an
+// int8 key block quantised when this slot is its last. Then the attention
+// reads the cache as above.
 //
 // The sequence is cut into splits of keys_per_split keys (fixed from the
 // capacity, so the grid never changes between tokens); each split keeps an
 // online softmax and the last split of each (row, head) to finish merges them,
 // in one launch. The workspace holds per-(row, head) counters for that: they
 // must be zero before the first launch (attention_decode_reset_workspace) and
-// every launch leaves them zero again.
+// every launch leaves them zero again. An int8 cache needs keys_per_split to
+// be a multiple of 32, so that the block its new key completes lies in the
+// split that writes it.
 #pragma once
 
 #include <cstddef>
 
 #include "inference/cuda/cuda_api.h"
+#include "inference/cuda/kv_cache.h"
 
 namespace cubeforge::cuda {
 
@@ -41,9 +50,10 @@ struct AttentionDecodeArgs {
   int head_dim = 0;
 
   const float* query = nullptr;  // [batch, heads, head_dim]; or nullptr with raw_qkv
-  DType cache_type = DType::kBF16;
-  void* key_cache = nullptr;    // [batch, heads, cache_capacity, head_dim]
+  KvCacheForm cache_form = KvCacheForm::kBF16;
+  void* key_cache = nullptr;    // [batch, heads, cache_capacity, head_dim] elements of the form
   void* value_cache = nullptr;  // same
+  KvCacheScales cache_scales;   // fp8 and int8
   int cache_capacity = 0;
 
   const int* position = nullptr;  // device, or nullptr for a fixed length
@@ -85,7 +95,8 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream);
 // the cond length; single blocks 0. Queries and output are [batch,
 // query_rows, heads·head_dim] f32; caches as for decode. One block per query
 // row and head, every key streamed once per query: prefill is a few dozen
-// rows, or the whole sequence in the no-cache mode of the ablation.
+// rows, or the whole sequence in the no-cache mode of the ablation. The
+// cache holds slots [0, kv_length).
 struct AttentionPrefillArgs {
   int batch = 1;
   int heads = 0;
@@ -94,11 +105,12 @@ struct AttentionPrefillArgs {
   int query_rows = 0;
   int causal_base = 0;
   int kv_length = 0;
-  DType cache_type = DType::kF32;
+  KvCacheForm cache_form = KvCacheForm::kF32;
   const void* key_cache = nullptr;
   const void* value_cache = nullptr;
   int cache_capacity = 0;
   float* output = nullptr;
+  KvCacheScales cache_scales;  // fp8 and int8
 };
 
 Status attention_prefill(const AttentionPrefillArgs& args, Stream stream);

@@ -11,6 +11,9 @@
 // the sampling step; the sampling kernel advances it, which is what lets one
 // recorded graph serve every token. The KV cache holds, per block and batch
 // row, the cond keys and values first (dual blocks), then the shape tokens'.
+// An fp8 or int8 cache (kv_cache.h) is what the CPU's GptSession keeps: its
+// prefill attends over the exact keys and values (an f32 scratch cache here)
+// and stores them in the cache's form for the decode steps.
 #include "inference/cuda/token_backend.h"
 
 #include <cuda_runtime.h>
@@ -29,6 +32,7 @@
 #include "inference/cuda/elementwise.h"
 #include "inference/cuda/gemm.h"
 #include "inference/cuda/gpt_weights.h"
+#include "inference/cuda/kv_cache.h"
 #include "inference/cuda/matvec.h"
 #include "inference/cuda/norm.h"
 #include "inference/cuda/sampling.h"
@@ -63,17 +67,35 @@ class OwnedStream {
 const float* data_or_null(const DeviceBuffer<float>& buffer) { return buffer.size() ? buffer.data() : nullptr; }
 
 struct LayerCache {
-  DeviceBuffer<unsigned char> keys, values;  // [B, H, capacity, D] of the cache type
+  DeviceBuffer<unsigned char> keys, values;                    // [B, H, capacity, D] elements of the cache form
+  DeviceBuffer<float> key_scales, value_scales, key_residual;  // fp8 and int8 (kv_cache.h)
   int capacity = 0;
+
+  KvCacheScales scales() {
+    return {key_scales.size() ? key_scales.data() : nullptr, value_scales.size() ? value_scales.data() : nullptr,
+            key_residual.size() ? key_residual.data() : nullptr};
+  }
 };
+
+// The form the session's options ask for: kv_cache's fp8 or int8, else kv_cache_type.
+KvCacheForm session_cache_form(const TokenSessionOptions& options) {
+  if (options.kv_cache.format == cpu::KvFormat::kFp8) return KvCacheForm::kFp8;
+  if (options.kv_cache.format == cpu::KvFormat::kInt8) return KvCacheForm::kInt8;
+  return options.kv_cache_type == DType::kBF16 ? KvCacheForm::kBF16 : KvCacheForm::kF32;
+}
 
 class CudaTokenBackend;
 
 class CudaTokenSession final : public TokenSession {
  public:
   CudaTokenSession(const GptWeights& weights, const TokenSessionOptions& options)
-      : w_(weights), c_(weights.config), options_(options), batch_(options.batch()), cond_(options.cond_length),
-        tokens_(options.tokens) {}
+      : w_(weights),
+        c_(weights.config),
+        options_(options),
+        batch_(options.batch()),
+        cond_(options.cond_length),
+        tokens_(options.tokens),
+        form_(session_cache_form(options)) {}
 
   ~CudaTokenSession() override {
     if (stream_.get()) cudaStreamSynchronize(stream_.get());
@@ -92,6 +114,8 @@ class CudaTokenSession final : public TokenSession {
   int head_dim() const { return c_.head_dim(); }
   int vocab_rows() const { return c_.vocab_size(); }
   int landed() const { return __atomic_load_n(ring_count_.host_data(), __ATOMIC_ACQUIRE); }
+  // fp8 and int8: the prefill writes and attends over the f32 scratch cache.
+  bool quantized_cache() const { return form_ == KvCacheForm::kFp8 || form_ == KvCacheForm::kInt8; }
 
   template <class T>
   Status allocate(DeviceBuffer<T>& buffer, std::size_t count, const char* name) {
@@ -117,7 +141,7 @@ class CudaTokenSession final : public TokenSession {
     return args;
   }
 
-  QkNormRopeArgs rope_args(const PreAttentionWeights& pre, const float* qkv, int tokens, LayerCache& cache) const {
+  QkNormRopeArgs rope_args(const PreAttentionWeights& pre, const float* qkv, int tokens, LayerCache& cache) {
     QkNormRopeArgs args;
     args.batch = batch_;
     args.heads = c_.heads;
@@ -136,10 +160,44 @@ class CudaTokenSession final : public TokenSession {
     args.key_norm_weight = pre.k_norm.data();
     args.eps = kQkNormEps;
     args.rope_theta = c_.rope_theta;
-    args.cache_type = options_.kv_cache_type;
-    args.key_cache = cache.keys.data();
-    args.value_cache = cache.values.data();
-    args.cache_capacity = cache.capacity;
+    if (quantized_cache()) {
+      args.cache_type = DType::kF32;
+      args.key_cache = prefill_keys_.data();
+      args.value_cache = prefill_values_.data();
+      args.cache_capacity = prefill_capacity_;
+    } else {
+      args.cache_type = options_.kv_cache_type;
+      args.key_cache = cache.keys.data();
+      args.value_cache = cache.values.data();
+      args.cache_capacity = cache.capacity;
+    }
+    return args;
+  }
+
+  // Prefill attention over the cache's first kv_length slots (the f32
+  // scratch cache for fp8 and int8: the CPU's prefill attends exact).
+  AttentionPrefillArgs prefill_attention_args(LayerCache& cache, const float* query, int rows, int causal_base,
+                                              int kv_length, float* output) {
+    AttentionPrefillArgs args;
+    args.batch = batch_;
+    args.heads = c_.heads;
+    args.head_dim = head_dim();
+    args.query = query;
+    args.query_rows = rows;
+    args.causal_base = causal_base;
+    args.kv_length = kv_length;
+    args.output = output;
+    if (quantized_cache()) {
+      args.cache_form = KvCacheForm::kF32;
+      args.key_cache = prefill_keys_.data();
+      args.value_cache = prefill_values_.data();
+      args.cache_capacity = prefill_capacity_;
+    } else {
+      args.cache_form = form_;
+      args.key_cache = cache.keys.data();
+      args.value_cache = cache.values.data();
+      args.cache_capacity = cache.capacity;
+    }
     return args;
   }
 
@@ -186,6 +244,7 @@ class CudaTokenSession final : public TokenSession {
   const GptConfig& c_;
   const TokenSessionOptions options_;
   const int batch_, cond_, tokens_;
+  const KvCacheForm form_;
 
   OwnedStream stream_;  // declared first: destroyed after every buffer below
   std::optional<GemmContext> gemm_;
@@ -199,6 +258,9 @@ class CudaTokenSession final : public TokenSession {
   // Prefill: R = B·max(S, L) rows.
   DeviceBuffer<float> cond_input_ /*[B·S, d]*/, cond_rows_, shape_rows_ /*[B·L, d]*/, normed_rows_, qkv_rows_,
       query_rows_, attended_cond_, attended_shape_, gate_up_rows_ /*[R, 2F]*/, swiglu_out_ /*[R, F]*/, widened_;
+  // fp8 and int8: one layer's exact prefill keys and values, [B, H, prefill_capacity_, D] f32.
+  DeviceBuffer<float> prefill_keys_, prefill_values_;
+  int prefill_capacity_ = 0;
   int max_shape_rows_ = 1;
 
   std::optional<CudaDecodeGraph> graph_;
@@ -215,15 +277,23 @@ Status CudaTokenSession::open() {
   max_shape_rows_ = options_.use_kv_cache ? 1 : N;
 
   // KV caches: dual blocks hold the cond rows first.
-  const std::size_t element = dtype_size(options_.kv_cache_type);
   const int dual_capacity = S + N + 1, single_capacity = N + 1;
   for (const BlockWeights& block : w_.blocks) {
     LayerCache cache;
     cache.capacity = block.dual ? dual_capacity : single_capacity;
-    const std::size_t bytes = std::size_t(B) * c_.heads * cache.capacity * head_dim() * element;
-    CUBEFORGE_TRY(allocate(cache.keys, bytes, "KV cache keys"));
-    CUBEFORGE_TRY(allocate(cache.values, bytes, "KV cache values"));
+    const KvCacheSizes sizes = kv_cache_sizes(form_, B, c_.heads, head_dim(), cache.capacity);
+    CUBEFORGE_TRY(allocate(cache.keys, sizes.code_bytes, "KV cache keys"));
+    CUBEFORGE_TRY(allocate(cache.values, sizes.code_bytes, "KV cache values"));
+    if (sizes.key_scales) CUBEFORGE_TRY(allocate(cache.key_scales, sizes.key_scales, "KV cache key scales"));
+    if (sizes.value_scales) CUBEFORGE_TRY(allocate(cache.value_scales, sizes.value_scales, "KV cache value scales"));
+    if (sizes.key_residual) CUBEFORGE_TRY(allocate(cache.key_residual, sizes.key_residual, "KV cache key residual"));
     caches_.push_back(std::move(cache));
+  }
+  if (quantized_cache()) {
+    prefill_capacity_ = S + max_shape_rows_;
+    const std::size_t cells = std::size_t(B) * c_.heads * prefill_capacity_ * head_dim();
+    CUBEFORGE_TRY(allocate(prefill_keys_, cells, "prefill keys"));
+    CUBEFORGE_TRY(allocate(prefill_values_, cells, "prefill values"));
   }
 
   CUBEFORGE_TRY(allocate(x_, std::size_t(B) * d(), "decode x"));
@@ -323,12 +393,9 @@ Status CudaTokenSession::run_prefill(int length, Stream stream) {
       cond.cache_slot_offset = 0;
       if (block.pre_c.has_query) cond.query_out = query_rows_.data();
       CUBEFORGE_TRY(qk_norm_rope_cache_write(cond, stream));
-      if (block.pre_c.has_query) {
-        AttentionPrefillArgs attention{B, c_.heads, head_dim(), query_rows_.data(), S, 0, S,
-                                       options_.kv_cache_type, cache.keys.data(), cache.values.data(), cache.capacity,
-                                       attended_cond_.data()};
-        CUBEFORGE_TRY(attention_prefill(attention, stream));
-      }
+      if (block.pre_c.has_query)
+        CUBEFORGE_TRY(attention_prefill(
+            prefill_attention_args(cache, query_rows_.data(), S, 0, S, attended_cond_.data()), stream));
     }
     const int slot_offset = block.dual ? S : 0;
     CUBEFORGE_TRY(layer_norm_rows(shape_rows_.data(), d(), normed_rows_.data(), d(), B * L, d(), c_.eps, stream));
@@ -340,10 +407,27 @@ Status CudaTokenSession::run_prefill(int length, Stream stream) {
     shape.cache_slot_offset = slot_offset;
     shape.query_out = query_rows_.data();
     CUBEFORGE_TRY(qk_norm_rope_cache_write(shape, stream));
-    AttentionPrefillArgs attention{B, c_.heads, head_dim(), query_rows_.data(), L, slot_offset, slot_offset + L,
-                                   options_.kv_cache_type, cache.keys.data(), cache.values.data(), cache.capacity,
-                                   attended_shape_.data()};
-    CUBEFORGE_TRY(attention_prefill(attention, stream));
+    CUBEFORGE_TRY(attention_prefill(
+        prefill_attention_args(cache, query_rows_.data(), L, slot_offset, slot_offset + L, attended_shape_.data()),
+        stream));
+    if (quantized_cache()) {
+      // The cache keeps this layer's keys and values in its form for the decode steps.
+      KvCacheStoreArgs store;
+      store.batch = B;
+      store.heads = c_.heads;
+      store.head_dim = head_dim();
+      store.source_keys = prefill_keys_.data();
+      store.source_values = prefill_values_.data();
+      store.source_capacity = prefill_capacity_;
+      store.first_slot = 0;
+      store.count = slot_offset + L;
+      store.form = form_;
+      store.key_cache = cache.keys.data();
+      store.value_cache = cache.values.data();
+      store.scales = cache.scales();
+      store.cache_capacity = cache.capacity;
+      CUBEFORGE_TRY(kv_cache_store(store, stream));
+    }
     CUBEFORGE_TRY(post_attention_rows(block.post_x, shape_rows_.data(), attended_shape_.data(), B * L, stream));
     if (block.dual && !block.cond_pre_only)
       CUBEFORGE_TRY(post_attention_rows(block.post_c, cond_rows_.data(), attended_cond_.data(), B * S, stream));
@@ -383,9 +467,10 @@ Status CudaTokenSession::record_decode_step(Stream stream) {
     attention.rope_theta = c_.rope_theta;
     attention.write_position = step_.data();
     attention.cache_slot_offset = block.dual ? S : 0;
-    attention.cache_type = options_.kv_cache_type;
+    attention.cache_form = form_;
     attention.key_cache = cache.keys.data();
     attention.value_cache = cache.values.data();
+    attention.cache_scales = cache.scales();
     attention.cache_capacity = cache.capacity;
     // The reference's KV quirk: a single block's query sees cache slot 0 only.
     const bool quirk = !block.dual && options_.attention == AttentionMode::kReference;
@@ -538,6 +623,31 @@ Result<StepLogits> CudaTokenSession::step_logits(int step) {
   return logits;
 }
 
+// The KV caches the device keeps: every position at full rank, as f32 or bf16
+// (kv_cache_type) or in the CPU's fp8 and int8 forms (kv_cache.format).
+Status check_cuda_kv_cache(const TokenSessionOptions& options) {
+  const KvCacheOptions& kv = options.kv_cache;
+  if (kv.budget > 0 || kv.low_rank)
+    return make_error(ErrorCode::kUnsupported,
+                      "the CUDA backend keeps every position's keys and values at full rank; a KV budget (" +
+                          std::to_string(kv.budget) + ") or rank (" +
+                          std::to_string(kv.low_rank ? kv.low_rank->rank() : 0) + ") runs on the CPU backend");
+  if (kv.format == cpu::KvFormat::kBF16)
+    return make_error(ErrorCode::kUnsupported,
+                      "the CUDA backend stores the KV cache as f32, fp8 or int8, or as its own bf16 cache "
+                      "(kv_cache_type BF16, --kv-cache-type bf16); the bf16 KV form runs on the CPU backend");
+  const bool quantized = kv.format == cpu::KvFormat::kFp8 || kv.format == cpu::KvFormat::kInt8;
+  if (quantized && options.kv_cache_type != DType::kF32)
+    return make_error(ErrorCode::kInvalidArgument, "an " + std::string(cpu::kv_format_name(kv.format)) +
+                                                       " KV cache replaces kv_cache_type " +
+                                                       std::string(dtype_name(options.kv_cache_type)) +
+                                                       "; leave kv_cache_type at F32 (--kv-cache-type f32)");
+  if (quantized && options.attention == AttentionMode::kReference)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)");
+  return ok_status();
+}
+
 class CudaTokenBackend final : public TokenBackend {
  public:
   CudaTokenBackend(const DualStreamGpt& model, GptWeights weights, std::string device)
@@ -552,10 +662,7 @@ class CudaTokenBackend final : public TokenBackend {
     if (options.trace)
       return make_error(ErrorCode::kUnsupported,
                         "the CUDA backend records no named intermediates; trace a run on the CPU backend");
-    if (!options.kv_cache.exact())
-      return make_error(ErrorCode::kUnsupported,
-                        "the CUDA backend keeps every position's keys and values at full rank, in F32 or BF16 "
-                        "(kv_cache_type); other KV cache forms, budgets and ranks run on the CPU backend");
+    CUBEFORGE_TRY(check_cuda_kv_cache(options));
     auto session = std::make_unique<CudaTokenSession>(weights_, options);
     CUBEFORGE_TRY(session->open());
     return std::unique_ptr<TokenSession>(std::move(session));

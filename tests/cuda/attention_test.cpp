@@ -91,7 +91,7 @@ class AttentionTest : public CudaTest {
     args.heads = c.heads;
     args.head_dim = c.head_dim;
     args.query = query_device.data();
-    args.cache_type = c.cache_type;
+    args.cache_form = c.cache_type == DType::kBF16 ? KvCacheForm::kBF16 : KvCacheForm::kF32;
     args.key_cache = c.cache_type == DType::kBF16 ? static_cast<void*>(key_bf16.data()) : key_f32.data();
     args.value_cache = c.cache_type == DType::kBF16 ? static_cast<void*>(value_bf16.data()) : value_f32.data();
     args.cache_capacity = c.capacity;
@@ -195,7 +195,7 @@ class FusedAttentionTest : public CudaTest {
       args.batch = kBatch;
       args.heads = c.heads;
       args.head_dim = c.head_dim;
-      args.cache_type = c.cache_type;
+      args.cache_form = c.cache_type == DType::kBF16 ? KvCacheForm::kBF16 : KvCacheForm::kF32;
       args.key_cache = keys.data();
       args.value_cache = values.data();
       args.cache_capacity = c.capacity;

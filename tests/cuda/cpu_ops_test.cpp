@@ -226,7 +226,7 @@ TEST_F(KernelsAgainstCpuOps, AttentionEqualsCpuAttention) {
   args.heads = kHeads;
   args.head_dim = kHeadDim;
   args.query = query_device.data();
-  args.cache_type = DType::kF32;
+  args.cache_form = KvCacheForm::kF32;
   args.key_cache = keys_device.data();
   args.value_cache = values_device.data();
   args.cache_capacity = kCapacity;
@@ -249,8 +249,19 @@ TEST_F(KernelsAgainstCpuOps, AttentionEqualsCpuAttention) {
                    expected_rows.data() + std::size_t(b) * kRows * width, width);
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto rows_device, upload(rows, "query rows"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto rows_output, DeviceBuffer<float>::allocate(rows.size(), "output rows"));
-  AttentionPrefillArgs prefill{kBatch, kHeads, kHeadDim, rows_device.data(), kRows, kBase, kLength, DType::kF32,
-                               keys_device.data(), values_device.data(), kCapacity, rows_output.data()};
+  AttentionPrefillArgs prefill{kBatch,
+                               kHeads,
+                               kHeadDim,
+                               rows_device.data(),
+                               kRows,
+                               kBase,
+                               kLength,
+                               KvCacheForm::kF32,
+                               keys_device.data(),
+                               values_device.data(),
+                               kCapacity,
+                               rows_output.data(),
+                               {}};
   CUBEFORGE_ASSERT_OK(attention_prefill(prefill, nullptr));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual_rows, rows_output.download());
   EXPECT_LT(normalised_error(actual_rows, expected_rows), kTolerance);

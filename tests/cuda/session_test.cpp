@@ -322,8 +322,45 @@ TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
   }
 }
 
-// KV cache forms the device does not have are refused, naming the CPU backend.
-TEST(CudaSessionBuiltinModel, KvCacheFormsRunOnTheCpu) {
+// The fp8 and int8 KV caches run on the device as the CPU runs them: the
+// prefill attends exact, the decode steps read the stored codes and scales,
+// which are the CPU's bit for bit, so tokens and logits agree as for f32.
+TEST(CudaSessionBuiltinModel, Fp8AndInt8KvCachesGiveTheCpuTokensAndLogits) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto selected = select_token_backend(BackendChoice::kCuda, model->gpt());
+  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
+  const auto cpu = make_cpu_token_backend(model->gpt());
+  auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
+  auto uncond = encode_prompt(*model, "", std::nullopt);
+  ASSERT_TRUE(cond.ok() && uncond.ok());
+  for (const cpu::KvFormat format : {cpu::KvFormat::kFp8, cpu::KvFormat::kInt8}) {
+    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache");
+    TokenGenerationOptions options;
+    options.guidance_scale = 3.0f;
+    options.kv_cache.format = format;
+    constexpr int kTokens = 6;  // a whole generation is minutes on the emulator
+    TokenTrace cpu_trace, gpu_trace, exact_trace;
+    auto cpu_tokens = generate_tokens(*cpu, *cond, *uncond, kTokens, options, {}, &cpu_trace);
+    auto gpu_tokens = generate_tokens(*selected->backend, *cond, *uncond, kTokens, options, {}, &gpu_trace);
+    ASSERT_TRUE(cpu_tokens.ok()) << cpu_tokens.error().to_string();
+    ASSERT_TRUE(gpu_tokens.ok()) << gpu_tokens.error().to_string();
+    EXPECT_EQ(*gpu_tokens, *cpu_tokens);
+    ASSERT_EQ(gpu_trace.raw_logits.size(), cpu_trace.raw_logits.size());
+    EXPECT_LT(relative_error(gpu_trace.raw_logits, cpu_trace.raw_logits), kBackendTolerance);
+    // The stored form is read: the decode steps' logits are not the exact cache's.
+    TokenGenerationOptions exact = options;
+    exact.kv_cache.format = cpu::KvFormat::kF32;
+    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kTokens, exact, {}, &exact_trace).ok());
+    ASSERT_EQ(exact_trace.raw_logits.size(), gpu_trace.raw_logits.size());
+    EXPECT_GT(relative_error(gpu_trace.raw_logits, exact_trace.raw_logits), kBackendTolerance);
+  }
+}
+
+// KV budgets, ranks and the bf16 KV form stay on the CPU backend: refused, naming it.
+TEST(CudaSessionBuiltinModel, KvBudgetsAndRanksRunOnTheCpu) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
   auto exact = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
   ASSERT_TRUE(exact.ok()) << exact.error().to_string();
@@ -333,9 +370,19 @@ TEST(CudaSessionBuiltinModel, KvCacheFormsRunOnTheCpu) {
   options.tokens = 4;
   options.cond_length = exact->gpt().condition_length(77);
   options.kv_cache.format = cpu::KvFormat::kFp8;
-  auto session = cuda->backend->open_session(options);
-  ASSERT_FALSE(session.ok());
-  EXPECT_NE(session.error().message.find("CPU backend"), std::string::npos) << session.error().to_string();
+  options.kv_cache.budget = 8;
+  auto budget = cuda->backend->open_session(options);
+  ASSERT_FALSE(budget.ok());
+  EXPECT_NE(budget.error().message.find("budget (8)"), std::string::npos) << budget.error().to_string();
+  EXPECT_NE(budget.error().message.find("CPU backend"), std::string::npos) << budget.error().to_string();
+  options.kv_cache.budget = 0;
+  options.kv_cache.format = cpu::KvFormat::kBF16;
+  auto bf16 = cuda->backend->open_session(options);
+  ASSERT_FALSE(bf16.ok());
+  EXPECT_NE(bf16.error().message.find("CPU backend"), std::string::npos) << bf16.error().to_string();
+  options.kv_cache.format = cpu::KvFormat::kInt8;
+  options.kv_cache_type = DType::kBF16;
+  EXPECT_FALSE(cuda->backend->open_session(options).ok()) << "int8 with kv_cache_type BF16";
 }
 
 // The whole pipeline over the seam: generate_shape with the CUDA backend, on

@@ -96,9 +96,11 @@ KvCacheOptions chosen_kv_options(const AppSettings& settings);
 // Whether a generation decodes with the exact weights and KV cache (the
 // cache's options do not apply when it is off).
 bool engine_options_exact(const AppSettings& settings);
-// Whether the KV cache is off or exact (f32, every position, full rank): what
-// the GPU runs, with any weight format.
+// Whether the KV cache is off or exact (f32, every position, full rank).
 bool kv_cache_exact(const AppSettings& settings);
+// Whether the GPU runs the KV cache chosen, with any weight format: off, or
+// every position at full rank stored as f32, fp8 or int8.
+bool kv_cache_on_gpu(const AppSettings& settings);
 // Why the KV cache options cannot run with the attention chosen, or with each
 // other, in the engine's words; empty when they can.
 std::string kv_options_conflict(const AppSettings& settings);

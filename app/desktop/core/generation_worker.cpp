@@ -51,9 +51,9 @@ std::string kv_cache_label(const GenerationRequest& request) {
 }
 
 Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
-  // Parallel decoding and the smaller KV caches run on the CPU backend (the
+  // Parallel decoding, KV budgets, ranks and the bf16 KV form run on the CPU backend (the
   // engine says so for an explicit CUDA); every weight format runs on both.
-  const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !request.kv_cache.exact();
+  const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !kv_cache_runs_on_cuda(request.kv_cache);
   if (request.token_backend || request.backend == BackendChoice::kCpu ||
       (request.backend == BackendChoice::kAuto && cpu_only))
     return request;
@@ -426,7 +426,8 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
   auto loaded = model();
   if (!loaded) return false;
   return start([this, loaded, request, runs = std::move(runs), kv_rank] {
-    // The exact cache's request opens the backend; the chosen cache's runs on the CPU.
+    // The exact cache's request opens the backend; the chosen cache runs on it
+    // when the CUDA backend keeps that form, else on the CPU.
     GenerationRequest exact = request;
     exact.kv_cache = KvCacheOptions{};
     auto opened = with_backend(*loaded, exact);
@@ -459,8 +460,9 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       varied.cuda_graphs = run.cuda_graphs;
       varied.decoding = run.decoding;
       if (run.chosen_kv_cache) varied.kv_cache = chosen->kv_cache;
-      // Parallel decoding and the smaller KV caches run on the CPU backend.
-      if (run.decoding.mode != DecodingMode::kSequential || run.chosen_kv_cache) {
+      // Parallel decoding, KV budgets, ranks and the bf16 KV form run on the CPU backend.
+      if (run.decoding.mode != DecodingMode::kSequential ||
+          (run.chosen_kv_cache && !kv_cache_runs_on_cuda(varied.kv_cache))) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }

@@ -57,9 +57,9 @@ void draw_model_section(App& app) {
 
 // Why the GPU cannot run these settings' KV cache, or empty (it runs every weight format).
 std::string gpu_refuses(const AppSettings& settings) {
-  if (kv_cache_exact(settings)) return "";
-  return "Smaller KV caches run on the CPU: set the KV cache back to f32 (every position, full rank) to use "
-         "the GPU";
+  if (kv_cache_on_gpu(settings)) return "";
+  return "KV budgets, ranks and the bf16 KV cache run on the CPU: set the budget and rank to 0 and the KV cache "
+         "to f32, fp8 or int8 to use the GPU";
 }
 
 void draw_backend_section(AppSettings& settings) {
@@ -68,9 +68,9 @@ void draw_backend_section(AppSettings& settings) {
   int backend = settings.backend == "cuda" ? 2 : settings.backend == "cpu" ? 1 : 0;
   if (!cuda.available && backend == 2) backend = 0;
   ImGui::RadioButton("Auto", &backend, 0);
-  reason_tooltip(!cuda.available      ? "The CPU: " + cuda.why_not
+  reason_tooltip(!cuda.available       ? "The CPU: " + cuda.why_not
                  : on_cpu_only.empty() ? "The GPU: " + cuda.device
-                                       : "The CPU: smaller KV caches run there");
+                                       : "The CPU: KV budgets, ranks and the bf16 KV cache run there");
   flow_next(checkbox_width("CPU"));
   ImGui::RadioButton("CPU", &backend, 1);
   flow_next(checkbox_width("GPU (CUDA)"));

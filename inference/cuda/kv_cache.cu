@@ -1,0 +1,150 @@
+// The store of f32 rows into an fp8 or int8 KV cache (see kv_cache.h): one
+// warp per (batch row, head) walks the slots in order, as cpu::kv_store is
+// called slot by slot, so an int8 block that fills is quantised from the
+// residual exactly when the CPU's is. It runs at prefill (the condition and
+// BOS, a few dozen slots); the decode step stores its one slot in the
+// attention kernel's prologue with the same device functions (kv_store.cuh).
+#include <algorithm>
+
+#include "inference/cuda/cuda_internal.cuh"
+#include "inference/cuda/kv_cache.h"
+#include "inference/cuda/kv_store.cuh"
+
+namespace cubeforge::cuda {
+namespace {
+
+using namespace detail;
+
+struct StoreParams {
+  const float* source_keys;
+  const float* source_values;
+  int source_capacity;
+  int first_slot;
+  int count;
+  void* key_cache;
+  void* value_cache;
+  KvCacheScales scales;
+  int cache_capacity;
+  int heads;
+};
+
+// Grid (heads, batch), one warp.
+template <int D, KvCacheForm Form>
+__global__ void __launch_bounds__(kWarpSize) kv_store_kernel(const StoreParams p) {
+  const int row_head = blockIdx.y * p.heads + blockIdx.x;
+  const KvHead head = kv_head<D>(p.key_cache, p.value_cache, p.scales, Form, row_head, p.cache_capacity);
+  const size_t source = size_t(row_head) * p.source_capacity;
+  for (int slot = p.first_slot; slot < p.first_slot + p.count; ++slot)
+    store_slot<D, Form>(head, slot, p.source_keys + (source + slot) * D, p.source_values + (source + slot) * D);
+}
+
+template <KvCacheForm Form>
+Status launch_store(int head_dim, dim3 grid, const StoreParams& params, Stream stream) {
+  switch (head_dim) {
+    case 16:
+      kv_store_kernel<16, Form><<<grid, kWarpSize, 0, stream>>>(params);
+      break;
+    case 32:
+      kv_store_kernel<32, Form><<<grid, kWarpSize, 0, stream>>>(params);
+      break;
+    case 64:
+      kv_store_kernel<64, Form><<<grid, kWarpSize, 0, stream>>>(params);
+      break;
+    case 128:
+      kv_store_kernel<128, Form><<<grid, kWarpSize, 0, stream>>>(params);
+      break;
+    default:
+      return invalid("kv_cache_store: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
+  }
+  return launch_status("kv_cache_store kernel launch");
+}
+
+constexpr int kEncodeThreads = 256;
+
+__global__ void __launch_bounds__(kEncodeThreads) fp8_encode_kernel(const float* input, uint8_t* output, int count) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    output[i] = fp8_e4m3_from_f32(input[i]);
+}
+
+}  // namespace
+
+const char* kv_cache_form_name(KvCacheForm form) {
+  switch (form) {
+    case KvCacheForm::kF32:
+      return "f32";
+    case KvCacheForm::kBF16:
+      return "bf16";
+    case KvCacheForm::kFp8:
+      return "fp8";
+    case KvCacheForm::kInt8:
+      return "int8";
+  }
+  return "?";
+}
+
+KvCacheSizes kv_cache_sizes(KvCacheForm form, int batch, int heads, int head_dim, int capacity) {
+  const std::size_t slots = std::size_t(batch) * heads * capacity;
+  const std::size_t cells = slots * head_dim;
+  KvCacheSizes sizes;
+  switch (form) {
+    case KvCacheForm::kF32:
+      sizes.code_bytes = cells * 4;
+      break;
+    case KvCacheForm::kBF16:
+      sizes.code_bytes = cells * 2;
+      break;
+    case KvCacheForm::kFp8:
+      sizes.code_bytes = cells;
+      sizes.key_scales = sizes.value_scales = slots;
+      break;
+    case KvCacheForm::kInt8:
+      sizes.code_bytes = cells;
+      sizes.value_scales = slots;
+      sizes.key_scales =
+          std::size_t(batch) * heads * std::size_t((capacity + kInt8KeyBlock - 1) / kInt8KeyBlock) * head_dim;
+      sizes.key_residual = std::size_t(batch) * heads * kInt8KeyBlock * head_dim;
+      break;
+  }
+  return sizes;
+}
+
+Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream) {
+  const std::string where = "kv_cache_store: ";
+  if (args.form != KvCacheForm::kFp8 && args.form != KvCacheForm::kInt8)
+    return invalid(where + "the form must be fp8 or int8, got " + kv_cache_form_name(args.form));
+  if (args.batch <= 0 || args.heads <= 0 || args.batch > 65535 || args.heads > 65535)
+    return invalid(where + "batch and heads must be in 1..65535");
+  if (args.count < 0 || args.first_slot < 0 || args.first_slot + args.count > args.cache_capacity ||
+      args.first_slot + args.count > args.source_capacity)
+    return invalid(where + "slots " + std::to_string(args.first_slot) + ".." +
+                   std::to_string(args.first_slot + args.count - 1) + " outside the cache of " +
+                   std::to_string(args.cache_capacity) + " or the source of " + std::to_string(args.source_capacity));
+  if (!args.source_keys || !args.source_values || !args.key_cache || !args.value_cache || !args.scales.key_scales ||
+      !args.scales.value_scales || (args.form == KvCacheForm::kInt8 && !args.scales.key_residual))
+    return invalid(where + "sources, caches and the form's scales (and the int8 key residual) are required");
+  if (args.count == 0) return ok_status();
+  StoreParams params{};
+  params.source_keys = args.source_keys;
+  params.source_values = args.source_values;
+  params.source_capacity = args.source_capacity;
+  params.first_slot = args.first_slot;
+  params.count = args.count;
+  params.key_cache = args.key_cache;
+  params.value_cache = args.value_cache;
+  params.scales = args.scales;
+  params.cache_capacity = args.cache_capacity;
+  params.heads = args.heads;
+  const dim3 grid(args.heads, args.batch);
+  return args.form == KvCacheForm::kFp8 ? launch_store<KvCacheForm::kFp8>(args.head_dim, grid, params, stream)
+                                        : launch_store<KvCacheForm::kInt8>(args.head_dim, grid, params, stream);
+}
+
+Status fp8_e4m3_encode(const float* input, unsigned char* output, int count, Stream stream) {
+  if (!input || !output || count < 0) return invalid("fp8_e4m3_encode: input and output are required");
+  if (count == 0) return ok_status();
+  const int blocks = std::min((count + kEncodeThreads - 1) / kEncodeThreads, 1024);
+  fp8_encode_kernel<<<blocks, kEncodeThreads, 0, stream>>>(input, output, count);
+  return launch_status("fp8_e4m3_encode kernel launch");
+}
+
+}  // namespace cubeforge::cuda

@@ -1,0 +1,73 @@
+// The stored forms of a CUDA KV cache, and the store of f32 rows into them.
+//
+// The forms are the CPU's (cpu::KvFormat, inference/cpu/kv_cache.h), with the
+// same codes and scales bit for bit, laid out per (batch row, head) so a head
+// streams its slots contiguously (G = heads, C = capacity, D = head_dim):
+//   kF32, kBF16  keys and values [batch, G, C, D] f32 or bf16 (rounded to nearest even);
+//   kFp8   FP8 E4M3 codes [batch, G, C, D], one f32 scale per slot and head
+//          ([batch, G, C] each for keys and values): the head's largest
+//          magnitude maps to 448;
+//   kInt8  KIVI: value codes [batch, G, C, D] int8 with a scale per slot and
+//          head; key codes int8 with a scale per channel for each block of
+//          32 slots ([batch, G, ceil(C / 32), D]), quantised when the block's
+//          last slot is written. Until then the block's keys are float32 in
+//          the residual [batch, G, 32, D] (slot s in row s % 32), so slots are
+//          written in order, and the cache holding slots [0, n) has the keys
+//          of the slots below n rounded down to 32 as codes.
+// Attention (attention.h) widens them in registers as the CPU does.
+#pragma once
+
+#include <cstddef>
+
+#include "inference/cuda/cuda_api.h"
+
+namespace cubeforge::cuda {
+
+enum class KvCacheForm { kF32, kBF16, kFp8, kInt8 };
+const char* kv_cache_form_name(KvCacheForm form);  // "f32", "bf16", "fp8", "int8"
+
+constexpr int kInt8KeyBlock = 32;  // slots per per-channel key scale (the CPU's kInt8KeyBlock)
+
+// The buffers besides the codes that fp8 and int8 caches keep (null for f32 and bf16).
+struct KvCacheScales {
+  float* key_scales = nullptr;    // fp8 [batch, G, C]; int8 [batch, G, ceil(C / 32), D]
+  float* value_scales = nullptr;  // fp8, int8 [batch, G, C]
+  float* key_residual = nullptr;  // int8 [batch, G, 32, D]
+};
+
+// Element counts of one cache's buffers for these sizes (0 where a form has none).
+struct KvCacheSizes {
+  std::size_t code_bytes = 0;                                      // keys, and the same for values
+  std::size_t key_scales = 0, value_scales = 0, key_residual = 0;  // floats
+};
+KvCacheSizes kv_cache_sizes(KvCacheForm form, int batch, int heads, int head_dim, int capacity);
+
+// Stores slots [first_slot, first_slot + count) of every (batch row, head)
+// from f32 rows, in slot order, as cpu::kv_store stores them one by one: for
+// int8, the slots before first_slot must be stored already (the residual
+// holds the block being filled) and a block whose last slot is stored is
+// quantised. Sources: [batch, G, source_capacity, D] f32, slot s at row s
+// (the layout of an f32 cache).
+struct KvCacheStoreArgs {
+  int batch = 1;
+  int heads = 0;
+  int head_dim = 0;  // 16, 32, 64 or 128
+  const float* source_keys = nullptr;
+  const float* source_values = nullptr;
+  int source_capacity = 0;
+  int first_slot = 0;
+  int count = 0;
+
+  KvCacheForm form = KvCacheForm::kFp8;  // kFp8 or kInt8
+  void* key_cache = nullptr;             // codes, [batch, G, cache_capacity, D]
+  void* value_cache = nullptr;
+  KvCacheScales scales;
+  int cache_capacity = 0;
+};
+
+Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream);
+
+// Tests only: cpu::fp8_e4m3_from_f32 on the device, code by code.
+Status fp8_e4m3_encode(const float* input, unsigned char* output, int count, Stream stream);
+
+}  // namespace cubeforge::cuda

@@ -1,0 +1,395 @@
+// The fp8 and int8 KV cache forms on the device against the CPU's own
+// (inference/cpu/kv_cache.h): the stores give the codes, scales and int8
+// residual of cpu::kv_store bit for bit (the prefill's store kernel and the
+// decode attention's fused prologue, across the int8 key blocks' boundaries),
+// and decode and prefill attention over the stored cache agree with
+// cpu::kv_attention over the CPU's cache within 1e-5.
+#include "inference/cpu/kv_cache.h"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "cuda_test_support.h"
+#include "inference/cuda/attention.h"
+#include "inference/cuda/kv_cache.h"
+#include "inference/cuda/norm.h"
+
+namespace cubeforge::cuda::testing {
+namespace {
+
+// Both sides attend over the same widened keys and values in f32; only
+// summation orders differ.
+constexpr double kTolerance = 1e-5;
+
+cpu::KvFormat cpu_format(KvCacheForm form) {
+  return form == KvCacheForm::kFp8 ? cpu::KvFormat::kFp8 : cpu::KvFormat::kInt8;
+}
+
+bool same_bits(float a, float b) { return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); }
+
+// A device cache of one form, [batch, heads, capacity, head_dim], with its scales.
+struct DeviceKvCache {
+  KvCacheForm form;
+  int batch, heads, head_dim, capacity;
+  DeviceBuffer<unsigned char> keys, values;
+  DeviceBuffer<float> key_scales, value_scales, key_residual;
+
+  KvCacheScales scales() {
+    return {key_scales.data(), value_scales.data(), key_residual.size() ? key_residual.data() : nullptr};
+  }
+};
+
+Result<DeviceKvCache> make_cache(KvCacheForm form, int batch, int heads, int head_dim, int capacity) {
+  const KvCacheSizes sizes = kv_cache_sizes(form, batch, heads, head_dim, capacity);
+  DeviceKvCache cache{form, batch, heads, head_dim, capacity, {}, {}, {}, {}, {}};
+  CUBEFORGE_ASSIGN_OR_RETURN(cache.keys, DeviceBuffer<unsigned char>::allocate(sizes.code_bytes, "keys"));
+  CUBEFORGE_ASSIGN_OR_RETURN(cache.values, DeviceBuffer<unsigned char>::allocate(sizes.code_bytes, "values"));
+  CUBEFORGE_ASSIGN_OR_RETURN(cache.key_scales, DeviceBuffer<float>::allocate(sizes.key_scales, "key scales"));
+  CUBEFORGE_ASSIGN_OR_RETURN(cache.value_scales, DeviceBuffer<float>::allocate(sizes.value_scales, "value scales"));
+  if (sizes.key_residual) {
+    CUBEFORGE_ASSIGN_OR_RETURN(cache.key_residual, DeviceBuffer<float>::allocate(sizes.key_residual, "residual"));
+  }
+  // Garbage where nothing was stored: a read of an unwritten slot shows.
+  CUBEFORGE_TRY(cache.keys.fill_bytes(0x7f));
+  CUBEFORGE_TRY(cache.values.fill_bytes(0x7f));
+  CUBEFORGE_TRY(cache.key_scales.fill_bytes(0xff));
+  CUBEFORGE_TRY(cache.value_scales.fill_bytes(0xff));
+  if (cache.key_residual.size()) CUBEFORGE_TRY(cache.key_residual.fill_bytes(0xff));
+  return cache;
+}
+
+// Expects the device cache's slots [0, length) of every (batch row, head) to
+// hold what the CPU's stores (one per batch row) hold, bit for bit.
+void expect_cache_equals_cpu(DeviceKvCache& cache, const std::vector<cpu::KvStore>& stores, int length) {
+  const int H = cache.heads, D = cache.head_dim, C = cache.capacity, W = H * D;
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto keys, cache.keys.download());
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto values, cache.values.download());
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_scales, cache.key_scales.download());
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_scales, cache.value_scales.download());
+  std::vector<float> residual;
+  if (cache.key_residual.size()) {
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(residual, cache.key_residual.download());
+  }
+  const int blocks = (C + cpu::kInt8KeyBlock - 1) / int(cpu::kInt8KeyBlock);
+  int mismatches = 0;
+  auto mismatch = [&](const std::string& what) {
+    if (++mismatches <= 5) ADD_FAILURE() << what;
+  };
+  for (int b = 0; b < cache.batch; ++b) {
+    const cpu::KvStore& s = stores[std::size_t(b)];
+    const int quantized = int(s.quantized_slots);
+    if (cache.form == KvCacheForm::kInt8) {
+      EXPECT_EQ(quantized, length / 32 * 32) << "the CPU's quantised slots";
+    }
+    for (int h = 0; h < H; ++h) {
+      const std::size_t row_head = std::size_t(b) * H + h;
+      for (int slot = 0; slot < length; ++slot) {
+        const std::string at =
+            "batch " + std::to_string(b) + " head " + std::to_string(h) + " slot " + std::to_string(slot);
+        if (!same_bits(value_scales[row_head * C + slot], s.value_scales[std::size_t(slot * H + h)]))
+          mismatch("value scale at " + at);
+        if (cache.form == KvCacheForm::kFp8 &&
+            !same_bits(key_scales[row_head * C + slot], s.key_scales[std::size_t(slot * H + h)]))
+          mismatch("key scale at " + at);
+        for (int d = 0; d < D; ++d) {
+          const std::size_t device = (row_head * C + slot) * D + d, host = std::size_t(slot) * W + h * D + d;
+          if (values[device] != std::to_integer<unsigned char>(s.values[host]))
+            mismatch("value code at " + at + " channel " + std::to_string(d));
+          const bool coded = cache.form == KvCacheForm::kFp8 || slot < quantized;
+          if (coded && keys[device] != std::to_integer<unsigned char>(s.keys[host]))
+            mismatch("key code at " + at + " channel " + std::to_string(d));
+          if (!coded && !same_bits(residual[(row_head * 32 + slot % 32) * D + d],
+                                   s.key_residual[std::size_t((slot - quantized) * W + h * D + d)]))
+            mismatch("key residual at " + at + " channel " + std::to_string(d));
+        }
+      }
+      if (cache.form != KvCacheForm::kInt8) continue;
+      for (int block = 0; block < quantized / 32; ++block)
+        for (int d = 0; d < D; ++d)
+          if (!same_bits(key_scales[(row_head * blocks + block) * D + d],
+                         s.key_scales[std::size_t(block * W + h * D + d)]))
+            mismatch("key block scale at batch " + std::to_string(b) + " head " + std::to_string(h) + " block " +
+                     std::to_string(block) + " channel " + std::to_string(d));
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// Rows as the CPU takes them ([W] per slot) from a cache-layout array [B, H, C, D].
+std::vector<float> slot_row(const std::vector<float>& cache_layout, int b, int slot, int H, int C, int D) {
+  std::vector<float> row(std::size_t(H) * D);
+  for (int h = 0; h < H; ++h)
+    std::memcpy(row.data() + std::size_t(h) * D, cache_layout.data() + ((std::size_t(b) * H + h) * C + slot) * D,
+                std::size_t(D) * sizeof(float));
+  return row;
+}
+
+// Keys and values [B, H, C, D] with the cases a store must get right: a
+// zero head (scale 0), an outlier channel, and tiny values (fp8 subnormals).
+std::vector<float> cache_rows(int B, int H, int C, int D, std::uint32_t seed) {
+  auto rows = random_floats(std::size_t(B) * H * C * D, seed, -2.0f, 2.0f);
+  for (int slot = 0; slot < C; ++slot) {
+    float* head = rows.data() + (std::size_t(H - 1) * C + slot) * D;  // batch row 0, last head
+    if (slot % 7 == 3) std::fill(head, head + D, 0.0f);
+    if (slot % 5 == 1) head[slot % D] = 40.0f;
+    if (slot % 11 == 4) head[(slot + 1) % D] *= 1e-4f;
+  }
+  return rows;
+}
+
+class KvCacheKernels : public CudaTest {};
+
+TEST_F(KvCacheKernels, Fp8CodesEqualTheCpu) {
+  std::vector<float> inputs = {0.0f,          -0.0f,      std::numeric_limits<float>::quiet_NaN(),
+                               1e30f,         -1e30f,     1e-30f,
+                               463.99f,       464.0f,     447.9f,
+                               480.0f,        0.015625f,  0.0156249f,
+                               0.0009765625f, 0.00097656f};
+  for (int code = 0; code < 256; ++code) {
+    const float value = cpu::fp8_e4m3_to_f32(std::uint8_t(code));
+    if (std::isnan(value)) continue;
+    inputs.push_back(value);
+    const float next = cpu::fp8_e4m3_to_f32(std::uint8_t(code + 1 == 0x7F || code + 1 == 0xFF ? code : code + 1));
+    const float middle = value + (next - value) / 2;  // ties round to even
+    for (float x : {middle, std::nextafter(middle, 0.0f), std::nextafter(middle, 1e9f), std::nextafter(middle, -1e9f)})
+      inputs.push_back(x);
+  }
+  std::vector<std::uint8_t> expected(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) expected[i] = cpu::fp8_e4m3_from_f32(inputs[i]);
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto input, upload(inputs, "inputs"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto output, DeviceBuffer<unsigned char>::allocate(inputs.size(), "codes"));
+  CUBEFORGE_ASSERT_OK(fp8_e4m3_encode(input.data(), output.data(), int(inputs.size()), nullptr));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto codes, output.download());
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    EXPECT_EQ(int(codes[i]), int(expected[i]))
+        << "fp8 code of " << inputs[i] << " (bits 0x" << std::hex << std::bit_cast<std::uint32_t>(inputs[i]) << ")";
+}
+
+// The prefill's store, in two calls (the second continues a partly filled
+// int8 block), against cpu::kv_store slot by slot; then prefill attention
+// over the stored cache against cpu::kv_attention.
+TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
+  constexpr int kBatch = 2, kHeads = 3, kCapacity = 72;
+  for (const KvCacheForm form : {KvCacheForm::kFp8, KvCacheForm::kInt8})
+    for (const int head_dim : {32, 64})
+      for (const int length : {1, 31, 32, 33, 70}) {
+        SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim) + " length " +
+                     std::to_string(length));
+        const int D = head_dim, W = kHeads * D;
+        const auto keys = cache_rows(kBatch, kHeads, kCapacity, D, 41 + length);
+        const auto values = cache_rows(kBatch, kHeads, kCapacity, D, 42 + length);
+        std::vector<cpu::KvStore> stores;
+        for (int b = 0; b < kBatch; ++b) {
+          stores.emplace_back(cpu_format(form), kCapacity, kHeads, D);
+          for (int slot = 0; slot < length; ++slot)
+            cpu::kv_store(stores.back(), slot, slot_row(keys, b, slot, kHeads, kCapacity, D).data(),
+                          slot_row(values, b, slot, kHeads, kCapacity, D).data());
+        }
+
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_keys, upload(keys, "source keys"));
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(form, kBatch, kHeads, D, kCapacity));
+        KvCacheStoreArgs store;
+        store.batch = kBatch;
+        store.heads = kHeads;
+        store.head_dim = D;
+        store.source_keys = source_keys.data();
+        store.source_values = source_values.data();
+        store.source_capacity = kCapacity;
+        store.form = form;
+        store.key_cache = cache.keys.data();
+        store.value_cache = cache.values.data();
+        store.scales = cache.scales();
+        store.cache_capacity = kCapacity;
+        const int first_part = length / 2 + 1 < length ? length / 2 + 1 : length;
+        store.first_slot = 0;
+        store.count = first_part;
+        CUBEFORGE_ASSERT_OK(kv_cache_store(store, nullptr));
+        store.first_slot = first_part;
+        store.count = length - first_part;
+        CUBEFORGE_ASSERT_OK(kv_cache_store(store, nullptr));
+        CUBEFORGE_ASSERT_OK(synchronize_device());
+        ASSERT_NO_FATAL_FAILURE(expect_cache_equals_cpu(cache, stores, length));
+
+        // Causal prefill rows over the stored cache: row i sees slots [0, base + i + 1).
+        const int rows = std::min(length, 4), base = length - rows;
+        const auto queries = random_floats(std::size_t(kBatch) * rows * W, 43 + length, -1.5f, 1.5f);
+        const float scale = 1.0f / std::sqrt(float(D));
+        std::vector<float> expected(queries.size());
+        for (int b = 0; b < kBatch; ++b)
+          for (int i = 0; i < rows; ++i) {
+            const std::size_t at = (std::size_t(b) * rows + i) * W;
+            cpu::kv_attention(stores[std::size_t(b)], queries.data() + at, kHeads, scale, base + i + 1,
+                              expected.data() + at, nullptr);
+          }
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto query_device, upload(queries, "queries"));
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto output, DeviceBuffer<float>::allocate(queries.size(), "output"));
+        AttentionPrefillArgs attention;
+        attention.batch = kBatch;
+        attention.heads = kHeads;
+        attention.head_dim = D;
+        attention.query = query_device.data();
+        attention.query_rows = rows;
+        attention.causal_base = base;
+        attention.kv_length = length;
+        attention.cache_form = form;
+        attention.key_cache = cache.keys.data();
+        attention.value_cache = cache.values.data();
+        attention.cache_scales = cache.scales();
+        attention.cache_capacity = kCapacity;
+        attention.output = output.data();
+        CUBEFORGE_ASSERT_OK(attention_prefill(attention, nullptr));
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
+        EXPECT_LT(normalised_error(actual, expected), kTolerance);
+      }
+}
+
+// Decode steps with the fused prologue (norm, RoPE and the store of the new
+// slot) across int8 block boundaries: each step's output against
+// cpu::kv_attention after cpu::kv_store of the same key (the exact key and
+// query from qk_norm_rope_cache_write, which shares the prologue's
+// arithmetic), and the whole cache against the CPU's at the end.
+TEST_F(KvCacheKernels, FusedDecodeStoresAndAttendsAsTheCpu) {
+  constexpr int kBatch = 2, kHeads = 2, kCapacity = 72, kPrefilled = 29, kSteps = 6;  // slots 29..34: block 0 fills
+  for (const KvCacheForm form : {KvCacheForm::kFp8, KvCacheForm::kInt8})
+    for (const int head_dim : {16, 64}) {
+      SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim));
+      const int D = head_dim, W = kHeads * D, stride = 3 * W;
+      const auto keys = cache_rows(kBatch, kHeads, kCapacity, D, 51);
+      const auto values = cache_rows(kBatch, kHeads, kCapacity, D, 52);
+      const auto q_norm = random_floats(D, 53, 0.5f, 1.5f), k_norm = random_floats(D, 54, 0.5f, 1.5f);
+      std::vector<cpu::KvStore> stores;
+      for (int b = 0; b < kBatch; ++b) {
+        stores.emplace_back(cpu_format(form), kCapacity, kHeads, D);
+        for (int slot = 0; slot < kPrefilled; ++slot)
+          cpu::kv_store(stores.back(), slot, slot_row(keys, b, slot, kHeads, kCapacity, D).data(),
+                        slot_row(values, b, slot, kHeads, kCapacity, D).data());
+      }
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_keys, upload(keys, "source keys"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(form, kBatch, kHeads, D, kCapacity));
+      KvCacheStoreArgs store;
+      store.batch = kBatch;
+      store.heads = kHeads;
+      store.head_dim = D;
+      store.source_keys = source_keys.data();
+      store.source_values = source_values.data();
+      store.source_capacity = kCapacity;
+      store.count = kPrefilled;
+      store.form = form;
+      store.key_cache = cache.keys.data();
+      store.value_cache = cache.values.data();
+      store.scales = cache.scales();
+      store.cache_capacity = kCapacity;
+      CUBEFORGE_ASSERT_OK(kv_cache_store(store, nullptr));
+
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto q_norm_device, upload(q_norm, "q norm"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto k_norm_device, upload(k_norm, "k norm"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, DeviceBuffer<int>::allocate(1, "position"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto exact_query, DeviceBuffer<float>::allocate(std::size_t(kBatch) * W, "q"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto exact_keys,
+                                     DeviceBuffer<float>::allocate(std::size_t(kBatch) * W * kCapacity, "k"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto exact_values,
+                                     DeviceBuffer<float>::allocate(std::size_t(kBatch) * W * kCapacity, "v"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto output, DeviceBuffer<float>::allocate(std::size_t(kBatch) * W, "output"));
+      const std::size_t workspace_bytes = attention_decode_workspace_bytes(kBatch, kHeads, D, kCapacity, 32);
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto workspace, DeviceBuffer<float>::allocate(workspace_bytes / 4, "workspace"));
+      CUBEFORGE_ASSERT_OK(attention_decode_reset_workspace(workspace.data(), kBatch, kHeads, nullptr));
+      const float scale = 1.0f / std::sqrt(float(D));
+
+      for (int step = 0; step < kSteps; ++step) {
+        const int slot = kPrefilled + step;
+        SCOPED_TRACE("slot " + std::to_string(slot));
+        const auto raw = random_floats(std::size_t(kBatch) * stride, 60 + step, -2.0f, 2.0f);
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto raw_device, upload(raw, "raw qkv"));
+        CUBEFORGE_ASSERT_OK(position.upload(std::vector<int>{slot}));
+        // The exact query and key, as the prologue computes them.
+        QkNormRopeArgs rope;
+        rope.batch = kBatch;
+        rope.heads = kHeads;
+        rope.head_dim = D;
+        rope.query = raw_device.data();
+        rope.query_stride = stride;
+        rope.key = raw_device.data() + W;
+        rope.key_stride = stride;
+        rope.value = raw_device.data() + 2 * W;
+        rope.value_stride = stride;
+        rope.query_norm_weight = q_norm_device.data();
+        rope.key_norm_weight = k_norm_device.data();
+        rope.position = position.data();
+        rope.query_out = exact_query.data();
+        rope.cache_type = DType::kF32;
+        rope.key_cache = exact_keys.data();
+        rope.value_cache = exact_values.data();
+        rope.cache_capacity = kCapacity;
+        CUBEFORGE_ASSERT_OK(qk_norm_rope_cache_write(rope, nullptr));
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto query, exact_query.download());
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_layout, exact_keys.download());
+        std::vector<float> expected(std::size_t(kBatch) * W);
+        for (int b = 0; b < kBatch; ++b) {
+          cpu::kv_store(stores[std::size_t(b)], slot, slot_row(key_layout, b, slot, kHeads, kCapacity, D).data(),
+                        raw.data() + std::size_t(b) * stride + 2 * W);
+          cpu::kv_attention(stores[std::size_t(b)], query.data() + std::size_t(b) * W, kHeads, scale, slot + 1,
+                            expected.data() + std::size_t(b) * W, nullptr);
+        }
+
+        AttentionDecodeArgs args;
+        args.batch = kBatch;
+        args.heads = kHeads;
+        args.head_dim = D;
+        args.cache_form = form;
+        args.key_cache = cache.keys.data();
+        args.value_cache = cache.values.data();
+        args.cache_scales = cache.scales();
+        args.cache_capacity = kCapacity;
+        args.position = position.data();
+        args.length_offset = 1;
+        args.raw_qkv = raw_device.data();
+        args.raw_stride = stride;
+        args.query_norm_weight = q_norm_device.data();
+        args.key_norm_weight = k_norm_device.data();
+        args.write_position = position.data();
+        args.output = output.data();
+        args.workspace = workspace.data();
+        args.workspace_bytes = workspace_bytes;
+        args.keys_per_split = 32;
+        CUBEFORGE_ASSERT_OK(attention_decode(args, nullptr));
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
+        EXPECT_LT(normalised_error(actual, expected), kTolerance);
+      }
+      CUBEFORGE_ASSERT_OK(synchronize_device());
+      ASSERT_NO_FATAL_FAILURE(expect_cache_equals_cpu(cache, stores, kPrefilled + kSteps));
+    }
+}
+
+TEST_F(KvCacheKernels, Int8CacheNeedsSplitsOfWholeKeyBlocks) {
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(KvCacheForm::kInt8, 1, 1, 32, 64));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto query, DeviceBuffer<float>::allocate(32, "query"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto output, DeviceBuffer<float>::allocate(32, "output"));
+  const std::size_t workspace_bytes = attention_decode_workspace_bytes(1, 1, 32, 64, 16);
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto workspace, DeviceBuffer<float>::allocate(workspace_bytes / 4, "workspace"));
+  AttentionDecodeArgs args;
+  args.heads = 1;
+  args.head_dim = 32;
+  args.query = query.data();
+  args.cache_form = KvCacheForm::kInt8;
+  args.key_cache = cache.keys.data();
+  args.value_cache = cache.values.data();
+  args.cache_scales = cache.scales();
+  args.cache_capacity = 64;
+  args.output = output.data();
+  args.workspace = workspace.data();
+  args.workspace_bytes = workspace_bytes;
+  args.keys_per_split = 16;
+  const Status refused = attention_decode(args, nullptr);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("multiple of 32"), std::string::npos) << refused.error().to_string();
+  args.keys_per_split = 32;
+  args.cache_scales.key_residual = nullptr;
+  EXPECT_FALSE(attention_decode(args, nullptr).ok()) << "an int8 cache without its residual";
+}
+
+}  // namespace
+}  // namespace cubeforge::cuda::testing
