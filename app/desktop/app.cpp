@@ -72,7 +72,6 @@ void App::start_latency_demo() {
   const auto summary = worker.model_summary();
   choice.block_diffusion_model = summary && summary->block_diffusion;
   const AppSettings& settings = state.settings;
-  choice.weights = summary ? summary->weights : WeightFormat::kStored;
   choice.kv_cache = kv_cache_label(settings.kv_cache_format, settings.kv_budget, settings.kv_rank);
   std::vector<LatencyRun> runs = latency_demo_runs(choice);
   // The demo runs with and without the cache whatever the settings say, and

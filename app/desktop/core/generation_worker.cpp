@@ -368,9 +368,6 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
   std::string cuda = cuda_backend_availability().available
                          ? std::string()
                          : "needs the CUDA backend: " + cuda_backend_availability().why_not;
-  if (cuda.empty() && choice.weights != WeightFormat::kStored)
-    cuda = "the CUDA backend reads the weights as stored; " + std::string(weight_format_name(choice.weights)) +
-           " weights run on the CPU";
   if (cuda.empty()) cuda = by_blocks;
   std::vector<LatencyRun> runs = {
       {"No cache", "every token recomputes the whole sequence so far", false, {}, by_blocks},

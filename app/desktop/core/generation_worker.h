@@ -192,7 +192,6 @@ struct LatencyDemoChoice {
   DecodingMode parallel = DecodingMode::kJacobi;  // kSequential: the cache runs alone
   float diffusion_threshold = 0.9f;
   bool block_diffusion_model = false;
-  WeightFormat weights = WeightFormat::kStored;  // the loaded model's
   std::string kv_cache = "f32";  // kv_cache_label of the options chosen; "f32": the exact cache alone
 };
 std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice = {});

@@ -165,7 +165,7 @@ void draw_smaller_section(App& app) {
   ImGui::EndDisabled();
   reason_tooltip(busy ? "Wait for the current job: changing the weights reloads the model"
                       : "How the decoder's matrices are held: fewer bytes read per token. Changing it reloads the "
-                        "model, converting them as it loads; only the CPU runs converted weights.");
+                        "model, converting them as it loads; both backends read them in that form.");
 
   // The reference's quirk needs the exact cache; without the cache there is nothing to store.
   const std::string cache_refused =
