@@ -299,7 +299,7 @@ fi
 # 7. compute-sanitizer over a subset that covers every kernel family and the session.
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 kernel_subset='MatvecTest.EverySplit*:MatvecTest.SwiGlu:MatvecTest.Quantised*:NormTest.*:QkNormRopeTest.ModelShape*:AttentionTest.FloatCache:AttentionTest.SmallHeadDims:SamplingTest.CfgCombine*:SamplingTest.Embedding*:DecodeGraphTest.*'
-session_subset='*SessionsReport*:*CancelStops*:*cfg_bbox_causal_graph*:*cfg_causal_no_cache*'
+session_subset='*SessionsReport*:*CancelStops*:*cfg_bbox_causal_graph*:*cfg_causal_no_cache*:KvCacheKernels.StoreAndPrefill*:KvCacheKernels.FusedDecode*'
 if [ -x "$sanitizer" ] && [ -x "$kernel_tests" ]; then
   stage "compute-sanitizer memcheck: kernels" sanitizer.log 25 "${with_deps[@]}" "$sanitizer" --tool memcheck \
     --error-exitcode 1 "$kernel_tests" --gtest_filter="$kernel_subset"
