@@ -139,6 +139,38 @@ std::vector<float> cache_rows(int B, int H, int C, int D, std::uint32_t seed) {
   return rows;
 }
 
+// The CPU's stores of slots [0, length), one per batch row, from a
+// cache-layout array [B, H, C, D] of keys and of values.
+std::vector<cpu::KvStore> cpu_stores(KvCacheForm form, const std::vector<float>& keys,
+                                     const std::vector<float>& values, int B, int H, int C, int D, int length) {
+  std::vector<cpu::KvStore> stores;
+  for (int b = 0; b < B; ++b) {
+    stores.emplace_back(cpu_format(form), C, H, D);
+    for (int slot = 0; slot < length; ++slot)
+      cpu::kv_store(stores.back(), slot, slot_row(keys, b, slot, H, C, D).data(),
+                    slot_row(values, b, slot, H, C, D).data());
+  }
+  return stores;
+}
+
+// kv_cache_store's arguments for copying float32 rows [B, H, C, D] into
+// `cache` (of the same capacity); the caller sets first_slot and count.
+KvCacheStoreArgs store_args(DeviceKvCache& cache, const DeviceBuffer<float>& keys, const DeviceBuffer<float>& values) {
+  KvCacheStoreArgs store;
+  store.batch = cache.batch;
+  store.heads = cache.heads;
+  store.head_dim = cache.head_dim;
+  store.source_keys = keys.data();
+  store.source_values = values.data();
+  store.source_capacity = cache.capacity;
+  store.form = cache.form;
+  store.key_cache = cache.keys.data();
+  store.value_cache = cache.values.data();
+  store.scales = cache.scales();
+  store.cache_capacity = cache.capacity;
+  return store;
+}
+
 class KvCacheKernels : public CudaTest {};
 
 TEST_F(KvCacheKernels, Fp8CodesEqualTheCpu) {
@@ -180,29 +212,12 @@ TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
         const int D = head_dim, W = kHeads * D;
         const auto keys = cache_rows(kBatch, kHeads, kCapacity, D, 41 + length);
         const auto values = cache_rows(kBatch, kHeads, kCapacity, D, 42 + length);
-        std::vector<cpu::KvStore> stores;
-        for (int b = 0; b < kBatch; ++b) {
-          stores.emplace_back(cpu_format(form), kCapacity, kHeads, D);
-          for (int slot = 0; slot < length; ++slot)
-            cpu::kv_store(stores.back(), slot, slot_row(keys, b, slot, kHeads, kCapacity, D).data(),
-                          slot_row(values, b, slot, kHeads, kCapacity, D).data());
-        }
+        const auto stores = cpu_stores(form, keys, values, kBatch, kHeads, kCapacity, D, length);
 
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_keys, upload(keys, "source keys"));
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(form, kBatch, kHeads, D, kCapacity));
-        KvCacheStoreArgs store;
-        store.batch = kBatch;
-        store.heads = kHeads;
-        store.head_dim = D;
-        store.source_keys = source_keys.data();
-        store.source_values = source_values.data();
-        store.source_capacity = kCapacity;
-        store.form = form;
-        store.key_cache = cache.keys.data();
-        store.value_cache = cache.values.data();
-        store.scales = cache.scales();
-        store.cache_capacity = kCapacity;
+        KvCacheStoreArgs store = store_args(cache, source_keys, source_values);
         const int first_part = length / 2 + 1 < length ? length / 2 + 1 : length;
         store.first_slot = 0;
         store.count = first_part;
@@ -260,29 +275,12 @@ TEST_F(KvCacheKernels, FusedDecodeStoresAndAttendsAsTheCpu) {
       const auto keys = cache_rows(kBatch, kHeads, kCapacity, D, 51);
       const auto values = cache_rows(kBatch, kHeads, kCapacity, D, 52);
       const auto q_norm = random_floats(D, 53, 0.5f, 1.5f), k_norm = random_floats(D, 54, 0.5f, 1.5f);
-      std::vector<cpu::KvStore> stores;
-      for (int b = 0; b < kBatch; ++b) {
-        stores.emplace_back(cpu_format(form), kCapacity, kHeads, D);
-        for (int slot = 0; slot < kPrefilled; ++slot)
-          cpu::kv_store(stores.back(), slot, slot_row(keys, b, slot, kHeads, kCapacity, D).data(),
-                        slot_row(values, b, slot, kHeads, kCapacity, D).data());
-      }
+      auto stores = cpu_stores(form, keys, values, kBatch, kHeads, kCapacity, D, kPrefilled);
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_keys, upload(keys, "source keys"));
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(form, kBatch, kHeads, D, kCapacity));
-      KvCacheStoreArgs store;
-      store.batch = kBatch;
-      store.heads = kHeads;
-      store.head_dim = D;
-      store.source_keys = source_keys.data();
-      store.source_values = source_values.data();
-      store.source_capacity = kCapacity;
+      KvCacheStoreArgs store = store_args(cache, source_keys, source_values);
       store.count = kPrefilled;
-      store.form = form;
-      store.key_cache = cache.keys.data();
-      store.value_cache = cache.values.data();
-      store.scales = cache.scales();
-      store.cache_capacity = kCapacity;
       CUBEFORGE_ASSERT_OK(kv_cache_store(store, nullptr));
 
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto q_norm_device, upload(q_norm, "q norm"));
