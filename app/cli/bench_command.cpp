@@ -306,16 +306,16 @@ int run_bench(const BenchOptions& o) {
   BackendChoice choice = *parse_backend_choice(o.backend);
   const std::vector<EngineFlags> combinations = o.engine.combinations();
   const EngineFlags& single = combinations.front();
-  // The CUDA backend streams every weight format and keeps f32, fp8 and int8
-  // caches; one combination at a time, every position at full rank.
+  // The CUDA backend streams every weight format and keeps f32, bf16, fp8 and
+  // int8 caches; one combination at a time, every position at full rank.
   const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_on_cuda();
   const bool compare_options = (combinations.size() != 1 || !single.exact()) && !cuda_weights;
   if (compare_options) {
     if (choice == BackendChoice::kCuda) {
       std::fprintf(stderr,
-                   "bench: on --backend cuda give one --weights format and one --kv-cache of f32, fp8 or int8 without "
-                   "--kv-budget or --kv-rank; lists of options, the bf16 KV form, budgets and ranks are compared on "
-                   "the CPU backend\n");
+                   "bench: on --backend cuda give one --weights format and one --kv-cache of f32, bf16, fp8 or int8 "
+                   "without --kv-budget or --kv-rank; lists of options, budgets and ranks are compared on the CPU "
+                   "backend\n");
       return 2;
     }
     if (!o.modes.empty() && o.modes != std::vector<std::string>{"cache"}) {
@@ -376,7 +376,7 @@ int run_bench(const BenchOptions& o) {
   const int batch = o.guidance ? 2 : 1;
   const int cond_length = model->condition_length(o.cond_tokens);
   const DType cache_type = o.kv_cache_type == "bf16" ? DType::kBF16 : DType::kF32;
-  // One form on this path: f32 (or --kv-cache-type bf16 on CUDA), fp8 or int8 (CUDA only here).
+  // One form on this path: f32 (or --kv-cache-type bf16 on CUDA), bf16, fp8 or int8 (CUDA only here).
   const cpu::KvFormat kv_format = cpu::kv_format_from_name(single.kv_cache).value_or(cpu::KvFormat::kF32);
 
   auto cond_rows = random_condition_rows(*model, o, batch);

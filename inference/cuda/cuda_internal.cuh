@@ -43,6 +43,16 @@ constexpr unsigned kFullMask = 0xffffffffu;
 __device__ __forceinline__ float bf16_low(uint32_t word) { return __uint_as_float(word << 16); }
 __device__ __forceinline__ float bf16_high(uint32_t word) { return __uint_as_float(word & 0xffff0000u); }
 
+// f32_to_bf16 (inference/tensor/dtype.h) bit for bit: round to nearest even,
+// a NaN stays a NaN with its sign and top payload bits (quieted), where the
+// hardware's conversion would give the canonical NaN.
+__device__ __forceinline__ uint16_t bf16_from_f32(float value) {
+  uint32_t bits = __float_as_uint(value);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40u);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return uint16_t(bits >> 16);
+}
+
 // An IEEE half's bits (the quantised weights' scales and offsets) as f32, exactly.
 __device__ __forceinline__ float f16_bits_to_float(uint32_t h) {
   const uint32_t sign = (h & 0x8000u) << 16, exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu;

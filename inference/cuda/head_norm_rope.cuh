@@ -55,7 +55,8 @@ __device__ __forceinline__ void store_pair<float>(float* cache, size_t at, float
 
 template <>
 __device__ __forceinline__ void store_pair<__nv_bfloat16>(__nv_bfloat16* cache, size_t at, float x, float y) {
-  *reinterpret_cast<__nv_bfloat162*>(cache + at) = __floats2bfloat162_rn(x, y);
+  // The CPU's rounding (bf16_from_f32), so a bf16 cache holds the bits the CPU's would.
+  *reinterpret_cast<uint32_t*>(cache + at) = uint32_t(bf16_from_f32(x)) | (uint32_t(bf16_from_f32(y)) << 16);
 }
 
 }  // namespace cubeforge::cuda::detail

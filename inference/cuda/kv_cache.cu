@@ -1,4 +1,4 @@
-// The store of f32 rows into an fp8 or int8 KV cache (see kv_cache.h): one
+// The store of f32 rows into a bf16, fp8 or int8 KV cache (see kv_cache.h): one
 // warp per (batch row, head) walks the slots in order, as cpu::kv_store is
 // called slot by slot, so an int8 block that fills is quantised from the
 // residual exactly when the CPU's is. It runs at prefill (the condition and
@@ -110,8 +110,8 @@ KvCacheSizes kv_cache_sizes(KvCacheForm form, int batch, int heads, int head_dim
 
 Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream) {
   const std::string where = "kv_cache_store: ";
-  if (args.form != KvCacheForm::kFp8 && args.form != KvCacheForm::kInt8)
-    return invalid(where + "the form must be fp8 or int8, got " + kv_cache_form_name(args.form));
+  if (args.form == KvCacheForm::kF32)
+    return invalid(where + "the form must be bf16, fp8 or int8, got " + kv_cache_form_name(args.form));
   if (args.batch <= 0 || args.heads <= 0 || args.batch > 65535 || args.heads > 65535)
     return invalid(where + "batch and heads must be in 1..65535");
   if (args.count < 0 || args.first_slot < 0 || args.first_slot + args.count > args.cache_capacity ||
@@ -119,9 +119,12 @@ Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream) {
     return invalid(where + "slots " + std::to_string(args.first_slot) + ".." +
                    std::to_string(args.first_slot + args.count - 1) + " outside the cache of " +
                    std::to_string(args.cache_capacity) + " or the source of " + std::to_string(args.source_capacity));
-  if (!args.source_keys || !args.source_values || !args.key_cache || !args.value_cache || !args.scales.key_scales ||
-      !args.scales.value_scales || (args.form == KvCacheForm::kInt8 && !args.scales.key_residual))
-    return invalid(where + "sources, caches and the form's scales (and the int8 key residual) are required");
+  if (!args.source_keys || !args.source_values || !args.key_cache || !args.value_cache)
+    return invalid(where + "sources and caches are required");
+  if (args.form != KvCacheForm::kBF16 && (!args.scales.key_scales || !args.scales.value_scales ||
+                                          (args.form == KvCacheForm::kInt8 && !args.scales.key_residual)))
+    return invalid(where + "an " + kv_cache_form_name(args.form) +
+                   " cache needs its key and value scales (and an int8 cache its key residual)");
   if (args.count == 0) return ok_status();
   StoreParams params{};
   params.source_keys = args.source_keys;
@@ -135,8 +138,14 @@ Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream) {
   params.cache_capacity = args.cache_capacity;
   params.heads = args.heads;
   const dim3 grid(args.heads, args.batch);
-  return args.form == KvCacheForm::kFp8 ? launch_store<KvCacheForm::kFp8>(args.head_dim, grid, params, stream)
-                                        : launch_store<KvCacheForm::kInt8>(args.head_dim, grid, params, stream);
+  switch (args.form) {
+    case KvCacheForm::kBF16:
+      return launch_store<KvCacheForm::kBF16>(args.head_dim, grid, params, stream);
+    case KvCacheForm::kFp8:
+      return launch_store<KvCacheForm::kFp8>(args.head_dim, grid, params, stream);
+    default:
+      return launch_store<KvCacheForm::kInt8>(args.head_dim, grid, params, stream);
+  }
 }
 
 Status fp8_e4m3_encode(const float* input, unsigned char* output, int count, Stream stream) {

@@ -3,7 +3,8 @@
 // The forms are the CPU's (cpu::KvFormat, inference/cpu/kv_cache.h), with the
 // same codes and scales bit for bit, laid out per (batch row, head) so a head
 // streams its slots contiguously (G = heads, C = capacity, D = head_dim):
-//   kF32, kBF16  keys and values [batch, G, C, D] f32 or bf16 (rounded to nearest even);
+//   kF32, kBF16  keys and values [batch, G, C, D] f32 or bf16 (rounded to nearest
+//          even as f32_to_bf16 rounds, NaNs included);
 //   kFp8   FP8 E4M3 codes [batch, G, C, D], one f32 scale per slot and head
 //          ([batch, G, C] each for keys and values): the head's largest
 //          magnitude maps to 448;
@@ -43,7 +44,8 @@ struct KvCacheSizes {
 KvCacheSizes kv_cache_sizes(KvCacheForm form, int batch, int heads, int head_dim, int capacity);
 
 // Stores slots [first_slot, first_slot + count) of every (batch row, head)
-// from f32 rows, in slot order, as cpu::kv_store stores them one by one: for
+// from f32 rows into a bf16, fp8 or int8 cache, in slot order, as
+// cpu::kv_store stores them one by one: for
 // int8, the slots before first_slot must be stored already (the residual
 // holds the block being filled) and a block whose last slot is stored is
 // quantised. Sources: [batch, G, source_capacity, D] f32, slot s at row s
@@ -58,10 +60,10 @@ struct KvCacheStoreArgs {
   int first_slot = 0;
   int count = 0;
 
-  KvCacheForm form = KvCacheForm::kFp8;  // kFp8 or kInt8
+  KvCacheForm form = KvCacheForm::kFp8;  // kBF16, kFp8 or kInt8
   void* key_cache = nullptr;             // codes, [batch, G, cache_capacity, D]
   void* value_cache = nullptr;
-  KvCacheScales scales;
+  KvCacheScales scales;  // fp8 and int8
   int cache_capacity = 0;
 };
 

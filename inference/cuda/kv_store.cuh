@@ -1,5 +1,5 @@
-// The fp8 and int8 KV cache forms on the device (kv_cache.h): the codes and
-// scales of inference/cpu/kv_cache.cpp, bit for bit, for the stores (the
+// The bf16, fp8 and int8 KV cache forms on the device (kv_cache.h): the codes
+// and scales of inference/cpu/kv_cache.cpp, bit for bit, for the stores (the
 // store kernel in kv_cache.cu, the fused prologue of attention.cu) and the
 // widening loads of attention.cu. The arithmetic is the CPU's, operation for
 // operation: IEEE division for the scales and the scaled values,
@@ -54,10 +54,10 @@ __device__ __forceinline__ int8_t int8_code(float v, float scale) {
 
 // One (batch row, head) of a cache: its slots' codes and their scales.
 struct KvHead {
-  void* keys;           // [C, D] codes
+  void* keys;           // [C, D] codes (bf16 bits for bf16)
   void* values;         // [C, D]
-  float* key_scales;    // fp8 [C]; int8 [ceil(C / 32), D]
-  float* value_scales;  // [C]
+  float* key_scales;    // fp8 [C]; int8 [ceil(C / 32), D]; bf16 none
+  float* value_scales;  // fp8, int8 [C]
   float* key_residual;  // int8 [32, D]
 };
 
@@ -67,6 +67,12 @@ __device__ __forceinline__ KvHead kv_head(void* keys, void* values, const KvCach
   const size_t slots = size_t(row_head) * capacity;
   const size_t blocks = size_t(row_head) * ((capacity + kInt8KeyBlock - 1) / kInt8KeyBlock);
   KvHead head;
+  if (form == KvCacheForm::kBF16) {
+    head.keys = static_cast<uint16_t*>(keys) + slots * D;
+    head.values = static_cast<uint16_t*>(values) + slots * D;
+    head.key_scales = head.value_scales = head.key_residual = nullptr;
+    return head;
+  }
   head.keys = static_cast<uint8_t*>(keys) + slots * D;
   head.values = static_cast<uint8_t*>(values) + slots * D;
   head.key_scales = form == KvCacheForm::kInt8 ? scales.key_scales + blocks * D : scales.key_scales + slots;
@@ -134,15 +140,26 @@ __device__ __forceinline__ void store_int8_key(const KvHead& head, int slot, con
   }
 }
 
+// One head's D values of one slot as bf16 (the CPU's f32_to_bf16), by one warp.
+template <int D>
+__device__ __forceinline__ void store_bf16_row(void* codes, const float* x) {
+  for (int d = threadIdx.x % kWarpSize; d < D; d += kWarpSize) static_cast<uint16_t*>(codes)[d] = bf16_from_f32(x[d]);
+}
+
 // cpu::kv_store for one slot of one head, by one warp (every lane calls it).
 template <int D, KvCacheForm Form>
 __device__ __forceinline__ void store_slot(const KvHead& head, int slot, const float* key, const float* value) {
-  static_assert(Form == KvCacheForm::kFp8 || Form == KvCacheForm::kInt8);
-  store_head_row<D, Form>(static_cast<uint8_t*>(head.values) + size_t(slot) * D, head.value_scales + slot, value);
-  if constexpr (Form == KvCacheForm::kFp8)
-    store_head_row<D, Form>(static_cast<uint8_t*>(head.keys) + size_t(slot) * D, head.key_scales + slot, key);
-  else
-    store_int8_key<D>(head, slot, key);
+  static_assert(Form == KvCacheForm::kBF16 || Form == KvCacheForm::kFp8 || Form == KvCacheForm::kInt8);
+  if constexpr (Form == KvCacheForm::kBF16) {
+    store_bf16_row<D>(static_cast<uint16_t*>(head.keys) + size_t(slot) * D, key);
+    store_bf16_row<D>(static_cast<uint16_t*>(head.values) + size_t(slot) * D, value);
+  } else {
+    store_head_row<D, Form>(static_cast<uint8_t*>(head.values) + size_t(slot) * D, head.value_scales + slot, value);
+    if constexpr (Form == KvCacheForm::kFp8)
+      store_head_row<D, Form>(static_cast<uint8_t*>(head.keys) + size_t(slot) * D, head.key_scales + slot, key);
+    else
+      store_int8_key<D>(head, slot, key);
+  }
 }
 
 }  // namespace cubeforge::cuda::detail

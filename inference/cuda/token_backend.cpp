@@ -11,7 +11,7 @@
 // the sampling step; the sampling kernel advances it, which is what lets one
 // recorded graph serve every token. The KV cache holds, per block and batch
 // row, the cond keys and values first (dual blocks), then the shape tokens'.
-// An fp8 or int8 cache (kv_cache.h) is what the CPU's GptSession keeps: its
+// A bf16, fp8 or int8 cache (kv_cache.h) is what the CPU's GptSession keeps: its
 // prefill attends over the exact keys and values (an f32 scratch cache here)
 // and stores them in the cache's form for the decode steps.
 #include "inference/cuda/token_backend.h"
@@ -77,10 +77,20 @@ struct LayerCache {
   }
 };
 
-// The form the session's options ask for: kv_cache's fp8 or int8, else kv_cache_type.
+// The form the session's options ask for: kv_cache's bf16, fp8 or int8, else
+// kv_cache_type. The CPU's bf16 form and kv_cache_type BF16 store the same
+// bits; they differ in what the prefill attends over (scratch_prefill()).
 KvCacheForm session_cache_form(const TokenSessionOptions& options) {
-  if (options.kv_cache.format == cpu::KvFormat::kFp8) return KvCacheForm::kFp8;
-  if (options.kv_cache.format == cpu::KvFormat::kInt8) return KvCacheForm::kInt8;
+  switch (options.kv_cache.format) {
+    case cpu::KvFormat::kBF16:
+      return KvCacheForm::kBF16;
+    case cpu::KvFormat::kFp8:
+      return KvCacheForm::kFp8;
+    case cpu::KvFormat::kInt8:
+      return KvCacheForm::kInt8;
+    case cpu::KvFormat::kF32:
+      break;
+  }
   return options.kv_cache_type == DType::kBF16 ? KvCacheForm::kBF16 : KvCacheForm::kF32;
 }
 
@@ -114,8 +124,10 @@ class CudaTokenSession final : public TokenSession {
   int head_dim() const { return c_.head_dim(); }
   int vocab_rows() const { return c_.vocab_size(); }
   int landed() const { return __atomic_load_n(ring_count_.host_data(), __ATOMIC_ACQUIRE); }
-  // fp8 and int8: the prefill writes and attends over the f32 scratch cache.
-  bool quantized_cache() const { return form_ == KvCacheForm::kFp8 || form_ == KvCacheForm::kInt8; }
+  // The CPU's bf16, fp8 and int8 forms (kv_cache.format): the prefill writes
+  // and attends over the f32 scratch cache, as the CPU's prefill attends over
+  // the exact keys and values, and then stores them in the form.
+  bool scratch_prefill() const { return options_.kv_cache.format != cpu::KvFormat::kF32; }
 
   template <class T>
   Status allocate(DeviceBuffer<T>& buffer, std::size_t count, const char* name) {
@@ -160,7 +172,7 @@ class CudaTokenSession final : public TokenSession {
     args.key_norm_weight = pre.k_norm.data();
     args.eps = kQkNormEps;
     args.rope_theta = c_.rope_theta;
-    if (quantized_cache()) {
+    if (scratch_prefill()) {
       args.cache_type = DType::kF32;
       args.key_cache = prefill_keys_.data();
       args.value_cache = prefill_values_.data();
@@ -175,7 +187,7 @@ class CudaTokenSession final : public TokenSession {
   }
 
   // Prefill attention over the cache's first kv_length slots (the f32
-  // scratch cache for fp8 and int8: the CPU's prefill attends exact).
+  // scratch cache for the CPU's forms: its prefill attends exact).
   AttentionPrefillArgs prefill_attention_args(LayerCache& cache, const float* query, int rows, int causal_base,
                                               int kv_length, float* output) {
     AttentionPrefillArgs args;
@@ -187,7 +199,7 @@ class CudaTokenSession final : public TokenSession {
     args.causal_base = causal_base;
     args.kv_length = kv_length;
     args.output = output;
-    if (quantized_cache()) {
+    if (scratch_prefill()) {
       args.cache_form = KvCacheForm::kF32;
       args.key_cache = prefill_keys_.data();
       args.value_cache = prefill_values_.data();
@@ -258,7 +270,7 @@ class CudaTokenSession final : public TokenSession {
   // Prefill: R = B·max(S, L) rows.
   DeviceBuffer<float> cond_input_ /*[B·S, d]*/, cond_rows_, shape_rows_ /*[B·L, d]*/, normed_rows_, qkv_rows_,
       query_rows_, attended_cond_, attended_shape_, gate_up_rows_ /*[R, 2F]*/, swiglu_out_ /*[R, F]*/, widened_;
-  // fp8 and int8: one layer's exact prefill keys and values, [B, H, prefill_capacity_, D] f32.
+  // The CPU's forms: one layer's exact prefill keys and values, [B, H, prefill_capacity_, D] f32.
   DeviceBuffer<float> prefill_keys_, prefill_values_;
   int prefill_capacity_ = 0;
   int max_shape_rows_ = 1;
@@ -289,7 +301,7 @@ Status CudaTokenSession::open() {
     if (sizes.key_residual) CUBEFORGE_TRY(allocate(cache.key_residual, sizes.key_residual, "KV cache key residual"));
     caches_.push_back(std::move(cache));
   }
-  if (quantized_cache()) {
+  if (scratch_prefill()) {
     prefill_capacity_ = S + max_shape_rows_;
     const std::size_t cells = std::size_t(B) * c_.heads * prefill_capacity_ * head_dim();
     CUBEFORGE_TRY(allocate(prefill_keys_, cells, "prefill keys"));
@@ -410,7 +422,7 @@ Status CudaTokenSession::run_prefill(int length, Stream stream) {
     CUBEFORGE_TRY(attention_prefill(
         prefill_attention_args(cache, query_rows_.data(), L, slot_offset, slot_offset + L, attended_shape_.data()),
         stream));
-    if (quantized_cache()) {
+    if (scratch_prefill()) {
       // The cache keeps this layer's keys and values in its form for the decode steps.
       KvCacheStoreArgs store;
       store.batch = B;
@@ -624,7 +636,7 @@ Result<StepLogits> CudaTokenSession::step_logits(int step) {
 }
 
 // The KV caches the device keeps: every position at full rank, as f32 or bf16
-// (kv_cache_type) or in the CPU's fp8 and int8 forms (kv_cache.format).
+// (kv_cache_type) or in the CPU's bf16, fp8 and int8 forms (kv_cache.format).
 Status check_cuda_kv_cache(const TokenSessionOptions& options) {
   const KvCacheOptions& kv = options.kv_cache;
   if (kv.budget > 0 || kv.low_rank)
@@ -632,17 +644,14 @@ Status check_cuda_kv_cache(const TokenSessionOptions& options) {
                       "the CUDA backend keeps every position's keys and values at full rank; a KV budget (" +
                           std::to_string(kv.budget) + ") or rank (" +
                           std::to_string(kv.low_rank ? kv.low_rank->rank() : 0) + ") runs on the CPU backend");
-  if (kv.format == cpu::KvFormat::kBF16)
-    return make_error(ErrorCode::kUnsupported,
-                      "the CUDA backend stores the KV cache as f32, fp8 or int8, or as its own bf16 cache "
-                      "(kv_cache_type BF16, --kv-cache-type bf16); the bf16 KV form runs on the CPU backend");
-  const bool quantized = kv.format == cpu::KvFormat::kFp8 || kv.format == cpu::KvFormat::kInt8;
-  if (quantized && options.kv_cache_type != DType::kF32)
-    return make_error(ErrorCode::kInvalidArgument, "an " + std::string(cpu::kv_format_name(kv.format)) +
+  const bool stored_form = kv.format != cpu::KvFormat::kF32;
+  if (stored_form && options.kv_cache_type != DType::kF32)
+    return make_error(ErrorCode::kInvalidArgument, std::string(kv.format == cpu::KvFormat::kBF16 ? "a " : "an ") +
+                                                       std::string(cpu::kv_format_name(kv.format)) +
                                                        " KV cache replaces kv_cache_type " +
                                                        std::string(dtype_name(options.kv_cache_type)) +
                                                        "; leave kv_cache_type at F32 (--kv-cache-type f32)");
-  if (quantized && options.attention == AttentionMode::kReference)
+  if (stored_form && options.attention == AttentionMode::kReference)
     return make_error(ErrorCode::kInvalidArgument,
                       "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)");
   return ok_status();

@@ -139,18 +139,20 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   auto negative = run(generate + "--kv-budget -1");
   EXPECT_NE(negative.exit_code, 0);
   EXPECT_NE(negative.out.find("--kv-budget: must be a whole number from 0"), std::string::npos) << negative.out;
-  // KV budgets, ranks, the bf16 KV form and lists of options are compared on
-  // the CPU backend, with the cache; one weight format with an f32, fp8 or
-  // int8 cache may run on CUDA.
+  // KV budgets, ranks and lists of options are compared on the CPU backend,
+  // with the cache; one weight format with an f32, bf16, fp8 or int8 cache
+  // may run on CUDA.
   const std::string bench = "bench --shape small --steps 2 --weights q8 ";
-  for (const char* kv : {"--kv-cache bf16", "--kv-cache fp8 --kv-budget 4"}) {
+  for (const char* kv : {"--kv-cache fp8 --kv-budget 4", "--kv-cache bf16 --kv-rank 4"}) {
     auto kv_on_cuda = run(bench + kv + " --backend cuda");
     EXPECT_EQ(kv_on_cuda.exit_code, 2) << kv;
     EXPECT_NE(kv_on_cuda.out.find("compared on the CPU backend"), std::string::npos) << kv_on_cuda.out;
   }
-  // Without a GPU this one stops at the backend, not at the options.
-  auto int8_on_cuda = run(bench + "--kv-cache int8 --backend cuda");
-  EXPECT_EQ(int8_on_cuda.out.find("compared on the CPU backend"), std::string::npos) << int8_on_cuda.out;
+  // Without a GPU these stop at the backend, not at the options.
+  for (const char* kv : {"--kv-cache int8", "--kv-cache bf16"}) {
+    auto on_cuda = run(bench + kv + " --backend cuda");
+    EXPECT_EQ(on_cuda.out.find("compared on the CPU backend"), std::string::npos) << kv << ": " << on_cuda.out;
+  }
   auto list_on_cuda = run("bench --shape small --steps 2 --weights stored,q8 --backend cuda");
   EXPECT_EQ(list_on_cuda.exit_code, 2);
   EXPECT_NE(list_on_cuda.out.find("compared on the CPU backend"), std::string::npos) << list_on_cuda.out;

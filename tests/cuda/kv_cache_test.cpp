@@ -1,6 +1,6 @@
-// The fp8 and int8 KV cache forms on the device against the CPU's own
-// (inference/cpu/kv_cache.h): the stores give the codes, scales and int8
-// residual of cpu::kv_store bit for bit (the prefill's store kernel and the
+// The bf16, fp8 and int8 KV cache forms on the device against the CPU's own
+// (inference/cpu/kv_cache.h): the stores give the bf16 bits, or the codes,
+// scales and int8 residual, of cpu::kv_store bit for bit (the prefill's store kernel and the
 // decode attention's fused prologue, across the int8 key blocks' boundaries),
 // and decode and prefill attention over the stored cache agree with
 // cpu::kv_attention over the CPU's cache within 1e-5.
@@ -24,8 +24,18 @@ namespace {
 constexpr double kTolerance = 1e-5;
 
 cpu::KvFormat cpu_format(KvCacheForm form) {
-  return form == KvCacheForm::kFp8 ? cpu::KvFormat::kFp8 : cpu::KvFormat::kInt8;
+  switch (form) {
+    case KvCacheForm::kBF16:
+      return cpu::KvFormat::kBF16;
+    case KvCacheForm::kFp8:
+      return cpu::KvFormat::kFp8;
+    default:
+      return cpu::KvFormat::kInt8;
+  }
 }
+
+// The forms kv_cache_store writes.
+constexpr KvCacheForm kStoredForms[] = {KvCacheForm::kBF16, KvCacheForm::kFp8, KvCacheForm::kInt8};
 
 bool same_bits(float a, float b) { return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b); }
 
@@ -54,8 +64,8 @@ Result<DeviceKvCache> make_cache(KvCacheForm form, int batch, int heads, int hea
   // Garbage where nothing was stored: a read of an unwritten slot shows.
   CUBEFORGE_TRY(cache.keys.fill_bytes(0x7f));
   CUBEFORGE_TRY(cache.values.fill_bytes(0x7f));
-  CUBEFORGE_TRY(cache.key_scales.fill_bytes(0xff));
-  CUBEFORGE_TRY(cache.value_scales.fill_bytes(0xff));
+  if (cache.key_scales.size()) CUBEFORGE_TRY(cache.key_scales.fill_bytes(0xff));
+  if (cache.value_scales.size()) CUBEFORGE_TRY(cache.value_scales.fill_bytes(0xff));
   if (cache.key_residual.size()) CUBEFORGE_TRY(cache.key_residual.fill_bytes(0xff));
   return cache;
 }
@@ -66,6 +76,27 @@ void expect_cache_equals_cpu(DeviceKvCache& cache, const std::vector<cpu::KvStor
   const int H = cache.heads, D = cache.head_dim, C = cache.capacity, W = H * D;
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto keys, cache.keys.download());
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto values, cache.values.download());
+  if (cache.form == KvCacheForm::kBF16) {
+    // Two bytes per element, the same layout: every byte of slots [0, length) equals the CPU's.
+    const auto byte = [&](const std::vector<std::byte>& host, int slot, int h, int d, int half) {
+      return std::to_integer<unsigned char>(host[(std::size_t(slot) * W + h * D + d) * 2 + half]);
+    };
+    int mismatches = 0;
+    for (int b = 0; b < cache.batch; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int slot = 0; slot < length; ++slot)
+          for (int d = 0; d < D; ++d)
+            for (int half = 0; half < 2; ++half) {
+              const std::size_t device = (((std::size_t(b) * H + h) * C + slot) * D + d) * 2 + half;
+              const cpu::KvStore& s = stores[std::size_t(b)];
+              if (keys[device] == byte(s.keys, slot, h, d, half) && values[device] == byte(s.values, slot, h, d, half))
+                continue;
+              if (++mismatches <= 5)
+                ADD_FAILURE() << "bf16 bits at batch " << b << " head " << h << " slot " << slot << " channel " << d;
+            }
+    EXPECT_EQ(mismatches, 0);
+    return;
+  }
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_scales, cache.key_scales.download());
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_scales, cache.value_scales.download());
   std::vector<float> residual;
@@ -127,7 +158,9 @@ std::vector<float> slot_row(const std::vector<float>& cache_layout, int b, int s
 }
 
 // Keys and values [B, H, C, D] with the cases a store must get right: a
-// zero head (scale 0), an outlier channel, and tiny values (fp8 subnormals).
+// zero head (scale 0), an outlier channel, tiny values (fp8 subnormals), and
+// bf16 ties (a value halfway between two bf16 values, its last kept bit odd
+// or even: nearest even rounds them apart).
 std::vector<float> cache_rows(int B, int H, int C, int D, std::uint32_t seed) {
   auto rows = random_floats(std::size_t(B) * H * C * D, seed, -2.0f, 2.0f);
   for (int slot = 0; slot < C; ++slot) {
@@ -135,6 +168,11 @@ std::vector<float> cache_rows(int B, int H, int C, int D, std::uint32_t seed) {
     if (slot % 7 == 3) std::fill(head, head + D, 0.0f);
     if (slot % 5 == 1) head[slot % D] = 40.0f;
     if (slot % 11 == 4) head[(slot + 1) % D] *= 1e-4f;
+    if (slot % 3 == 2) {
+      float* tie = rows.data() + slot * std::size_t(D);  // batch row 0, head 0
+      for (int d = 0; d < D; d += 2)
+        tie[d] = std::bit_cast<float>((std::bit_cast<std::uint32_t>(tie[d]) & 0xffff0000u) | 0x8000u);
+    }
   }
   return rows;
 }
@@ -204,7 +242,7 @@ TEST_F(KvCacheKernels, Fp8CodesEqualTheCpu) {
 // over the stored cache against cpu::kv_attention.
 TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
   constexpr int kBatch = 2, kHeads = 3, kCapacity = 72;
-  for (const KvCacheForm form : {KvCacheForm::kFp8, KvCacheForm::kInt8})
+  for (const KvCacheForm form : kStoredForms)
     for (const int head_dim : {32, 64})
       for (const int length : {1, 31, 32, 33, 70}) {
         SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim) + " length " +
@@ -268,7 +306,7 @@ TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
 // arithmetic), and the whole cache against the CPU's at the end.
 TEST_F(KvCacheKernels, FusedDecodeStoresAndAttendsAsTheCpu) {
   constexpr int kBatch = 2, kHeads = 2, kCapacity = 72, kPrefilled = 29, kSteps = 6;  // slots 29..34: block 0 fills
-  for (const KvCacheForm form : {KvCacheForm::kFp8, KvCacheForm::kInt8})
+  for (const KvCacheForm form : kStoredForms)
     for (const int head_dim : {16, 64}) {
       SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim));
       const int D = head_dim, W = kHeads * D, stride = 3 * W;

@@ -322,10 +322,11 @@ TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
   }
 }
 
-// The fp8 and int8 KV caches run on the device as the CPU runs them: the
-// prefill attends exact, the decode steps read the stored codes and scales,
-// which are the CPU's bit for bit, so tokens and logits agree as for f32.
-TEST(CudaSessionBuiltinModel, Fp8AndInt8KvCachesGiveTheCpuTokensAndLogits) {
+// The CPU's bf16, fp8 and int8 KV caches run on the device as the CPU runs
+// them: the prefill attends exact, the decode steps read the stored bf16
+// bits, or codes and scales, which are the CPU's bit for bit, so tokens and
+// logits agree as for f32.
+TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
   auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
   ASSERT_TRUE(model.ok()) << model.error().to_string();
@@ -336,7 +337,7 @@ TEST(CudaSessionBuiltinModel, Fp8AndInt8KvCachesGiveTheCpuTokensAndLogits) {
   auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
   auto uncond = encode_prompt(*model, "", std::nullopt);
   ASSERT_TRUE(cond.ok() && uncond.ok());
-  for (const cpu::KvFormat format : {cpu::KvFormat::kFp8, cpu::KvFormat::kInt8}) {
+  for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kFp8, cpu::KvFormat::kInt8}) {
     SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
@@ -356,10 +357,20 @@ TEST(CudaSessionBuiltinModel, Fp8AndInt8KvCachesGiveTheCpuTokensAndLogits) {
     ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kTokens, exact, {}, &exact_trace).ok());
     ASSERT_EQ(exact_trace.raw_logits.size(), gpu_trace.raw_logits.size());
     EXPECT_GT(relative_error(gpu_trace.raw_logits, exact_trace.raw_logits), kBackendTolerance);
+    // The prefill is not: token 0's logits are the exact cache's (a bf16 form
+    // is not kv_cache_type BF16, whose prefill reads the rounded keys).
+    const std::size_t vocab = exact_trace.combined_logits.size() / kTokens;
+    ASSERT_EQ(gpu_trace.combined_logits.size(), exact_trace.combined_logits.size());
+    EXPECT_LT(relative_error(std::vector<float>(gpu_trace.combined_logits.begin(),
+                                                gpu_trace.combined_logits.begin() + std::ptrdiff_t(vocab)),
+                             std::vector<float>(exact_trace.combined_logits.begin(),
+                                                exact_trace.combined_logits.begin() + std::ptrdiff_t(vocab))),
+              kBackendTolerance);
   }
 }
 
-// KV budgets, ranks and the bf16 KV form stay on the CPU backend: refused, naming it.
+// KV budgets and ranks stay on the CPU backend: refused, naming it. A stored
+// form replaces kv_cache_type, which must stay F32.
 TEST(CudaSessionBuiltinModel, KvBudgetsAndRanksRunOnTheCpu) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
   auto exact = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
@@ -376,13 +387,15 @@ TEST(CudaSessionBuiltinModel, KvBudgetsAndRanksRunOnTheCpu) {
   EXPECT_NE(budget.error().message.find("budget (8)"), std::string::npos) << budget.error().to_string();
   EXPECT_NE(budget.error().message.find("CPU backend"), std::string::npos) << budget.error().to_string();
   options.kv_cache.budget = 0;
-  options.kv_cache.format = cpu::KvFormat::kBF16;
-  auto bf16 = cuda->backend->open_session(options);
-  ASSERT_FALSE(bf16.ok());
-  EXPECT_NE(bf16.error().message.find("CPU backend"), std::string::npos) << bf16.error().to_string();
-  options.kv_cache.format = cpu::KvFormat::kInt8;
   options.kv_cache_type = DType::kBF16;
-  EXPECT_FALSE(cuda->backend->open_session(options).ok()) << "int8 with kv_cache_type BF16";
+  for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kInt8}) {
+    options.kv_cache.format = format;
+    auto both = cuda->backend->open_session(options);
+    ASSERT_FALSE(both.ok()) << cpu::kv_format_name(format) << " with kv_cache_type BF16";
+    EXPECT_NE(both.error().message.find(std::string(cpu::kv_format_name(format)) + " KV cache replaces kv_cache_type"),
+              std::string::npos)
+        << both.error().to_string();
+  }
 }
 
 // The whole pipeline over the seam: generate_shape with the CUDA backend, on
