@@ -375,7 +375,8 @@ for line in open(f"{out}/bench.log", errors="replace"):
         r = json.loads(line)
     except ValueError:
         continue
-    print(f"  bench {r['model']} on {r.get('backend_description', r.get('backend'))}: {r['steps']} steps, "
+    print(f"  bench {r['model']} on {r.get('backend_description', r.get('backend'))}, weights "
+          f"{r.get('weights', 'stored')}, KV cache {r.get('kv_cache', 'f32')}: {r['steps']} steps, "
           f"floor {r['floor_ms']:.3f} ms, device read {r['memory_read_gbps']:.0f} GB/s, "
           f"{r['decode_weight_bytes'] / 1e9:.2f} GB of weights per token")
     for m in r.get("modes", []):
