@@ -290,6 +290,26 @@ TEST(CudaSessionBuiltinModel, RecordedPromptsGiveTheCpuTokens) {
   }
 }
 
+// The first kBuiltinTokens tokens of one prompt on the CPU and the CUDA
+// backend with the same options: the same tokens, and raw logits within the
+// backends' tolerance. Returns the CUDA run's trace.
+constexpr int kBuiltinTokens = 6;  // a whole generation is minutes on the emulator
+
+TokenTrace expect_cuda_tokens_equal_the_cpu(const TokenBackend& cuda, const TokenBackend& cpu,
+                                            const std::vector<float>& cond, const std::vector<float>& uncond,
+                                            const TokenGenerationOptions& options) {
+  TokenTrace cpu_trace, gpu_trace;
+  auto cpu_tokens = generate_tokens(cpu, cond, uncond, kBuiltinTokens, options, {}, &cpu_trace);
+  auto gpu_tokens = generate_tokens(cuda, cond, uncond, kBuiltinTokens, options, {}, &gpu_trace);
+  EXPECT_TRUE(cpu_tokens.ok()) << cpu_tokens.error().to_string();
+  EXPECT_TRUE(gpu_tokens.ok()) << gpu_tokens.error().to_string();
+  if (!cpu_tokens.ok() || !gpu_tokens.ok()) return gpu_trace;
+  EXPECT_EQ(*gpu_tokens, *cpu_tokens);
+  EXPECT_EQ(gpu_trace.raw_logits.size(), cpu_trace.raw_logits.size());
+  EXPECT_LT(relative_error(gpu_trace.raw_logits, cpu_trace.raw_logits), kBackendTolerance);
+  return gpu_trace;
+}
+
 // Converted and quantised weights run on the device as the CPU runs them:
 // the same tokens and logits over the first steps of a prompt (the decode
 // kernels widen the codes, the prefill's GEMMs read them dequantised).
@@ -310,15 +330,7 @@ TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
     auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
     auto uncond = encode_prompt(*model, "", std::nullopt);
     ASSERT_TRUE(cond.ok() && uncond.ok());
-    constexpr int kTokens = 6;  // a whole generation is minutes on the emulator
-    TokenTrace cpu_trace, gpu_trace;
-    auto cpu_tokens = generate_tokens(*cpu, *cond, *uncond, kTokens, options, {}, &cpu_trace);
-    auto gpu_tokens = generate_tokens(*selected->backend, *cond, *uncond, kTokens, options, {}, &gpu_trace);
-    ASSERT_TRUE(cpu_tokens.ok()) << cpu_tokens.error().to_string();
-    ASSERT_TRUE(gpu_tokens.ok()) << gpu_tokens.error().to_string();
-    EXPECT_EQ(*gpu_tokens, *cpu_tokens);
-    ASSERT_EQ(gpu_trace.raw_logits.size(), cpu_trace.raw_logits.size());
-    EXPECT_LT(relative_error(gpu_trace.raw_logits, cpu_trace.raw_logits), kBackendTolerance);
+    expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
   }
 }
 
@@ -342,24 +354,18 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
-    constexpr int kTokens = 6;  // a whole generation is minutes on the emulator
-    TokenTrace cpu_trace, gpu_trace, exact_trace;
-    auto cpu_tokens = generate_tokens(*cpu, *cond, *uncond, kTokens, options, {}, &cpu_trace);
-    auto gpu_tokens = generate_tokens(*selected->backend, *cond, *uncond, kTokens, options, {}, &gpu_trace);
-    ASSERT_TRUE(cpu_tokens.ok()) << cpu_tokens.error().to_string();
-    ASSERT_TRUE(gpu_tokens.ok()) << gpu_tokens.error().to_string();
-    EXPECT_EQ(*gpu_tokens, *cpu_tokens);
-    ASSERT_EQ(gpu_trace.raw_logits.size(), cpu_trace.raw_logits.size());
-    EXPECT_LT(relative_error(gpu_trace.raw_logits, cpu_trace.raw_logits), kBackendTolerance);
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
+    ASSERT_FALSE(gpu_trace.raw_logits.empty());
+    TokenTrace exact_trace;
     // The stored form is read: the decode steps' logits are not the exact cache's.
     TokenGenerationOptions exact = options;
     exact.kv_cache.format = cpu::KvFormat::kF32;
-    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kTokens, exact, {}, &exact_trace).ok());
+    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kBuiltinTokens, exact, {}, &exact_trace).ok());
     ASSERT_EQ(exact_trace.raw_logits.size(), gpu_trace.raw_logits.size());
     EXPECT_GT(relative_error(gpu_trace.raw_logits, exact_trace.raw_logits), kBackendTolerance);
     // The prefill is not: token 0's logits are the exact cache's (a bf16 form
     // is not kv_cache_type BF16, whose prefill reads the rounded keys).
-    const std::size_t vocab = exact_trace.combined_logits.size() / kTokens;
+    const std::size_t vocab = exact_trace.combined_logits.size() / kBuiltinTokens;
     ASSERT_EQ(gpu_trace.combined_logits.size(), exact_trace.combined_logits.size());
     EXPECT_LT(relative_error(std::vector<float>(gpu_trace.combined_logits.begin(),
                                                 gpu_trace.combined_logits.begin() + std::ptrdiff_t(vocab)),
