@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 
+#include "app/cli/bench_statistics.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
@@ -50,14 +51,6 @@ struct BenchOptions {
   std::string kv_cache_type = "f32";
   EngineFlagLists engine;  // CPU: weight formats and KV cache options; every combination runs
 };
-
-double percentile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  const double position = q * double(values.size() - 1);
-  const size_t lo = size_t(position);
-  const size_t hi = std::min(values.size() - 1, lo + 1);
-  return values[lo] + (values[hi] - values[lo]) * (position - double(lo));
-}
 
 // One mode of the ablation, timed over a whole session.
 struct ModeFigures {

@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 
+#include "app/cli/bench_statistics.h"
 #include "app/cli/commands.h"
 #include "app/cli/model_option.h"
 #include "inference/cpu/ops.h"
@@ -40,15 +41,6 @@ struct DecodingBenchOptions {
   bool json = false;
   uint64_t seed = 0;
 };
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0.0 : values[values.size() / 2];
-}
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 struct LoadedGpt {
   std::optional<DualStreamGpt> gpt;

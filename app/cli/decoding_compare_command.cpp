@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "app/cli/bench_statistics.h"
 #include "app/cli/commands.h"
 #include "app/cli/decoding_arguments.h"
 #include "app/cli/interrupt.h"
@@ -35,7 +36,7 @@ namespace {
 
 constexpr const char* kCommand = "compare-decoding";
 
-struct CompareOptions {
+struct DecodingCompareOptions {
   std::string model_dir, reference_dir;
   bool model_given = false;
   std::vector<std::string> prompts;
@@ -61,17 +62,12 @@ struct PromptFigures {
   bool watertight = false, reference_watertight = false;
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0.0 : values[values.size() / 2];
-}
-
 bool watertight(const GenerationResult& r) {
   return r.stats.has_surface && !r.mesh.empty() && analyze_topology(r.mesh).closed_and_oriented();
 }
 
 Result<PromptFigures> measure_prompt(const CubeModel& model, const CubeModel& reference, const std::string& prompt,
-                                     const CompareOptions& o) {
+                                     const DecodingCompareOptions& o) {
   GenerationRequest request;
   request.prompt = prompt;
   request.guidance_scale = o.guidance;
@@ -120,7 +116,7 @@ Result<PromptFigures> measure_prompt(const CubeModel& model, const CubeModel& re
   return figures;
 }
 
-std::optional<std::vector<std::string>> read_prompts(const CompareOptions& o) {
+std::optional<std::vector<std::string>> read_prompts(const DecodingCompareOptions& o) {
   std::vector<std::string> prompts = o.prompts;
   if (!o.prompts_file.empty()) {
     std::ifstream in(o.prompts_file);
@@ -140,7 +136,7 @@ std::optional<std::vector<std::string>> read_prompts(const CompareOptions& o) {
   return prompts;
 }
 
-int run_compare(const CompareOptions& o) {
+int run_decoding_compare(const DecodingCompareOptions& o) {
   const auto prompts = read_prompts(o);
   if (!prompts) return 2;
   const auto folder = model_folder_or_report(o.model_dir, o.model_given, kCommand);
@@ -275,7 +271,7 @@ int run_compare(const CompareOptions& o) {
 }  // namespace
 
 Action add_decoding_compare_command(CLI::App& app) {
-  auto o = std::make_shared<CompareOptions>();
+  auto o = std::make_shared<DecodingCompareOptions>();
   CLI::App* cmd = app.add_subcommand(
       "compare-decoding",
       "Measure a decoding against sequential decoding: model evaluations, time, IoU and watertight meshes");
@@ -303,7 +299,7 @@ Action add_decoding_compare_command(CLI::App& app) {
   return [cmd, o, model]() -> int {
     if (!cmd->parsed()) return -1;
     o->model_given = model->count() > 0;
-    return run_compare(*o);
+    return run_decoding_compare(*o);
   };
 }
 

@@ -20,6 +20,7 @@
 #include <optional>
 #include <random>
 
+#include "app/cli/bench_statistics.h"
 #include "app/cli/commands.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
@@ -72,23 +73,12 @@ struct ObjectFigures {
   double dense_ms = 0;
 };
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 // CPU time of every thread of the process: on a shared machine wall time
 // also counts the time other processes held the cores.
 double process_cpu_ms() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return 1e3 * double(t.tv_sec) + 1e-6 * double(t.tv_nsec);
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 Result<ObjectFigures> measure_latents(const ShapeTokenizer& shape, std::span<const float> latents,
