@@ -8,14 +8,14 @@ namespace {
 
 using namespace detail;
 
-constexpr int kThreads = 256;
+constexpr int kElementwiseThreads = 256;
 
 int blocks_for(std::size_t count) {
-  const std::size_t blocks = (count + kThreads - 1) / kThreads;
+  const std::size_t blocks = (count + kElementwiseThreads - 1) / kElementwiseThreads;
   return int(std::min<std::size_t>(std::max<std::size_t>(blocks, 1), 4096));
 }
 
-__global__ void __launch_bounds__(kThreads) widen_kernel(const uint16_t* input, float* output, size_t count) {
+__global__ void __launch_bounds__(kElementwiseThreads) widen_kernel(const uint16_t* input, float* output, size_t count) {
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += stride)
     output[i] = __uint_as_float(uint32_t(input[i]) << 16);
@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(kThreads) widen_kernel(const uint16_t* input, 
 
 // Element k of a row: Q8 code · scale, or Q4 code · scale + offset (the
 // nibble layout of inference/cpu/quantize.h), as dequantize_rows gives it.
-__global__ void __launch_bounds__(kThreads) dequantize_kernel(const uint8_t* codes, bool q4, const uint16_t* scales,
+__global__ void __launch_bounds__(kElementwiseThreads) dequantize_kernel(const uint8_t* codes, bool q4, const uint16_t* scales,
                                                               const uint16_t* offsets, int group, int rows, int cols,
                                                               float* output) {
   const size_t total = size_t(rows) * cols;
@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const uint8_t* cod
 }
 
 template <class Table>
-__global__ void __launch_bounds__(kThreads) gather_kernel(const Table* table, int table_rows, int dim, const int* ids,
+__global__ void __launch_bounds__(kElementwiseThreads) gather_kernel(const Table* table, int table_rows, int dim, const int* ids,
                                                           int count, int batch, float* output) {
   const size_t total = size_t(batch) * count * dim;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
@@ -66,7 +66,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(const Table* table, in
   }
 }
 
-__global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* input, int rows, int width, float* output) {
+__global__ void __launch_bounds__(kElementwiseThreads) swiglu_kernel(const float* input, int rows, int width, float* output) {
   const size_t total = size_t(rows) * width;
   const size_t stride = size_t(gridDim.x) * blockDim.x;
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const float* input, in
 Status widen_bf16(const std::uint16_t* input, float* output, std::size_t count, Stream stream) {
   if (count == 0) return ok_status();
   if (!input || !output) return invalid("widen_bf16: input and output are required");
-  widen_kernel<<<blocks_for(count), kThreads, 0, stream>>>(input, output, count);
+  widen_kernel<<<blocks_for(count), kElementwiseThreads, 0, stream>>>(input, output, count);
   return launch_status("widen_bf16 kernel launch");
 }
 
@@ -97,7 +97,7 @@ Status dequantize_rows(const DequantizeArgs& args, Stream stream) {
   if (args.rows <= 0 || args.cols <= 0 || args.cols % args.group != 0)
     return invalid("dequantize_rows: " + std::to_string(args.rows) + "x" + std::to_string(args.cols) +
                    " is not whole groups");
-  dequantize_kernel<<<blocks_for(std::size_t(args.rows) * args.cols), kThreads, 0, stream>>>(
+  dequantize_kernel<<<blocks_for(std::size_t(args.rows) * args.cols), kElementwiseThreads, 0, stream>>>(
       static_cast<const uint8_t*>(args.codes), q4, args.scales, args.offsets, args.group, args.rows, args.cols,
       args.output);
   return launch_status("dequantize_rows kernel launch");
@@ -112,11 +112,11 @@ Status gather_embedding_rows(const GatherEmbeddingArgs& args, Stream stream) {
     return invalid(where + "table_rows, dim, count and batch must be positive");
   const std::size_t total = std::size_t(args.batch) * args.count * args.dim;
   if (args.table_type == DType::kBF16)
-    gather_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const uint16_t*>(args.table),
+    gather_kernel<<<blocks_for(total), kElementwiseThreads, 0, stream>>>(static_cast<const uint16_t*>(args.table),
                                                                args.table_rows, args.dim, args.ids, args.count,
                                                                args.batch, args.output);
   else
-    gather_kernel<<<blocks_for(total), kThreads, 0, stream>>>(static_cast<const float*>(args.table), args.table_rows,
+    gather_kernel<<<blocks_for(total), kElementwiseThreads, 0, stream>>>(static_cast<const float*>(args.table), args.table_rows,
                                                                args.dim, args.ids, args.count, args.batch,
                                                                args.output);
   return launch_status("gather_embedding_rows kernel launch");
@@ -125,7 +125,7 @@ Status gather_embedding_rows(const GatherEmbeddingArgs& args, Stream stream) {
 Status swiglu_rows(const float* input, int rows, int width, float* output, Stream stream) {
   if (!input || !output) return invalid("swiglu_rows: input and output are required");
   if (rows <= 0 || width <= 0) return invalid("swiglu_rows: rows and width must be positive");
-  swiglu_kernel<<<blocks_for(std::size_t(rows) * width), kThreads, 0, stream>>>(input, rows, width, output);
+  swiglu_kernel<<<blocks_for(std::size_t(rows) * width), kElementwiseThreads, 0, stream>>>(input, rows, width, output);
   return launch_status("swiglu_rows kernel launch");
 }
 

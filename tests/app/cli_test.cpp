@@ -13,6 +13,7 @@
 #include "inference/model/config.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/tensor/trace_file.h"
+#include "tests/app/run_cli.h"
 #include "tests/support/oracle.h"
 #include "tests/support/run_command.h"
 
@@ -20,10 +21,7 @@ namespace cubeforge {
 namespace {
 
 using testing::oracle_dir;
-
-testing::CommandOutput run(const std::string& arguments) {
-  return testing::run_command(CUBEFORGE_CLI_PATH, arguments);
-}
+using testing::run_cli;
 
 std::filesystem::path scratch(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("cubeforge-cli-" + std::to_string(::getpid()));
@@ -35,7 +33,7 @@ TEST(Cli, GenerateJsonGivesReferenceTokensAndWritesTheMesh) {
   CUBEFORGE_REQUIRE_ORACLE();
   auto meta = nlohmann::json::parse(*read_file_text(oracle_dir() / "meta.json"));
   const auto out = scratch("dragon.glb");
-  auto r = run("generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
+  auto r = run_cli("generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
                "' --resolution 5 --out '" + out.string() + "' --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
@@ -69,13 +67,13 @@ TEST(Cli, DecodingModesReportTheirEvaluations) {
   const auto out = scratch("decoded.ply");
   const std::string base = "generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
                            "' --resolution 4 --out '" + out.string() + "' --json";
-  auto sequential = run(base);
+  auto sequential = run_cli(base);
   ASSERT_EQ(sequential.exit_code, 0) << sequential.out;
   auto report = nlohmann::json::parse(sequential.out.substr(sequential.out.find('{')));
   EXPECT_EQ(report["decoding"]["mode"], "sequential");
   EXPECT_EQ(report["decoding"]["model_evaluations"].get<int>(), int(tokens.size()));
   EXPECT_EQ(report["decoding"]["tokens_per_evaluation"].get<double>(), 1.0);
-  auto jacobi = run(base + " --decoding jacobi --guess-cost 0");
+  auto jacobi = run_cli(base + " --decoding jacobi --guess-cost 0");
   ASSERT_EQ(jacobi.exit_code, 0) << jacobi.out;
   report = nlohmann::json::parse(jacobi.out.substr(jacobi.out.find('{')));
   EXPECT_EQ(report["tokens"].get<std::vector<int64_t>>(), tokens);
@@ -88,14 +86,14 @@ TEST(Cli, DecodingModesReportTheirEvaluations) {
   for (int n : decoding["tokens_per_step"].get<std::vector<int>>()) accepted += n;
   EXPECT_EQ(accepted, int(tokens.size()));
   EXPECT_EQ(int(decoding["tokens_per_step"].size()), decoding["model_evaluations"].get<int>());
-  auto diffusion = run(base + " --decoding diffusion --threshold 0.9");
+  auto diffusion = run_cli(base + " --decoding diffusion --threshold 0.9");
   EXPECT_NE(diffusion.exit_code, 0);
   EXPECT_NE(diffusion.out.find("autoregressive"), std::string::npos) << diffusion.out;
-  auto sampled_jacobi = run(base + " --decoding jacobi --sample");
+  auto sampled_jacobi = run_cli(base + " --decoding jacobi --sample");
   EXPECT_NE(sampled_jacobi.exit_code, 0);
   EXPECT_NE(sampled_jacobi.out.find("greedy"), std::string::npos) << sampled_jacobi.out;
   // A trace names sequential decoding's steps; a parallel decoding refuses to write one without them.
-  auto traced_jacobi = run(base + " --decoding jacobi --trace '" + scratch("jacobi.safetensors").string() + "'");
+  auto traced_jacobi = run_cli(base + " --decoding jacobi --trace '" + scratch("jacobi.safetensors").string() + "'");
   EXPECT_NE(traced_jacobi.exit_code, 0);
   EXPECT_NE(traced_jacobi.out.find("trace sequential decoding"), std::string::npos) << traced_jacobi.out;
   EXPECT_FALSE(std::filesystem::exists(scratch("jacobi.safetensors")));
@@ -126,7 +124,7 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   CUBEFORGE_REQUIRE_ORACLE();
   const std::string prompts = " -p 'a red dragon' -p 'a blue car' --rounds 1 --resolution 4 --iou-resolution 4 --json";
   auto reports = [](const testing::CommandOutput& r) { return nlohmann::json::parse(r.out.substr(r.out.find('{'))); };
-  auto jacobi = run("compare-decoding --model '" + oracle_dir().string() + "' --decoding jacobi --guess-cost 0" + prompts);
+  auto jacobi = run_cli("compare-decoding --model '" + oracle_dir().string() + "' --decoding jacobi --guess-cost 0" + prompts);
   ASSERT_EQ(jacobi.exit_code, 0) << jacobi.out;
   auto report = reports(jacobi);
   EXPECT_EQ(report["decoding"]["mode"], "jacobi");
@@ -143,7 +141,7 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   const auto diffusion_model = fixture_as_block_diffusion();
   const std::string diffusion = "compare-decoding --model '" + diffusion_model.string() + "' --reference '" +
                                 oracle_dir().string() + "' --decoding diffusion --diffusion-cache none";
-  auto one_position_blocks = run(diffusion + " --block-size 1" + prompts);
+  auto one_position_blocks = run_cli(diffusion + " --block-size 1" + prompts);
   ASSERT_EQ(one_position_blocks.exit_code, 0) << one_position_blocks.out;
   report = reports(one_position_blocks);
   for (const auto& p : report["prompts"]) {
@@ -151,7 +149,7 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
     EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
     EXPECT_EQ(p["model_evaluations"].get<int>(), 24);
   }
-  auto whole_blocks = run(diffusion + " --threshold 0.000001" + prompts);
+  auto whole_blocks = run_cli(diffusion + " --threshold 0.000001" + prompts);
   ASSERT_EQ(whole_blocks.exit_code, 0) << whole_blocks.out;
   report = reports(whole_blocks);
   EXPECT_EQ(report["decoding"]["threshold"].get<double>(), double(0.000001f));
@@ -163,7 +161,7 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   }
   EXPECT_DOUBLE_EQ(report["mean"]["fewer_model_evaluations"].get<double>(), 8.0);
   // The prefix cache keeps what recomputing every position computes: the same tokens and shapes.
-  auto prefix = run("compare-decoding --model '" + diffusion_model.string() +
+  auto prefix = run_cli("compare-decoding --model '" + diffusion_model.string() +
                     "' --decoding diffusion --diffusion-cache prefix --threshold 0.3 --against-no-cache" + prompts);
   ASSERT_EQ(prefix.exit_code, 0) << prefix.out;
   report = reports(prefix);
@@ -173,10 +171,10 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
     EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
     EXPECT_EQ(p["model_evaluations"], p["reference_model_evaluations"]);
   }
-  auto autoregressive = run("compare-decoding --model '" + oracle_dir().string() + "' --against-no-cache" + prompts);
+  auto autoregressive = run_cli("compare-decoding --model '" + oracle_dir().string() + "' --against-no-cache" + prompts);
   EXPECT_EQ(autoregressive.exit_code, 2);
   // Without --reference a block-diffusion model is compared with the built-in model, whose shapes have 64 tokens.
-  auto other_tokenizer = run("compare-decoding --model '" + diffusion_model.string() + "' --decoding diffusion" + prompts);
+  auto other_tokenizer = run_cli("compare-decoding --model '" + diffusion_model.string() + "' --decoding diffusion" + prompts);
   EXPECT_EQ(other_tokenizer.exit_code, 2);
   EXPECT_NE(other_tokenizer.out.find("tokens per shape"), std::string::npos) << other_tokenizer.out;
   std::filesystem::remove_all(diffusion_model.parent_path());
@@ -184,7 +182,7 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
 
 TEST(Cli, UnwritableOutputIsAClearErrorAndLeavesNothing) {
   CUBEFORGE_REQUIRE_ORACLE();
-  auto r = run("generate --model '" + oracle_dir().string() +
+  auto r = run_cli("generate --model '" + oracle_dir().string() +
                "' --prompt 'a cup' --resolution 4 --out /nonexistent-dir/out.glb");
   // Checked before any work is done.
   EXPECT_EQ(r.exit_code, 1);
@@ -193,19 +191,19 @@ TEST(Cli, UnwritableOutputIsAClearErrorAndLeavesNothing) {
 }
 
 TEST(Cli, MissingModelFolderSaysHowToAssembleOne) {
-  auto r = run("generate --model /nonexistent/model --prompt 'a cup' --out x.glb");
+  auto r = run_cli("generate --model /nonexistent/model --prompt 'a cup' --out x.glb");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("Roblox/cube3d-v0.5"), std::string::npos) << r.out;
 }
 
 TEST(Cli, UnknownExtensionIsRejectedBeforeWork) {
-  auto r = run("generate --model /nonexistent/model --prompt 'a cup' --out shape.xyz");
+  auto r = run_cli("generate --model /nonexistent/model --prompt 'a cup' --out shape.xyz");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("shape.xyz"), std::string::npos) << r.out;
 }
 
 TEST(Cli, HelpListsTheCommands) {
-  auto r = run("--help");
+  auto r = run_cli("--help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* command : {"generate", "tokenize", "bench", "bench-occupancy", "trace-diff"}) EXPECT_NE(r.out.find(command), std::string::npos);
 }
@@ -213,7 +211,7 @@ TEST(Cli, HelpListsTheCommands) {
 // The benchmark's figures are not checked (timing belongs to benchmarks, not
 // tests); its report is, and the decoder paths must agree on the logits.
 TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
-  auto r = run("bench-occupancy --points 3000 --repeats 1 --json");  // the built-in model
+  auto r = run_cli("bench-occupancy --points 3000 --repeats 1 --json");  // the built-in model
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   ASSERT_TRUE(report["paths"].contains("layered")) << r.out;
@@ -225,7 +223,7 @@ TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
     // Logits are O(10); the paths differ only in float32 rounding order.
     EXPECT_LT(report["largest_logit_difference"].get<double>(), 1e-3);
   }
-  auto bad = run("bench-occupancy --model /nonexistent-model-dir --points 10");
+  auto bad = run_cli("bench-occupancy --model /nonexistent-model-dir --points 10");
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.out.find("nonexistent-model-dir"), std::string::npos) << bad.out;
 }
@@ -233,7 +231,7 @@ TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
 // Coarse-to-fine must classify every grid point as the dense grid does on a
 // shape the built-in model generates, and evaluate fewer points doing it.
 TEST(Cli, MeshingBenchFindsTheDenseSurface) {
-  auto r = run("bench-meshing --prompt 'a tall chair' --prompt 'a mug' --resolution 6 --json");
+  auto r = run_cli("bench-meshing --prompt 'a tall chair' --prompt 'a mug' --resolution 6 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   ASSERT_EQ(report["prompts"].size(), 2u) << r.out;
@@ -244,7 +242,7 @@ TEST(Cli, MeshingBenchFindsTheDenseSurface) {
     for (const auto& level : row["levels"]) per_level += level["evaluated_points"].get<int64_t>();
     EXPECT_EQ(per_level, row["evaluated_points"].get<int64_t>()) << row.dump();
   }
-  auto no_prompt = run("bench-meshing");
+  auto no_prompt = run_cli("bench-meshing");
   EXPECT_NE(no_prompt.exit_code, 0);
   EXPECT_NE(no_prompt.out.find("--prompt"), std::string::npos) << no_prompt.out;
 }
@@ -256,8 +254,8 @@ TEST(Cli, MeshingBenchFindsTheDenseSurface) {
 TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
   const auto full_out = scratch("full.ply"), selected_out = scratch("selected.ply");
   auto full =
-      run("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --out '" + full_out.string() + "' --json");
-  auto selected = run("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --latent-top-k 64 --out '" +
+      run_cli("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --out '" + full_out.string() + "' --json");
+  auto selected = run_cli("generate --prompt 'a tall chair' --resolution 6 --target-faces -1 --latent-top-k 64 --out '" +
                       selected_out.string() + "' --json");
   ASSERT_EQ(full.exit_code, 0) << full.out;
   ASSERT_EQ(selected.exit_code, 0) << selected.out;
@@ -269,18 +267,20 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
     EXPECT_EQ(selected_report["mesh"][key], full_report["mesh"][key]) << key;
   std::filesystem::remove_all(full_out.parent_path());
 
-  auto occupancy = run("bench-occupancy --points 3000 --repeats 1 --latent-top-k 64 --json");
+  auto occupancy = run_cli("bench-occupancy --points 3000 --repeats 1 --latent-top-k 64 --json");
   ASSERT_EQ(occupancy.exit_code, 0) << occupancy.out;
   auto report = nlohmann::json::parse(occupancy.out.substr(occupancy.out.find('{')));
   ASSERT_TRUE(report["latent_top_k"].contains("layered")) << occupancy.out;
   for (const auto& [path, figures] : report["latent_top_k"].items()) {
     EXPECT_EQ(figures["sign_disagreements"].get<int64_t>(), 0) << path;
     EXPECT_GT(figures["points_per_second"].get<double>(), 0.0) << path;
-    if (path == "grid") EXPECT_EQ(figures["largest_logit_difference"].get<double>(), 0.0);
+    if (path == "grid") {
+      EXPECT_EQ(figures["largest_logit_difference"].get<double>(), 0.0);
+    }
   }
   EXPECT_GT(report["paths"]["layered"]["fraction_of_peak"].get<double>(), 0.0);
 
-  auto meshing = run("bench-meshing --prompt 'a mug' --resolution 6 --latent-top-k 64 --no-dense --json");
+  auto meshing = run_cli("bench-meshing --prompt 'a mug' --resolution 6 --latent-top-k 64 --no-dense --json");
   ASSERT_EQ(meshing.exit_code, 0) << meshing.out;
   report = nlohmann::json::parse(meshing.out.substr(meshing.out.find('{')));
   const auto& row = report["prompts"][0];
@@ -292,18 +292,18 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
   EXPECT_EQ(topk["evaluated_points"], row["evaluated_points"]);
   for (const char* key : {"occupancy_ms", "meshing_ms"}) EXPECT_GT(topk[key].get<double>(), 0.0) << key;
 
-  auto too_many = run("generate --prompt 'a cup' --latent-top-k 65 --out x.glb");
+  auto too_many = run_cli("generate --prompt 'a cup' --latent-top-k 65 --out x.glb");
   EXPECT_EQ(too_many.exit_code, 2);
   EXPECT_NE(too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << too_many.out;
-  auto dense = run("generate --prompt 'a cup' --latent-top-k 8 --dense --out x.glb");
+  auto dense = run_cli("generate --prompt 'a cup' --latent-top-k 8 --dense --out x.glb");
   EXPECT_EQ(dense.exit_code, 2);
   EXPECT_NE(dense.out.find("--dense"), std::string::npos) << dense.out;
   for (const char* command : {"generate --prompt 'a cup' --out x.glb", "bench-occupancy", "bench-meshing --prompt x"}) {
-    auto negative = run(std::string(command) + " --latent-top-k -3");
+    auto negative = run_cli(std::string(command) + " --latent-top-k -3");
     EXPECT_NE(negative.exit_code, 0) << command;
     EXPECT_NE(negative.out.find("must be a whole number from 0 to 65536"), std::string::npos) << negative.out;
   }
-  auto bench_too_many = run("bench-occupancy --points 10 --latent-top-k 100");
+  auto bench_too_many = run_cli("bench-occupancy --points 10 --latent-top-k 100");
   EXPECT_EQ(bench_too_many.exit_code, 2);
   EXPECT_NE(bench_too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << bench_too_many.out;
   EXPECT_FALSE(std::filesystem::exists("x.glb"));
@@ -313,14 +313,14 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
 // benchmarks: random tokens make the object, and a top-k run reports against
 // full attention.
 TEST(Cli, OccupancyBenchmarksRunOnRandomWeights) {
-  auto occupancy = run("bench-occupancy --shape small --points 512 --repeats 1 --latent-top-k 32 --json");
+  auto occupancy = run_cli("bench-occupancy --shape small --points 512 --repeats 1 --latent-top-k 32 --json");
   ASSERT_EQ(occupancy.exit_code, 0) << occupancy.out;
   auto report = nlohmann::json::parse(occupancy.out.substr(occupancy.out.find('{')));
   EXPECT_EQ(report["width"].get<int64_t>(), 256);
   EXPECT_EQ(report["latents"].get<int64_t>(), 256);
   EXPECT_EQ(report["latent_top_k"]["layered"]["top_k"].get<int64_t>(), 32);
 
-  auto meshing = run("bench-meshing --shape small --resolution 6 --no-dense --latent-top-k 32 --json");
+  auto meshing = run_cli("bench-meshing --shape small --resolution 6 --no-dense --latent-top-k 32 --json");
   ASSERT_EQ(meshing.exit_code, 0) << meshing.out;
   report = nlohmann::json::parse(meshing.out.substr(meshing.out.find('{')));
   const auto& row = report["prompts"][0];
@@ -329,7 +329,7 @@ TEST(Cli, OccupancyBenchmarksRunOnRandomWeights) {
   EXPECT_GE(row["latent_selection"][0]["sign_disagreements"].get<int64_t>(), 0);
   EXPECT_GT(row["latent_selection"][0]["blocks"].get<int64_t>(), 0);
 
-  auto both = run("bench-meshing --shape small --prompt 'a mug'");
+  auto both = run_cli("bench-meshing --shape small --prompt 'a mug'");
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_NE(both.out.find("leave out --model, --prompt and --prompts"), std::string::npos) << both.out;
 }
@@ -344,7 +344,7 @@ class CliTrace : public ::testing::Test {
     CUBEFORGE_REQUIRE_ORACLE();
     auto meta = nlohmann::json::parse(*read_file_text(oracle_dir() / "meta.json"));
     trace_ = scratch("trace.safetensors");
-    auto r = run("generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
+    auto r = run_cli("generate --model '" + oracle_dir().string() + "' --prompt '" + meta.value("prompt", "") +
                  "' --resolution 4 --out '" + scratch("traced.glb").string() + "' --trace '" + trace_.string() +
                  "' --trace-steps 2 --json");
     ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -400,7 +400,7 @@ TEST_F(CliTrace, GenerateWritesTheNamedStepsAndTheyMatchTheReference) {
   const auto reference_file = scratch("reference.safetensors");
   ASSERT_TRUE(write_safetensors(reference_file, reference).ok());
 
-  auto r = run("trace-diff '" + trace_.string() + "' '" + reference_file.string() + "' --tolerance 1e-4 --json");
+  auto r = run_cli("trace-diff '" + trace_.string() + "' '" + reference_file.string() + "' --tolerance 1e-4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
   EXPECT_EQ(report["compared"].get<size_t>(), reference.size()) << r.out;
@@ -410,7 +410,7 @@ TEST_F(CliTrace, GenerateWritesTheNamedStepsAndTheyMatchTheReference) {
 }
 
 TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
-  auto same = run("trace-diff '" + trace_.string() + "' '" + trace_.string() + "' --json");
+  auto same = run_cli("trace-diff '" + trace_.string() + "' '" + trace_.string() + "' --json");
   ASSERT_EQ(same.exit_code, 0) << same.out;
   auto report = nlohmann::json::parse(same.out.substr(same.out.find('{')));
   EXPECT_GT(report["compared"].get<size_t>(), 100u);
@@ -418,7 +418,7 @@ TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
     EXPECT_EQ(t["relative_error"].get<double>(), 0.0) << t.dump();
     EXPECT_EQ(t["max_abs_difference"].get<double>(), 0.0) << t.dump();
   }
-  auto table = run("trace-diff '" + trace_.string() + "' '" + trace_.string() + "'");
+  auto table = run_cli("trace-diff '" + trace_.string() + "' '" + trace_.string() + "'");
   EXPECT_EQ(table.exit_code, 0);
   EXPECT_NE(table.out.find("within the tolerance"), std::string::npos) << table.out;
 
@@ -441,16 +441,16 @@ TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
   }
   const auto perturbed = scratch("perturbed.safetensors");
   ASSERT_TRUE(write_safetensors(perturbed, copy).ok());
-  auto differ = run("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "' --json");
+  auto differ = run_cli("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "' --json");
   EXPECT_EQ(differ.exit_code, 1) << differ.out;
   auto differ_report = nlohmann::json::parse(differ.out.substr(differ.out.find('{')));
   EXPECT_EQ(differ_report["first_over_tolerance"], perturbed_name) << differ.out;
-  auto differ_table = run("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "'");
+  auto differ_table = run_cli("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "'");
   EXPECT_EQ(differ_table.exit_code, 1);
   EXPECT_NE(differ_table.out.find("first over the tolerance 0.0001: " + perturbed_name), std::string::npos)
       << differ_table.out;
 
-  auto missing = run("trace-diff '" + trace_.string() + "' /nonexistent-trace.safetensors");
+  auto missing = run_cli("trace-diff '" + trace_.string() + "' /nonexistent-trace.safetensors");
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.out.find("/nonexistent-trace.safetensors"), std::string::npos) << missing.out;
 }
@@ -458,11 +458,11 @@ TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
 TEST(Cli, TokenizeRoundTripsAMesh) {
   CUBEFORGE_REQUIRE_ORACLE();
   const auto mesh = scratch("input.obj");
-  auto g = run("generate --model '" + oracle_dir().string() + "' --prompt 'a red dragon' --resolution 5 --out '" +
+  auto g = run_cli("generate --model '" + oracle_dir().string() + "' --prompt 'a red dragon' --resolution 5 --out '" +
                mesh.string() + "' --quiet");
   ASSERT_EQ(g.exit_code, 0) << g.out;
   const auto rebuilt = scratch("rebuilt.ply");
-  auto r = run("tokenize --model '" + oracle_dir().string() + "' --mesh '" + mesh.string() + "' --out '" +
+  auto r = run_cli("tokenize --model '" + oracle_dir().string() + "' --mesh '" + mesh.string() + "' --out '" +
                rebuilt.string() + "' --resolution 5 --iou-resolution 5 --samples 2048 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/app/run_cli.h"
 #include "tests/support/hostile_files.h"
 #include "tests/support/oracle.h"
 #include "tests/support/run_command.h"
@@ -15,10 +16,7 @@ namespace cubeforge {
 namespace {
 
 using testing::oracle_dir;
-
-testing::CommandOutput run(const std::string& arguments) {
-  return testing::run_command(CUBEFORGE_CLI_PATH, arguments);
-}
+using testing::run_cli;
 
 nlohmann::json json_of(const testing::CommandOutput& r) { return nlohmann::json::parse(r.out.substr(r.out.find('{'))); }
 
@@ -28,7 +26,7 @@ const std::filesystem::path kBuiltin = testing::builtin_model_dir();
 TEST(CliEngineOptions, QuantizedFolderDecodesAsConversionAtLoad) {
   testing::ScratchFolder scratch("engine-options");
   const auto folder = scratch / "q4";
-  auto q = run("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() +
+  auto q = run_cli("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() +
                "' --weights q4 --q4-group 64 --json");
   ASSERT_EQ(q.exit_code, 0) << q.out;
   const auto report = json_of(q);
@@ -39,10 +37,10 @@ TEST(CliEngineOptions, QuantizedFolderDecodesAsConversionAtLoad) {
   // Copies, not links: nothing done to the new folder reaches the model.
   EXPECT_EQ(std::filesystem::hard_link_count(folder / "clip" / "vocab.json"), 1u);
   const std::string common = " --prompt 'a tall chair' --resolution 5 --json --out ";
-  auto from_folder = run("generate --model '" + folder.string() + "'" + common + "'" + (scratch / "a.ply").string() + "'");
-  auto at_load = run("generate --model '" + kBuiltin.string() + "' --weights q4 --q4-group 64" + common + "'" +
+  auto from_folder = run_cli("generate --model '" + folder.string() + "'" + common + "'" + (scratch / "a.ply").string() + "'");
+  auto at_load = run_cli("generate --model '" + kBuiltin.string() + "' --weights q4 --q4-group 64" + common + "'" +
                      (scratch / "b.ply").string() + "'");
-  auto exact = run("generate --model '" + kBuiltin.string() + "'" + common + "'" + (scratch / "c.ply").string() + "'");
+  auto exact = run_cli("generate --model '" + kBuiltin.string() + "'" + common + "'" + (scratch / "c.ply").string() + "'");
   ASSERT_EQ(from_folder.exit_code, 0) << from_folder.out;
   ASSERT_EQ(at_load.exit_code, 0) << at_load.out;
   ASSERT_EQ(exact.exit_code, 0) << exact.out;
@@ -50,15 +48,15 @@ TEST(CliEngineOptions, QuantizedFolderDecodesAsConversionAtLoad) {
   EXPECT_EQ(json_of(from_folder)["mesh"]["faces"], json_of(at_load)["mesh"]["faces"]);
   EXPECT_NE(json_of(from_folder)["tokens"], json_of(exact)["tokens"]);  // 4 bits do change the tokens
   // Not onto the model itself, and not as it is.
-  EXPECT_EQ(run("quantize --model '" + folder.string() + "' --out '" + folder.string() + "' --weights q8").exit_code, 1);
-  EXPECT_NE(run("quantize --model '" + kBuiltin.string() + "' --out '" + (scratch / "x").string() + "' --weights stored")
+  EXPECT_EQ(run_cli("quantize --model '" + folder.string() + "' --out '" + folder.string() + "' --weights q8").exit_code, 1);
+  EXPECT_NE(run_cli("quantize --model '" + kBuiltin.string() + "' --out '" + (scratch / "x").string() + "' --weights stored")
                 .exit_code,
             0);
   // Nor over a model already there, unless asked.
-  auto again = run("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() + "' --weights q8");
+  auto again = run_cli("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() + "' --weights q8");
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_NE(again.out.find("--force"), std::string::npos) << again.out;
-  EXPECT_EQ(run("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() + "' --weights q8 --force")
+  EXPECT_EQ(run_cli("quantize --model '" + kBuiltin.string() + "' --out '" + folder.string() + "' --weights q8 --force")
                 .exit_code,
             0);
 }
@@ -68,7 +66,7 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   testing::ScratchFolder scratch("engine-options");
   const auto folder = scratch / "calibrated";
   testing::copy_builtin_model(folder);
-  auto c = run("calibrate-kv --model '" + folder.string() + "' -p 'a tall chair' -p 'a round table' --json");
+  auto c = run_cli("calibrate-kv --model '" + folder.string() + "' -p 'a tall chair' -p 'a round table' --json");
   ASSERT_EQ(c.exit_code, 0) << c.out;
   const auto calibration = json_of(c);
   const int width = calibration["rank"].get<int>();
@@ -79,7 +77,7 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   EXPECT_LT(kept.front()["keys"].get<double>(), 0.9);
   EXPECT_TRUE(std::filesystem::exists(folder / "kv_bases.safetensors"));
   // Against the exact run: the exact options themselves, full rank, rank 8, 8-bit weights.
-  auto r = run("compare --model '" + folder.string() + "' -p 'a short mug' --resolution 5 --iou-resolution 5 " +
+  auto r = run_cli("compare --model '" + folder.string() + "' -p 'a short mug' --resolution 5 --iou-resolution 5 " +
                "--weights stored,q8 --kv-rank 0," + std::to_string(width) + ",8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto variants = json_of(r)["variants"];
@@ -96,14 +94,14 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   EXPECT_LT(variants[3]["logit_relative_error_mean"].get<double>(), 0.1);
   EXPECT_LT(variants[3]["decode_weight_bytes"].get<double>(), 0.3 * variants[0]["decode_weight_bytes"].get<double>());
   // generate reads the bases beside the model.
-  auto g = run("generate --model '" + folder.string() + "' --prompt 'a mug' --kv-rank 16 --resolution 4 --out '" +
+  auto g = run_cli("generate --model '" + folder.string() + "' --prompt 'a mug' --kv-rank 16 --resolution 4 --out '" +
                (scratch / "d.ply").string() + "'");
   EXPECT_EQ(g.exit_code, 0) << g.out;
 }
 
 TEST(CliEngineOptions, BenchTimesEveryCombination) {
   CUBEFORGE_REQUIRE_ORACLE();
-  auto r = run("bench --model '" + oracle_dir().string() +
+  auto r = run_cli("bench --model '" + oracle_dir().string() +
                "' --steps 6 --weights stored,q8 --kv-cache f32,fp8 --kv-budget 0,4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   const auto report = json_of(r);
@@ -127,16 +125,16 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   testing::ScratchFolder scratch("engine-options");
   const std::string generate = "generate --model '" + oracle_dir().string() + "' --prompt 'a cup' --out '" +
                                (scratch / "c.ply").string() + "' ";
-  auto int8_budget = run(generate + "--kv-cache int8 --kv-budget 8");
+  auto int8_budget = run_cli(generate + "--kv-cache int8 --kv-budget 8");
   EXPECT_EQ(int8_budget.exit_code, 2);
   EXPECT_NE(int8_budget.out.find("INT8"), std::string::npos) << int8_budget.out;
-  auto no_bases = run(generate + "--kv-rank 8");
+  auto no_bases = run_cli(generate + "--kv-rank 8");
   EXPECT_EQ(no_bases.exit_code, 2);
   EXPECT_NE(no_bases.out.find("calibrate-kv"), std::string::npos) << no_bases.out;
-  auto no_cache = run(generate + "--kv-cache fp8 --no-kv-cache");
+  auto no_cache = run_cli(generate + "--kv-cache fp8 --no-kv-cache");
   EXPECT_EQ(no_cache.exit_code, 1);
   EXPECT_NE(no_cache.out.find("need the cache"), std::string::npos) << no_cache.out;
-  auto negative = run(generate + "--kv-budget -1");
+  auto negative = run_cli(generate + "--kv-budget -1");
   EXPECT_NE(negative.exit_code, 0);
   EXPECT_NE(negative.out.find("--kv-budget: must be a whole number from 0"), std::string::npos) << negative.out;
   // KV budgets, ranks and lists of options are compared on the CPU backend,
@@ -144,19 +142,19 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   // may run on CUDA.
   const std::string bench = "bench --shape small --steps 2 --weights q8 ";
   for (const char* kv : {"--kv-cache fp8 --kv-budget 4", "--kv-cache bf16 --kv-rank 4"}) {
-    auto kv_on_cuda = run(bench + kv + " --backend cuda");
+    auto kv_on_cuda = run_cli(bench + kv + " --backend cuda");
     EXPECT_EQ(kv_on_cuda.exit_code, 2) << kv;
     EXPECT_NE(kv_on_cuda.out.find("compared on the CPU backend"), std::string::npos) << kv_on_cuda.out;
   }
   // Without a GPU these stop at the backend, not at the options.
   for (const char* kv : {"--kv-cache int8", "--kv-cache bf16"}) {
-    auto on_cuda = run(bench + kv + " --backend cuda");
+    auto on_cuda = run_cli(bench + kv + " --backend cuda");
     EXPECT_EQ(on_cuda.out.find("compared on the CPU backend"), std::string::npos) << kv << ": " << on_cuda.out;
   }
-  auto list_on_cuda = run("bench --shape small --steps 2 --weights stored,q8 --backend cuda");
+  auto list_on_cuda = run_cli("bench --shape small --steps 2 --weights stored,q8 --backend cuda");
   EXPECT_EQ(list_on_cuda.exit_code, 2);
   EXPECT_NE(list_on_cuda.out.find("compared on the CPU backend"), std::string::npos) << list_on_cuda.out;
-  auto without_cache = run(bench + "--modes no-cache");
+  auto without_cache = run_cli(bench + "--modes no-cache");
   EXPECT_EQ(without_cache.exit_code, 2);
   EXPECT_NE(without_cache.out.find("with the KV cache"), std::string::npos) << without_cache.out;
 }

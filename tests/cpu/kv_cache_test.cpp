@@ -29,7 +29,9 @@ TEST(KvCache, Fp8E4M3CodesRoundTripAndRoundToNearest) {
     ASSERT_TRUE(std::isfinite(v));
     EXPECT_EQ(cpu::fp8_e4m3_from_f32(v), code) << v;
     EXPECT_EQ(cpu::fp8_e4m3_from_f32(-v), code | 0x80) << v;
-    if (code) EXPECT_GT(v, values.back());
+    if (code) {
+      EXPECT_GT(v, values.back());
+    }
     values.push_back(v);
   }
   EXPECT_EQ(values.back(), 448.f);
@@ -74,7 +76,9 @@ TEST(KvCache, StoredValuesWithinEachFormatsError) {
   for (KvFormat format : {KvFormat::kF32, KvFormat::kBF16, KvFormat::kFp8, KvFormat::kInt8}) {
     cpu::KvStore store(format, slots, heads, D);
     for (int64_t j = 0; j < slots; ++j) cpu::kv_store(store, j, keys.data() + j * W, values.data() + j * W);
-    if (format == KvFormat::kInt8) EXPECT_EQ(store.quantized_slots, 64);
+    if (format == KvFormat::kInt8) {
+      EXPECT_EQ(store.quantized_slots, 64);
+    }
     std::vector<float> k(static_cast<size_t>(W)), v(static_cast<size_t>(W));
     for (int64_t j = 0; j < slots; ++j) {
       cpu::kv_load(store, j, k.data(), v.data());

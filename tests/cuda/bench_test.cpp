@@ -35,21 +35,21 @@ TEST_F(CudaBench, MemoryBandwidth) {
   EXPECT_GT(report.copy_gb_per_s, 50.0);
 }
 
-constexpr int kLayers = 24, kWidth = 1536, kHeads = 12, kHeadDim = 128, kHidden = 4 * kWidth;
-constexpr int kVocab = 16384, kVocabRows = kVocab + 3, kCondLength = 78, kTokens = 1024;
-constexpr int kCapacity = kCondLength + kTokens, kBatch = 2;
+constexpr int kV05Layers = 24, kV05Width = 1536, kV05Heads = 12, kV05HeadDim = 128, kV05Hidden = 4 * kV05Width;
+constexpr int kV05Vocab = 16384, kV05VocabRows = kV05Vocab + 3, kV05CondLength = 78, kV05Tokens = 1024;
+constexpr int kV05Capacity = kV05CondLength + kV05Tokens, kV05Batch = 2;
 
 struct LayerWeights {
   const std::uint16_t *c_qk, *c_v, *c_proj, *gate, *up, *down;
 };
 
 TEST_F(CudaBench, DecodeStepV05Shapes) {
-  const std::size_t per_layer = std::size_t(kWidth) * (2 * kWidth + kWidth + kWidth + 3 * kHidden);
-  const std::size_t weight_count = per_layer * kLayers + std::size_t(kVocabRows) * kWidth;
+  const std::size_t per_layer = std::size_t(kV05Width) * (2 * kV05Width + kV05Width + kV05Width + 3 * kV05Hidden);
+  const std::size_t weight_count = per_layer * kV05Layers + std::size_t(kV05VocabRows) * kV05Width;
   const double weight_bytes = double(weight_count) * 2;
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto weights, DeviceBuffer<std::uint16_t>::allocate(weight_count, "weights"));
   CUBEFORGE_ASSERT_OK(weights.fill_bytes(0x3c));  // bf16 0x3c3c ≈ 0.0115 everywhere
-  std::vector<LayerWeights> layers(kLayers);
+  std::vector<LayerWeights> layers(kV05Layers);
   const std::uint16_t* cursor = weights.data();
   auto take = [&](std::size_t count) {
     const std::uint16_t* at = cursor;
@@ -57,34 +57,34 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     return at;
   };
   for (LayerWeights& layer : layers) {
-    layer.c_qk = take(std::size_t(2) * kWidth * kWidth);
-    layer.c_v = take(std::size_t(kWidth) * kWidth);
-    layer.c_proj = take(std::size_t(kWidth) * kWidth);
-    layer.gate = take(std::size_t(kHidden) * kWidth);
-    layer.up = take(std::size_t(kHidden) * kWidth);
-    layer.down = take(std::size_t(kWidth) * kHidden);
+    layer.c_qk = take(std::size_t(2) * kV05Width * kV05Width);
+    layer.c_v = take(std::size_t(kV05Width) * kV05Width);
+    layer.c_proj = take(std::size_t(kV05Width) * kV05Width);
+    layer.gate = take(std::size_t(kV05Hidden) * kV05Width);
+    layer.up = take(std::size_t(kV05Hidden) * kV05Width);
+    layer.down = take(std::size_t(kV05Width) * kV05Hidden);
   }
-  const std::uint16_t* lm_head = take(std::size_t(kVocabRows) * kWidth);
+  const std::uint16_t* lm_head = take(std::size_t(kV05VocabRows) * kV05Width);
 
-  const std::size_t cache_per_layer = std::size_t(kBatch) * kHeads * kCapacity * kHeadDim;
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_cache, DeviceBuffer<std::uint16_t>::allocate(cache_per_layer * kLayers, "k"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_cache, DeviceBuffer<std::uint16_t>::allocate(cache_per_layer * kLayers, "v"));
+  const std::size_t cache_per_layer = std::size_t(kV05Batch) * kV05Heads * kV05Capacity * kV05HeadDim;
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_cache, DeviceBuffer<std::uint16_t>::allocate(cache_per_layer * kV05Layers, "k"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_cache, DeviceBuffer<std::uint16_t>::allocate(cache_per_layer * kV05Layers, "v"));
   CUBEFORGE_ASSERT_OK(key_cache.fill_bytes(0x3c));
   CUBEFORGE_ASSERT_OK(value_cache.fill_bytes(0x3c));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto norms, upload(std::vector<float>(kHeadDim, 1.0f), "norm weights"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto bias, upload(std::vector<float>(kHidden, 0.01f), "biases"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto x, upload(std::vector<float>(kBatch * kWidth, 0.5f), "x"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto normed, DeviceBuffer<float>::allocate(kBatch * kWidth, "normed"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto qk, DeviceBuffer<float>::allocate(kBatch * 3 * kWidth, "q|k|v"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto attended, DeviceBuffer<float>::allocate(kBatch * kWidth, "attended"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto hidden, DeviceBuffer<float>::allocate(kBatch * kHidden, "hidden"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto logits, DeviceBuffer<float>::allocate(kBatch * kVocabRows, "logits"));
-  const std::size_t workspace_bytes = attention_decode_workspace_bytes(kBatch, kHeads, kHeadDim, kCapacity);
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto norms, upload(std::vector<float>(kV05HeadDim, 1.0f), "norm weights"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto bias, upload(std::vector<float>(kV05Hidden, 0.01f), "biases"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto x, upload(std::vector<float>(kV05Batch * kV05Width, 0.5f), "x"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto normed, DeviceBuffer<float>::allocate(kV05Batch * kV05Width, "normed"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto qk, DeviceBuffer<float>::allocate(kV05Batch * 3 * kV05Width, "q|k|v"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto attended, DeviceBuffer<float>::allocate(kV05Batch * kV05Width, "attended"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto hidden, DeviceBuffer<float>::allocate(kV05Batch * kV05Hidden, "hidden"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto logits, DeviceBuffer<float>::allocate(kV05Batch * kV05VocabRows, "logits"));
+  const std::size_t workspace_bytes = attention_decode_workspace_bytes(kV05Batch, kV05Heads, kV05HeadDim, kV05Capacity);
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto workspace, DeviceBuffer<float>::allocate(workspace_bytes / 4, "workspace"));
-  CUBEFORGE_ASSERT_OK(attention_decode_reset_workspace(workspace.data(), kBatch, kHeads, nullptr));
+  CUBEFORGE_ASSERT_OK(attention_decode_reset_workspace(workspace.data(), kV05Batch, kV05Heads, nullptr));
   // The last token of a generation: the attention reads every cache slot.
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, upload(std::vector<int>{kTokens - 1}, "position"));
-  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto step, upload(std::vector<int>{kTokens - 1}, "step"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, upload(std::vector<int>{kV05Tokens - 1}, "position"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto step, upload(std::vector<int>{kV05Tokens - 1}, "step"));
   const std::uint16_t* wte = lm_head;  // same shape; any embedding rows will do
 
   auto projection = [&](const std::uint16_t* weight, int rows, int cols, const float* input, float* output) {
@@ -93,7 +93,7 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     args.rows = rows;
     args.cols = cols;
     args.input = input;
-    args.batch = kBatch;
+    args.batch = kV05Batch;
     args.output = output;
     return args;
   };
@@ -103,65 +103,65 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
   // lm_head with ln_f fused and sampling. c_qk and c_v lie back to back, as
   // the upload fuses them.
   auto record = [&](Stream stream, bool weights_only) -> Status {
-    for (int l = 0; l < kLayers; ++l) {
+    for (int l = 0; l < kV05Layers; ++l) {
       const LayerWeights& w = layers[l];
-      MatvecArgs qkv_projection = projection(w.c_qk, 3 * kWidth, kWidth, x.data(), qk.data());
+      MatvecArgs qkv_projection = projection(w.c_qk, 3 * kV05Width, kV05Width, x.data(), qk.data());
       qkv_projection.bias = bias.data();
       qkv_projection.input_layer_norm_eps = weights_only ? 0.0f : 1e-6f;
       CUBEFORGE_TRY(matvec(qkv_projection, stream));
       if (!weights_only) {
         AttentionDecodeArgs attention;
-        attention.batch = kBatch;
-        attention.heads = kHeads;
-        attention.head_dim = kHeadDim;
+        attention.batch = kV05Batch;
+        attention.heads = kV05Heads;
+        attention.head_dim = kV05HeadDim;
         attention.raw_qkv = qk.data();
-        attention.raw_stride = 3 * kWidth;
+        attention.raw_stride = 3 * kV05Width;
         attention.query_norm_weight = attention.key_norm_weight = norms.data();
         attention.write_position = position.data();
-        attention.cache_slot_offset = kCondLength;
+        attention.cache_slot_offset = kV05CondLength;
         attention.key_cache = key_cache.data() + cache_per_layer * l;
         attention.value_cache = value_cache.data() + cache_per_layer * l;
-        attention.cache_capacity = kCapacity;
+        attention.cache_capacity = kV05Capacity;
         attention.position = position.data();
-        attention.length_offset = kCondLength + 1;
+        attention.length_offset = kV05CondLength + 1;
         attention.output = attended.data();
         attention.workspace = workspace.data();
         attention.workspace_bytes = workspace_bytes;
         CUBEFORGE_TRY(attention_decode(attention, stream));
       }
-      MatvecArgs output_projection = projection(w.c_proj, kWidth, kWidth, attended.data(), x.data());
+      MatvecArgs output_projection = projection(w.c_proj, kV05Width, kV05Width, attended.data(), x.data());
       output_projection.bias = bias.data();
       output_projection.residual = x.data();
       CUBEFORGE_TRY(matvec(output_projection, stream));
-      MatvecArgs swiglu = projection(w.gate, kHidden, kWidth, x.data(), hidden.data());
+      MatvecArgs swiglu = projection(w.gate, kV05Hidden, kV05Width, x.data(), hidden.data());
       swiglu.up_weight = w.up;
       swiglu.bias = swiglu.up_bias = bias.data();
       swiglu.swiglu = true;
       swiglu.input_layer_norm_eps = weights_only ? 0.0f : 1e-6f;
       CUBEFORGE_TRY(matvec(swiglu, stream));
-      MatvecArgs down = projection(w.down, kWidth, kHidden, hidden.data(), x.data());
+      MatvecArgs down = projection(w.down, kV05Width, kV05Hidden, hidden.data(), x.data());
       down.bias = bias.data();
       down.residual = x.data();
       CUBEFORGE_TRY(matvec(down, stream));
     }
-    MatvecArgs head = projection(lm_head, kVocabRows, kWidth, x.data(), logits.data());
+    MatvecArgs head = projection(lm_head, kV05VocabRows, kV05Width, x.data(), logits.data());
     head.input_layer_norm_eps = weights_only ? 0.0f : 1e-6f;
     CUBEFORGE_TRY(matvec(head, stream));
     if (weights_only) return ok_status();
     CfgSampleArgs sample;
     sample.logits = logits.data();
-    sample.logits_stride = kVocabRows;
-    sample.rows = kBatch;
-    sample.vocab = kVocab;
-    sample.total_steps = kTokens;
+    sample.logits_stride = kV05VocabRows;
+    sample.rows = kV05Batch;
+    sample.vocab = kV05Vocab;
+    sample.total_steps = kV05Tokens;
     sample.step = step.data();
     sample.advance_step = false;  // stay on the last token: every replay reads the whole cache
     sample.sampling = {.greedy = false, .temperature = 1.0f, .top_k = 50, .top_p = 0.9f, .seed = 1};
     sample.embedding = wte;
-    sample.embedding_dim = kWidth;
+    sample.embedding_dim = kV05Width;
     sample.next_input = x.data();
-    sample.next_input_stride = kWidth;
-    sample.next_input_rows = kBatch;
+    sample.next_input_stride = kV05Width;
+    sample.next_input_rows = kV05Batch;
     return cfg_sample_and_embed(sample, stream);
   };
 
@@ -221,16 +221,16 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     std::size_t bytes_per_layer;
   };
   const Shape shapes[] = {
-      {"c_qk 3072x1536", 2 * kWidth, kWidth, false, &LayerWeights::c_qk, std::size_t(2) * kWidth * kWidth * 2},
-      {"c_v 1536x1536", kWidth, kWidth, false, &LayerWeights::c_v, std::size_t(kWidth) * kWidth * 2},
-      {"gate+up 2x6144x1536 SwiGLU", kHidden, kWidth, true, &LayerWeights::gate, std::size_t(2) * kHidden * kWidth * 2},
-      {"down 1536x6144", kWidth, kHidden, false, &LayerWeights::down, std::size_t(kWidth) * kHidden * 2},
+      {"c_qk 3072x1536", 2 * kV05Width, kV05Width, false, &LayerWeights::c_qk, std::size_t(2) * kV05Width * kV05Width * 2},
+      {"c_v 1536x1536", kV05Width, kV05Width, false, &LayerWeights::c_v, std::size_t(kV05Width) * kV05Width * 2},
+      {"gate+up 2x6144x1536 SwiGLU", kV05Hidden, kV05Width, true, &LayerWeights::gate, std::size_t(2) * kV05Hidden * kV05Width * 2},
+      {"down 1536x6144", kV05Width, kV05Hidden, false, &LayerWeights::down, std::size_t(kV05Width) * kV05Hidden * 2},
   };
   for (const Shape& shape : shapes) {
     auto launch_all = [&]() -> Status {
-      for (int l = 0; l < kLayers; ++l) {
-        const float* input = shape.cols == kWidth ? normed.data() : hidden.data();
-        float* output = shape.swiglu ? hidden.data() : (shape.rows == 2 * kWidth ? qk.data() : attended.data());
+      for (int l = 0; l < kV05Layers; ++l) {
+        const float* input = shape.cols == kV05Width ? normed.data() : hidden.data();
+        float* output = shape.swiglu ? hidden.data() : (shape.rows == 2 * kV05Width ? qk.data() : attended.data());
         MatvecArgs args = projection(layers[l].*shape.weight, shape.rows, shape.cols, input, output);
         if (shape.swiglu) {
           args.up_weight = layers[l].up;
@@ -247,7 +247,7 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     ASSERT_EQ(cudaEventSynchronize(stop), cudaSuccess);
     float milliseconds = 0.0f;
     cudaEventElapsedTime(&milliseconds, start, stop);
-    const double per_launch_us = double(milliseconds) * 1e3 / (5 * kLayers);
+    const double per_launch_us = double(milliseconds) * 1e3 / (5 * kV05Layers);
     const double gb_per_s = double(shape.bytes_per_layer) / (per_launch_us * 1e-6) / 1e9;
     std::printf("[bench] matvec %s, batch 2, split-K %d: %.2f us/launch, %.0f GB/s\n", shape.name,
                 matvec_auto_split_k(shape.rows, shape.cols, shape.swiglu, DType::kBF16, multiprocessor_count()),

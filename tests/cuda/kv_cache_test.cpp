@@ -21,7 +21,7 @@ namespace {
 
 // Both sides attend over the same widened keys and values in f32; only
 // summation orders differ.
-constexpr double kTolerance = 1e-5;
+constexpr double kStoredAttentionTolerance = 1e-5;
 
 cpu::KvFormat cpu_format(KvCacheForm form) {
   switch (form) {
@@ -295,7 +295,7 @@ TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
         attention.output = output.data();
         CUBEFORGE_ASSERT_OK(attention_prefill(attention, nullptr));
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
-        EXPECT_LT(normalised_error(actual, expected), kTolerance);
+        EXPECT_LT(normalised_error(actual, expected), kStoredAttentionTolerance);
       }
 }
 
@@ -393,7 +393,7 @@ TEST_F(KvCacheKernels, FusedDecodeStoresAndAttendsAsTheCpu) {
         args.keys_per_split = 32;
         CUBEFORGE_ASSERT_OK(attention_decode(args, nullptr));
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
-        EXPECT_LT(normalised_error(actual, expected), kTolerance);
+        EXPECT_LT(normalised_error(actual, expected), kStoredAttentionTolerance);
       }
       CUBEFORGE_ASSERT_OK(synchronize_device());
       ASSERT_NO_FATAL_FAILURE(expect_cache_equals_cpu(cache, stores, kPrefilled + kSteps));

@@ -65,7 +65,9 @@ TEST_F(JacobiOnFixture, TokensAreSequentialGreedyDecodingsInEveryMode) {
         EXPECT_EQ(int(stats.tokens_per_step.size()), stats.model_evaluations);
         EXPECT_LE(stats.model_evaluations, count);
         EXPECT_EQ(stats.model_evaluations, count - stats.guesses_accepted) << what;
-        if (options.position_cost == 0.f) EXPECT_GT(stats.guessed, 0) << what;
+        if (options.position_cost == 0.f) {
+          EXPECT_GT(stats.guessed, 0) << what;
+        }
       }
     }
 }

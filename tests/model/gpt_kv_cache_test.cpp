@@ -21,14 +21,12 @@ namespace {
 
 using testing::relative_error;
 
-GptConfig small_config() { return testing::small_gpt_config(); }
-
 class GptKvCache : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto file = random_weights_file(expected_gpt_tensors(small_config()), 11, DType::kF32, "kv.safetensors");
+    auto file = random_weights_file(expected_gpt_tensors(testing::small_gpt_config()), 11, DType::kF32, "kv.safetensors");
     ASSERT_TRUE(file.ok());
-    auto model = DualStreamGpt::from_file(std::move(*file), small_config());
+    auto model = DualStreamGpt::from_file(std::move(*file), testing::small_gpt_config());
     ASSERT_TRUE(model.ok()) << model.error().to_string();
     model_.emplace(std::move(*model));
   }

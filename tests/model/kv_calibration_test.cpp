@@ -23,7 +23,7 @@ namespace {
 
 using testing::relative_error;
 
-GptConfig small_config() { return testing::small_gpt_config(32); }
+GptConfig calibration_config() { return testing::small_gpt_config(32); }
 
 using testing::orthonormal_rows;
 
@@ -51,7 +51,7 @@ TEST(KvCalibration, EigenSolverRecoversAKnownDecomposition) {
 }
 
 TEST(KvCalibration, RowsInASubspaceAreReproducedAtItsRank) {
-  GptConfig c = small_config();
+  GptConfig c = calibration_config();
   const int n = c.width, layers = c.dual_layers + c.single_layers;
   KvCalibration calibration(c);
   const auto directions = orthonormal_rows(n, 3);  // keys in its first 3 rows, values in its last 5
@@ -106,9 +106,9 @@ TEST(KvCalibration, RowsInASubspaceAreReproducedAtItsRank) {
 class KvCalibrationOnModel : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto file = random_weights_file(expected_gpt_tensors(small_config()), 17, DType::kF32, "calibration.safetensors");
+    auto file = random_weights_file(expected_gpt_tensors(calibration_config()), 17, DType::kF32, "calibration.safetensors");
     ASSERT_TRUE(file.ok());
-    auto model = DualStreamGpt::from_file(std::move(*file), small_config());
+    auto model = DualStreamGpt::from_file(std::move(*file), calibration_config());
     ASSERT_TRUE(model.ok()) << model.error().to_string();
     model_.emplace(std::move(*model));
   }

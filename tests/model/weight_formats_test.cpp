@@ -17,10 +17,8 @@
 namespace cubeforge {
 namespace {
 
-GptConfig small_config() { return testing::small_gpt_config(); }
-
 SafetensorsFile source_file() {
-  auto file = random_weights_file(expected_gpt_tensors(small_config()), 5, DType::kF32, "source.safetensors");
+  auto file = random_weights_file(expected_gpt_tensors(testing::small_gpt_config()), 5, DType::kF32, "source.safetensors");
   EXPECT_TRUE(file.ok()) << file.error().to_string();
   return std::move(*file);
 }
@@ -49,7 +47,7 @@ std::vector<float> run(const DualStreamGpt& model) {
 }
 
 DualStreamGpt load(SafetensorsFile file, const WeightOptions& options = {}) {
-  auto model = DualStreamGpt::from_file(std::move(file), small_config(), options);
+  auto model = DualStreamGpt::from_file(std::move(file), testing::small_gpt_config(), options);
   EXPECT_TRUE(model.ok()) << model.error().to_string();
   return std::move(*model);
 }
@@ -64,7 +62,7 @@ SafetensorsFile image_file(const std::vector<TensorToWrite>& tensors, const std:
 
 TEST(WeightFormats, Bf16AtLoadEqualsABf16File) {
   const SafetensorsFile source = source_file();
-  const auto decode = DualStreamGpt::decode_matrix_names(small_config());
+  const auto decode = DualStreamGpt::decode_matrix_names(testing::small_gpt_config());
   std::vector<std::vector<uint16_t>> rounded;
   std::vector<TensorToWrite> tensors;
   for (const TensorEntry& e : source.entries()) {
@@ -86,7 +84,7 @@ TEST(WeightFormats, Bf16AtLoadEqualsABf16File) {
 }
 
 TEST(WeightFormats, QuantizedFileEqualsConversionAtLoad) {
-  const GptConfig config = small_config();
+  const GptConfig config = testing::small_gpt_config();
   const auto decode = DualStreamGpt::decode_matrix_names(config);
   for (const WeightOptions options :
        {WeightOptions{WeightFormat::kQ8, 32}, WeightOptions{WeightFormat::kQ4, 32}, WeightOptions{WeightFormat::kQ4, 64}}) {
@@ -119,7 +117,7 @@ TEST(WeightFormats, QuantizedFileEqualsConversionAtLoad) {
 Result<DualStreamGpt> load_edited(WeightFormat format, const std::string& tensor,
                                   const std::function<void(TensorToWrite&, std::vector<std::byte>&)>& edit) {
   const SafetensorsFile source = source_file();
-  auto converted = convert_matrices(source, DualStreamGpt::decode_matrix_names(small_config()), {format, 32});
+  auto converted = convert_matrices(source, DualStreamGpt::decode_matrix_names(testing::small_gpt_config()), {format, 32});
   EXPECT_TRUE(converted.ok());
   auto tensors = tensors_with_conversions(source, *converted);
   std::vector<std::byte> bytes;
@@ -134,7 +132,7 @@ Result<DualStreamGpt> load_edited(WeightFormat format, const std::string& tensor
       }
       break;
     }
-  return DualStreamGpt::from_file(image_file(tensors, "edited.safetensors"), small_config());
+  return DualStreamGpt::from_file(image_file(tensors, "edited.safetensors"), testing::small_gpt_config());
 }
 
 TEST(WeightFormats, QuantizedFilesAreChecked) {
@@ -213,7 +211,7 @@ TEST(WeightFormats, NonFiniteWeightsAreNotQuantised) {
       tensors.back().data = std::as_bytes(std::span(broken));
     }
   }
-  auto model = DualStreamGpt::from_file(image_file(tensors, "inf.safetensors"), small_config(), {WeightFormat::kQ8});
+  auto model = DualStreamGpt::from_file(image_file(tensors, "inf.safetensors"), testing::small_gpt_config(), {WeightFormat::kQ8});
   ASSERT_FALSE(model.ok());
   EXPECT_NE(model.error().to_string().find("lm_head.weight"), std::string::npos) << model.error().to_string();
 }

@@ -67,7 +67,9 @@ TEST_F(LatentSelection, EveryLatentSelectedIsFullAttention) {
       ASSERT_TRUE(check.ok()) << check.error().to_string();
       const std::string where = std::string(fused ? "fused" : "layered") + ", resolution " + std::to_string(resolution);
       EXPECT_EQ(check->sign_disagreements, 0) << where;
-      if (fused) EXPECT_EQ(check->largest_difference, 0.0) << where;
+      if (fused) {
+        EXPECT_EQ(check->largest_difference, 0.0) << where;
+      }
       const int64_t coarse_points =
           ((int64_t(1) << coarse) + 1) * ((int64_t(1) << coarse) + 1) * ((int64_t(1) << coarse) + 1);
       EXPECT_EQ(check->selection.full_attention_points, coarse_points) << where;
@@ -110,7 +112,9 @@ TEST_F(LatentSelection, CellsWithoutEvaluatedCornersTakeTheirParentsLatents) {
   EXPECT_EQ(selection->stats().inherited_blocks, 2);
   EXPECT_EQ(selection->stats().blocks, 2);
   ASSERT_TRUE(occupancy_on_grid_in_slices(*shape_, *prepared, grid, inside, full).ok());
-  if (shape_->fused_occupancy_available()) EXPECT_EQ(values, full);
+  if (shape_->fused_occupancy_available()) {
+    EXPECT_EQ(values, full);
+  }
   EXPECT_EQ(selection->stats().kept_points, int64_t(coarse_values.size()));  // the target level's are not kept
 }
 

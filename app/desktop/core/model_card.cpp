@@ -14,7 +14,7 @@ namespace cubeforge::app {
 namespace {
 
 // Lower-case words of letters and digits, as the captions are written.
-std::vector<std::string> words_of(const std::string& text) {
+std::vector<std::string> caption_words(const std::string& text) {
   std::vector<std::string> words;
   std::string word;
   for (char c : text) {
@@ -31,7 +31,7 @@ std::vector<std::string> words_of(const std::string& text) {
 }
 
 void add_words(std::set<std::string>& into, const std::string& phrase) {
-  for (const std::string& word : words_of(phrase)) into.insert(word);
+  for (const std::string& word : caption_words(phrase)) into.insert(word);
 }
 
 std::string joined(const std::vector<std::string>& words, const char* separator) {
@@ -88,7 +88,7 @@ Result<std::optional<ModelCard>> load_model_card(const std::filesystem::path& mo
 
 PromptCheck check_prompt(const ModelCard& card, const std::string& prompt) {
   PromptCheck check;
-  for (const std::string& word : words_of(prompt)) {
+  for (const std::string& word : caption_words(prompt)) {
     const bool known = std::binary_search(card.known_words.begin(), card.known_words.end(), word);
     check.any_known_word |= known;
     check.names_a_category |= std::binary_search(card.category_words.begin(), card.category_words.end(), word);
@@ -96,8 +96,10 @@ PromptCheck check_prompt(const ModelCard& card, const std::string& prompt) {
       check.unknown_words.push_back(word);
   }
   const std::string kinds = joined(card.categories, ", ");
-  const std::string unknown = "\"" + joined(check.unknown_words, "\", \"") + "\"";
-  if (words_of(prompt).empty()) {
+  std::string unknown = "\"";  // appended: GCC misreads `literal + string` here as overlapping copies
+  unknown += joined(check.unknown_words, "\", \"");
+  unknown += '"';
+  if (caption_words(prompt).empty()) {
     check.message = "Type what to make, e.g. \"" + (card.examples.empty() ? card.categories.front() : card.examples[0]) +
                     "\".";
   } else if (!check.names_a_category) {
@@ -113,7 +115,7 @@ PromptCheck check_prompt(const ModelCard& card, const std::string& prompt) {
 
 std::vector<std::string> complete_word(const ModelCard& card, const std::string& prompt, size_t limit) {
   if (prompt.empty() || !std::isalnum(static_cast<unsigned char>(prompt.back()))) return {};
-  const std::vector<std::string> words = words_of(prompt);
+  const std::vector<std::string> words = caption_words(prompt);
   if (words.empty()) return {};
   const std::string& partial = words.back();
   std::vector<std::string> matches;

@@ -19,7 +19,7 @@ std::string trim(const std::string& text) {
   return text.substr(begin, end - begin + 1);
 }
 
-std::vector<std::string> words_of(const std::string& text) {
+std::vector<std::string> whitespace_words(const std::string& text) {
   std::istringstream in(text);
   std::vector<std::string> words;
   for (std::string word; in >> word;) words.push_back(word);
@@ -52,7 +52,7 @@ int key_code(const std::string& name) {
 // Fills the command's fields from its argument; an error message, or empty.
 std::string parse_arguments(ScriptCommand& command) {
   using K = ScriptCommand::Kind;
-  const std::vector<std::string> words = words_of(command.argument);
+  const std::vector<std::string> words = whitespace_words(command.argument);
   switch (command.kind) {
     case K::kClick:
     case K::kDrag:
