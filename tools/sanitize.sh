@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds cubeforge-cli and the `cpu` test executables with AddressSanitizer and
-# UndefinedBehaviorSanitizer (the default compiler, no CUDA or Vulkan) into build-sanitize/,
+# UndefinedBehaviorSanitizer (the default compiler, no CUDA or Vulkan; a unity
+# build, as tools/build.sh makes) into build-sanitize/,
 # then runs the `cpu` tests and a short generate and tokenize under them. Any
 # report fails the run: memory errors abort, and undefined behaviour (such as
 # a misaligned load) is fatal (-fno-sanitize-recover). tools/test.sh runs it
@@ -16,7 +17,7 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "${launcher[@]}" \
     -DCMAKE_CXX_FLAGS="$sanitizers" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_UNITY_BUILD=ON \
     -DCUBEFORGE_CUDA=OFF -DCUBEFORGE_VULKAN=OFF -DCUBEFORGE_FUZZ=OFF
 fi
 
