@@ -261,6 +261,24 @@ TEST_F(CudaSessionOracle, SessionsReportLaunchesPerStepAndGraphReplay) {
     EXPECT_EQ(stats.kernel_launches_per_step, 5 * blocks + 2);
     EXPECT_GT(stats.device_memory_bytes, 0.0);
   }
+  // A KV budget adds kv_budget_update after each block's attention, and only that.
+  {
+    TokenSessionOptions options;
+    options.tokens = 4;
+    options.cond_length = 3;
+    options.kv_cache.budget = 2;
+    auto session = cuda_->open_session(options);
+    ASSERT_TRUE(session.ok()) << session.error().to_string();
+    std::vector<float> cond(size_t(options.batch()) * options.cond_length * config.width, 0.25f);
+    ASSERT_TRUE((*session)->prefill(cond).ok());
+    ASSERT_TRUE((*session)->enqueue_steps(3).ok());
+    std::vector<int> tokens;
+    while (tokens.size() < 4) {
+      ASSERT_TRUE((*session)->wait_for_token().ok());
+      ASSERT_TRUE((*session)->read_tokens(tokens).ok());
+    }
+    EXPECT_EQ((*session)->stats().kernel_launches_per_step, 6 * blocks + 2);
+  }
 }
 
 // The built-in model's recorded prompts: the CUDA backend gives the CPU's tokens.
