@@ -300,15 +300,15 @@ int run_bench(const BenchOptions& o) {
   const std::vector<EngineFlags> combinations = o.engine.combinations();
   const EngineFlags& single = combinations.front();
   // The CUDA backend streams every weight format and keeps f32, bf16, fp8 and
-  // int8 caches; one combination at a time, every position at full rank.
+  // int8 caches, every position or a budget's; one combination at a time, at full rank.
   const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_on_cuda();
   const bool compare_options = (combinations.size() != 1 || !single.exact()) && !cuda_weights;
   if (compare_options) {
     if (choice == BackendChoice::kCuda) {
       std::fprintf(stderr,
-                   "bench: on --backend cuda give one --weights format and one --kv-cache of f32, bf16, fp8 or int8 "
-                   "without --kv-budget or --kv-rank; lists of options, budgets and ranks are compared on the CPU "
-                   "backend\n");
+                   "bench: on --backend cuda give one --weights format, one --kv-cache of f32, bf16, fp8 or int8 "
+                   "and at most one --kv-budget, without --kv-rank; lists of options and ranks are compared on the "
+                   "CPU backend\n");
       return 2;
     }
     if (!o.modes.empty() && o.modes != std::vector<std::string>{"cache"}) {
@@ -388,7 +388,8 @@ int run_bench(const BenchOptions& o) {
     slot_bytes = 2.0 * double(c.width) * double(dtype_size(cache_type));
   auto kv_bytes_at = [&](int position) {
     const double per_slot = slot_bytes * batch;
-    return per_slot * (double(c.dual_layers) * (cond_length + position + 1) + double(c.single_layers) * (position + 1));
+    const int shape = single.kv_budget > 0 ? std::min(position + 1, single.kv_budget) : position + 1;
+    return per_slot * (double(c.dual_layers) * (cond_length + shape) + double(c.single_layers) * shape);
   };
   const double weight_bytes = on_cuda ? backend.weight_bytes() : double(model->decode_weight_bytes());
 
@@ -401,7 +402,10 @@ int run_bench(const BenchOptions& o) {
     options.use_kv_cache = mode != "no-cache";
     options.cuda_graphs = mode == "graph";
     options.kv_cache_type = cache_type;
-    if (options.use_kv_cache) options.kv_cache.format = kv_format;  // without a cache there is nothing to store
+    if (options.use_kv_cache) {  // without a cache there is nothing to store or evict
+      options.kv_cache.format = kv_format;
+      options.kv_cache.budget = single.kv_budget;
+    }
     CUBEFORGE_ASSIGN_OR_RETURN(std::unique_ptr<TokenSession> session, backend.open_session(options));
     ModeFigures figures;
     figures.mode = mode;

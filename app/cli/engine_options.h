@@ -27,11 +27,10 @@ struct EngineFlags {
   bool exact() const { return weights == "stored" && kv_exact(); }
   // The KV cache keeps every position at full rank in f32.
   bool kv_exact() const { return kv_cache == "f32" && kv_budget == 0 && kv_rank == 0; }
-  // What the CUDA backend runs: every position at full rank, in f32, bf16, fp8
-  // or int8 (budgets and ranks run on the CPU).
+  // What the CUDA backend runs: full rank, in f32, bf16, fp8 or int8, every
+  // position or a budget's (ranks run on the CPU).
   bool kv_on_cuda() const {
-    return (kv_cache == "f32" || kv_cache == "bf16" || kv_cache == "fp8" || kv_cache == "int8") && kv_budget == 0 &&
-           kv_rank == 0;
+    return (kv_cache == "f32" || kv_cache == "bf16" || kv_cache == "fp8" || kv_cache == "int8") && kv_rank == 0;
   }
 
   std::string label() const {

@@ -151,8 +151,8 @@ int run_generate(GenerateOptions o) {
     return 2;
   }
   // Named intermediates are recorded by the CPU backend, which alone runs KV
-  // budgets and ranks, and parallel decoding: a run that asks for them
-  // chooses it (bf16, fp8 and int8 caches run on both).
+  // ranks and parallel decoding: a run that asks for them chooses it (bf16,
+  // fp8 and int8 caches and budgets run on both).
   BackendChoice choice = *parse_backend_choice(o.backend);
   if ((!o.trace.empty() || !o.engine.kv_on_cuda() || o.decoding.options().mode != DecodingMode::kSequential) &&
       choice == BackendChoice::kAuto)

@@ -57,8 +57,8 @@ struct TokenSessionOptions {
   DType kv_cache_type = DType::kF32;
   // How the KV cache stores and keeps keys and values (stored form, eviction
   // budget, low rank; gpt_kv_cache.h). The default is exact. The CUDA backend
-  // runs the bf16, fp8 and int8 forms as well (kv_cache_runs_on_cuda); budgets
-  // and ranks run on the CPU.
+  // runs the bf16, fp8 and int8 forms and budgets as well
+  // (kv_cache_runs_on_cuda); ranks run on the CPU.
   KvCacheOptions kv_cache;
   // CPU only: named intermediates (inference/tensor/trace.h) of the prefill,
   // as "prefill.<name>", and of the first `trace_decode_steps` decode steps,
@@ -133,8 +133,9 @@ class TokenBackend {
 std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model);
 
 // KV cache options the CUDA backend runs (its open_session refuses the others):
-// every position at full rank, in any stored form (f32, bf16, fp8, int8).
-inline bool kv_cache_runs_on_cuda(const KvCacheOptions& kv) { return kv.budget == 0 && !kv.low_rank; }
+// full rank, in any stored form (f32, bf16, fp8, int8), every position or a
+// budget's (whose int8 combination both backends refuse).
+inline bool kv_cache_runs_on_cuda(const KvCacheOptions& kv) { return !kv.low_rank; }
 
 // Checks options against the model: sizes, sampling values, forced tokens.
 Status check_token_session_options(const DualStreamGpt& model, const TokenSessionOptions& options);

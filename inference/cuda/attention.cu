@@ -56,6 +56,8 @@ struct AttentionParams {
   float rope_theta;
   const int* write_position;
   int cache_slot_offset;
+  const int* write_slots;  // [batch] with a budget (kEvicting), else null
+  float* scores;           // [batch·heads, capacity] with a budget, else null
   void* key_cache;
   void* value_cache;
   KvCacheScales scales;
@@ -219,10 +221,12 @@ __device__ __forceinline__ void merge_softmax(float& max_value, float& sum, floa
 // One query against keys [begin, end) of one (batch row, head), by the whole
 // block (begin < end, the same for every thread). On return, thread d < D
 // holds the unnormalised output element d, and every thread < D the block's
-// running max and sum of exponentials.
-template <int D, class Reader>
+// running max and sum of exponentials. kScores: each key's score (the
+// softmax's input) also goes to scores[key], for a budget's accumulator.
+template <int D, bool kScores = false, class Reader>
 __device__ __forceinline__ void attend_keys(const float* query, float scale, const Reader& cache, int begin, int end,
-                                            float& out_value, float& out_max, float& out_total) {
+                                            float& out_value, float& out_max, float& out_total,
+                                            float* scores = nullptr) {
   constexpr int E = Reader::kElements;
   constexpr int kLanesPerKey = D / E;
   constexpr int kKeysPerWarp = kWarpSize / kLanesPerKey;
@@ -267,6 +271,9 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
 #pragma unroll
       for (int offset = kLanesPerKey / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(kFullMask, dot, offset);
       score[u] = valid[u] ? dot : -INFINITY;
+      if constexpr (kScores) {
+        if (valid[u] && sub == 0) scores[base + u * kGroups + group] = dot;
+      }
     }
     float new_max = max_value;
 #pragma unroll
@@ -322,7 +329,9 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
   __syncthreads();  // the warp arrays may be reused by the caller's next call
 }
 
-template <int D, KvCacheForm Form>
+// kEvicting: the new token's slot comes from p.write_slots and every key's
+// score goes to p.scores (a KV budget); otherwise the code is the plain cache's.
+template <int D, KvCacheForm Form, bool kEvicting>
 __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const AttentionParams p) {
   __shared__ __align__(16) float query_shared[D];
   __shared__ __align__(16) float key_shared[D];  // fp8, int8: the new key, for the store
@@ -338,7 +347,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
     // The new token: warp 0 its query, warp 1 (in the block whose split holds
     // the slot) its key and value into the cache.
     const int position = *p.write_position;
-    const int slot = position + p.cache_slot_offset;
+    const int slot = kEvicting ? p.write_slots[batch_row] : position + p.cache_slot_offset;
     const int first_key = split * p.keys_per_split;
     const bool writes = slot >= first_key && slot < first_key + p.keys_per_split && slot < p.capacity;
     const int warp = threadIdx.x / kWarpSize;
@@ -381,7 +390,8 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
   float* partial_stats = p.partial_stats + (size_t(row_head) * p.splits + split) * 2;
   if (begin < end) {
     float value = 0.0f, block_max = 0.0f, total = 0.0f;
-    attend_keys<D>(query, p.scale, CacheReader<D, Form>(cache, length), begin, end, value, block_max, total);
+    attend_keys<D, kEvicting>(query, p.scale, CacheReader<D, Form>(cache, length), begin, end, value, block_max,
+                              total, kEvicting ? p.scores + size_t(row_head) * p.capacity : nullptr);
     if (threadIdx.x < D) {
       partial_output[threadIdx.x] = value;
       if (threadIdx.x == 0) partial_stats[0] = block_max, partial_stats[1] = total;
@@ -452,28 +462,42 @@ __global__ void __launch_bounds__(kSplitThreads) attention_prefill_kernel(const 
   if (threadIdx.x < D) p.output[query_at + threadIdx.x] = total > 0.0f ? value / total : 0.0f;
 }
 
-template <int D, KvCacheForm Form>
+template <int D, KvCacheForm Form, bool kEvicting>
 Status launch_attention(const AttentionParams& params, int batch, Stream stream) {
-  attention_split_kernel<D, Form><<<dim3(params.splits, params.heads, batch), kSplitThreads, 0, stream>>>(params);
+  const dim3 grid(params.splits, params.heads, batch);
+  attention_split_kernel<D, Form, kEvicting><<<grid, kSplitThreads, 0, stream>>>(params);
   return launch_status("attention_decode kernel launch");
 }
 
-template <KvCacheForm Form>
+template <KvCacheForm Form, bool kEvicting = false>
 Status dispatch_head_dim(int head_dim, const AttentionParams& params, int batch, Stream stream) {
   switch (head_dim) {
     case 16:
-      return launch_attention<16, Form>(params, batch, stream);
+      return launch_attention<16, Form, kEvicting>(params, batch, stream);
     case 32:
-      return launch_attention<32, Form>(params, batch, stream);
+      return launch_attention<32, Form, kEvicting>(params, batch, stream);
     case 64:
-      return launch_attention<64, Form>(params, batch, stream);
+      return launch_attention<64, Form, kEvicting>(params, batch, stream);
     case 128:
-      return launch_attention<128, Form>(params, batch, stream);
+      return launch_attention<128, Form, kEvicting>(params, batch, stream);
     default: return invalid("attention_decode: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
   }
 }
 
 Status dispatch_form(KvCacheForm form, int head_dim, const AttentionParams& params, int batch, Stream stream) {
+  if (params.write_slots) {
+    // An evicting cache: int8 is refused before this (its key blocks fill in order).
+    switch (form) {
+      case KvCacheForm::kF32:
+        return dispatch_head_dim<KvCacheForm::kF32, true>(head_dim, params, batch, stream);
+      case KvCacheForm::kBF16:
+        return dispatch_head_dim<KvCacheForm::kBF16, true>(head_dim, params, batch, stream);
+      case KvCacheForm::kFp8:
+        return dispatch_head_dim<KvCacheForm::kFp8, true>(head_dim, params, batch, stream);
+      default:
+        return invalid("attention_decode: an evicting cache is f32, bf16 or fp8");
+    }
+  }
   switch (form) {
     case KvCacheForm::kF32:
       return dispatch_head_dim<KvCacheForm::kF32>(head_dim, params, batch, stream);
@@ -591,6 +615,14 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   if (!aligned(args.key_cache, 16) || !aligned(args.value_cache, 16) || !aligned(args.workspace, 16) ||
       (args.query && !aligned(args.query, 16)))
     return invalid(where + "query, caches and workspace must be 16-byte aligned");
+  if (!args.write_slots != !args.scores)
+    return invalid(where + "an evicting cache gives both write_slots and scores, or neither");
+  if (args.write_slots) {
+    if (!args.raw_qkv) return invalid(where + "write_slots place the fused prologue's key: give raw_qkv");
+    if (args.cache_form == KvCacheForm::kInt8)
+      return invalid(where + "an int8 cache quantises its keys in blocks of 32 slots written in order; it cannot "
+                             "take write_slots (use an f32, bf16 or fp8 cache with a KV budget)");
+  }
   if (args.raw_qkv) {
     if (!args.query_norm_weight || !args.key_norm_weight || !args.write_position)
       return invalid(where + "the fused prologue needs both norm weights and write_position");
@@ -609,6 +641,8 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   params.rope_theta = args.rope_theta;
   params.write_position = args.write_position;
   params.cache_slot_offset = args.cache_slot_offset;
+  params.write_slots = args.write_slots;
+  params.scores = args.scores;
   params.key_cache = args.key_cache;
   params.value_cache = args.value_cache;
   params.scales = args.cache_scales;

@@ -69,6 +69,14 @@ struct AttentionDecodeArgs {
   const int* write_position = nullptr;  // device: the new token's rotary position
   int cache_slot_offset = 0;            // its slot is *write_position + cache_slot_offset
 
+  // An evicting cache (a KV budget, kv_budget_update in kv_cache.h), with
+  // the fused prologue: the new token's slot is write_slots[b] per batch row
+  // instead, and each attended slot's score (scaled q·k, the softmax's
+  // input) goes to scores [batch, heads, cache_capacity]. Both or neither;
+  // f32, bf16 or fp8 (an int8 cache's key blocks fill in order).
+  const int* write_slots = nullptr;  // device, [batch]
+  float* scores = nullptr;           // device
+
   float* output = nullptr;  // [batch, output_stride], head h at [h·head_dim, …)
   int output_stride = 0;    // 0 means heads·head_dim
 

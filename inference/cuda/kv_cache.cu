@@ -5,6 +5,8 @@
 // BOS, a few dozen slots); the decode step stores its one slot in the
 // attention kernel's prologue with the same device functions (kv_store.cuh).
 #include <algorithm>
+#include <climits>
+#include <cmath>
 
 #include "inference/cuda/cuda_internal.cuh"
 #include "inference/cuda/kv_cache.h"
@@ -66,7 +68,132 @@ __global__ void __launch_bounds__(kEncodeThreads) fp8_encode_kernel(const float*
     output[i] = fp8_e4m3_from_f32(input[i]);
 }
 
+constexpr int kBudgetThreads = 256;
+
+struct BudgetParams {
+  int heads;
+  int capacity;
+  int fixed_slots;
+  int recent;
+  const int* position;
+  const float* scores;
+  float* attention;
+  int* slot_positions;
+  int* write_slots;
+};
+
+// The smaller (value, slot), the lower slot among equal values: the CPU's
+// strict `<` while it walks the slots in order.
+template <class T>
+__device__ __forceinline__ void keep_least(T& value, int& slot, T other_value, int other_slot) {
+  if (other_value < value || (other_value == value && other_slot < slot)) value = other_value, slot = other_slot;
+}
+
+// keep_least over the block, returned to every thread; `values` and `slots`
+// hold 32 entries. blockDim.x is a multiple of 32.
+template <class T>
+__device__ __forceinline__ void block_least(T& value, int& slot, T* values, int* slots) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    keep_least(value, slot, __shfl_xor_sync(kFullMask, value, offset), __shfl_xor_sync(kFullMask, slot, offset));
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  if (lane == 0) values[warp] = value, slots[warp] = slot;
+  __syncthreads();
+  for (int w = 0; w < int(blockDim.x / kWarpSize); ++w) keep_least(value, slot, values[w], slots[w]);
+  __syncthreads();  // the scratch may be reused
+}
+
+__device__ __forceinline__ float budget_block_max(float value, float* scratch) {
+  value = warp_max(value);
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  float largest = -INFINITY;
+  for (int w = 0; w < int(blockDim.x / kWarpSize); ++w) largest = fmaxf(largest, scratch[w]);
+  __syncthreads();
+  return largest;
+}
+
+// Grid (batch): one block per batch row (see kv_budget_update).
+__global__ void __launch_bounds__(kBudgetThreads) kv_budget_kernel(const BudgetParams p) {
+  __shared__ float float_scratch[kWarpSize];
+  __shared__ int int_scratch[kWarpSize];
+  __shared__ int slot_scratch[kWarpSize];
+  const int row = blockIdx.x, C = p.capacity;
+  const int position = *p.position;
+  float* attention = p.attention + size_t(row) * C;
+  int* positions = p.slot_positions + size_t(row) * C;
+  if (p.scores) {
+    // LayerKvCache::append: the written slot holds the new position, with no attention yet.
+    if (threadIdx.x == 0) {
+      const int written = p.write_slots[row];
+      positions[written] = position;
+      attention[written] = 0.0f;
+    }
+    __syncthreads();
+    const int visible = min(p.fixed_slots + position + 1, C);
+    // cpu::kv_attention's weights: per head exp(s − max) · float(1 / Σ exp), added in head order.
+    for (int h = 0; h < p.heads; ++h) {
+      const float* scores = p.scores + (size_t(row) * p.heads + h) * C;
+      float largest = -INFINITY;
+      for (int j = threadIdx.x; j < visible; j += blockDim.x) largest = fmaxf(largest, scores[j]);
+      largest = budget_block_max(largest, float_scratch);
+      float sum = 0.0f;
+      for (int j = threadIdx.x; j < visible; j += blockDim.x) sum += expf(scores[j] - largest);
+      sum = block_sum(sum, float_scratch);
+      const float inverse = float(1.0 / double(sum));
+      for (int j = threadIdx.x; j < visible; j += blockDim.x) attention[j] += expf(scores[j] - largest) * inverse;
+    }
+    __syncthreads();
+  }
+
+  // LayerKvCache::choose_slot for the next position.
+  const int next = position + 1, recent = p.recent;
+  int unused = INT_MAX, unused_slot = INT_MAX;  // the first unused slot
+  float least = INFINITY;
+  int victim = INT_MAX;
+  int oldest = INT_MAX, oldest_slot = INT_MAX;
+  for (int slot = threadIdx.x; slot < C; slot += blockDim.x) {
+    const int at = positions[slot];
+    if (at == kKvSlotUnused) keep_least(unused, unused_slot, slot, slot);
+    if (at < 1) continue;
+    keep_least(oldest, oldest_slot, at, slot);
+    if (at > next - recent) continue;
+    keep_least(least, victim, attention[slot], slot);
+  }
+  block_least(unused, unused_slot, int_scratch, slot_scratch);
+  block_least(least, victim, float_scratch, slot_scratch);
+  block_least(oldest, oldest_slot, int_scratch, slot_scratch);
+  if (threadIdx.x == 0)
+    p.write_slots[row] = unused_slot != INT_MAX ? unused_slot : victim != INT_MAX ? victim : oldest_slot;
+}
+
 }  // namespace
+
+Status kv_budget_update(const KvBudgetArgs& args, Stream stream) {
+  const std::string where = "kv_budget_update: ";
+  if (args.batch <= 0 || args.batch > 65535 || args.heads <= 0 || args.capacity <= 0)
+    return invalid(where + "batch (1..65535), heads and capacity must be positive");
+  if (args.budget < 2)
+    return invalid(where + "a budget of " + std::to_string(args.budget) + " keeps BOS alone; give 2 or more");
+  if (args.fixed_slots < 0 || args.fixed_slots + 2 > args.capacity)
+    return invalid(where + "a capacity of " + std::to_string(args.capacity) + " holds no two shape slots after " +
+                   std::to_string(args.fixed_slots) + " fixed ones");
+  if (!args.position || !args.attention || !args.slot_positions || !args.write_slots)
+    return invalid(where + "position, attention, slot_positions and write_slots are required");
+  BudgetParams params{};
+  params.heads = args.heads;
+  params.capacity = args.capacity;
+  params.fixed_slots = args.fixed_slots;
+  params.recent = std::max(1, args.budget / 2);
+  params.position = args.position;
+  params.scores = args.scores;
+  params.attention = args.attention;
+  params.slot_positions = args.slot_positions;
+  params.write_slots = args.write_slots;
+  kv_budget_kernel<<<args.batch, kBudgetThreads, 0, stream>>>(params);
+  return launch_status("kv_budget_update kernel launch");
+}
 
 const char* kv_cache_form_name(KvCacheForm form) {
   switch (form) {

@@ -69,6 +69,41 @@ struct KvCacheStoreArgs {
 
 Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream);
 
+// A KV budget (H2O heavy-hitter eviction, inference/model/gpt_kv_cache.h) on
+// the device: the slot choice of the CPU's LayerKvCache, per batch row of one
+// layer, over its per-slot state in device memory. The cache keeps C =
+// fixed_slots + min(budget, positions) slots; each slot has its shape position
+// (−1 for a condition token, kKvSlotUnused before its first write) and the
+// attention accumulated over the decode steps since it was written.
+//
+// Run after each decode step's attention_decode (which wrote the new token
+// to write_slots[b] and each visible slot's scores): the written slot takes
+// *position with no attention; each visible slot (the first
+// min(fixed_slots + *position + 1, C)) gains its softmax probability summed
+// over heads, in head order, as cpu::kv_attention's slot_weights; then
+// write_slots[b] becomes the slot of position *position + 1: the first unused
+// slot while there is one, else, of the shape positions 1.. (BOS and the
+// condition never leave) older than the recent window (max(1, budget / 2)
+// positions), the one with least attention, the first in slot order among
+// equals; when the window covers them all, the oldest. With scores null (after
+// a prefill) only the choice runs. One block per batch row.
+constexpr int kKvSlotUnused = -2;
+
+struct KvBudgetArgs {
+  int batch = 1;
+  int heads = 0;
+  int capacity = 0;     // C
+  int fixed_slots = 0;  // the condition's slots (a dual block's S, else 0)
+  int budget = 0;       // ≥ 2
+  const int* position = nullptr;  // device: the position this step decoded (the session's step)
+  const float* scores = nullptr;  // [batch, heads, C] as attention_decode writes them, or null
+  float* attention = nullptr;     // [batch, C] accumulated probabilities
+  int* slot_positions = nullptr;  // [batch, C]
+  int* write_slots = nullptr;     // [batch]: in, the slot this step wrote; out, the next step's
+};
+
+Status kv_budget_update(const KvBudgetArgs& args, Stream stream);
+
 // Tests only: cpu::fp8_e4m3_from_f32 on the device, code by code.
 Status fp8_e4m3_encode(const float* input, unsigned char* output, int count, Stream stream);
 

@@ -13,7 +13,10 @@
 // row, the cond keys and values first (dual blocks), then the shape tokens'.
 // A bf16, fp8 or int8 cache (kv_cache.h) is what the CPU's GptSession keeps: its
 // prefill attends over the exact keys and values (an f32 scratch cache here)
-// and stores them in the cache's form for the decode steps.
+// and stores them in the cache's form for the decode steps. Under a KV budget
+// each decode step's attention writes the token to the slot kv_budget_update
+// chose for its layer and row, and kv_budget_update then accumulates the
+// step's attention and chooses the next slot, as the CPU's LayerKvCache does.
 #include "inference/cuda/token_backend.h"
 
 #include <cuda_runtime.h>
@@ -70,6 +73,10 @@ struct LayerCache {
   DeviceBuffer<unsigned char> keys, values;                    // [B, H, capacity, D] elements of the cache form
   DeviceBuffer<float> key_scales, value_scales, key_residual;  // fp8 and int8 (kv_cache.h)
   int capacity = 0;
+  // A KV budget's per-slot state (kv_budget_update): [B, capacity] each, and
+  // the slot each batch row's next token takes, [B].
+  DeviceBuffer<int> slot_positions, write_slots;
+  DeviceBuffer<float> attention;
 
   KvCacheScales scales() {
     return {key_scales.size() ? key_scales.data() : nullptr, value_scales.size() ? value_scales.data() : nullptr,
@@ -128,6 +135,10 @@ class CudaTokenSession final : public TokenSession {
   // and attends over the f32 scratch cache, as the CPU's prefill attends over
   // the exact keys and values, and then stores them in the form.
   bool scratch_prefill() const { return options_.kv_cache.format != cpu::KvFormat::kF32; }
+  // H2O eviction (options.kv_cache.budget): each decode step's attention
+  // writes the token to the slot kv_budget_update chose and records the
+  // scores it accumulates.
+  bool evicting() const { return options_.kv_cache.budget > 0; }
 
   template <class T>
   Status allocate(DeviceBuffer<T>& buffer, std::size_t count, const char* name) {
@@ -264,6 +275,7 @@ class CudaTokenSession final : public TokenSession {
   // Decode: [B, d] rows unless noted.
   DeviceBuffer<float> x_, qkv_ /*[B, 3d]*/, attended_, hidden_ /*[B, F]*/, logits_ /*[B, V+3]*/;
   DeviceBuffer<float> workspace_;
+  DeviceBuffer<float> scores_;  // a budget: one layer's attention scores, [B, H, dual capacity]
   DeviceBuffer<int> step_, tokens_out_ /*[N]*/, input_tokens_ /*[N + 1]*/, forced_ /*[N]*/;
   PinnedHostBuffer<int> ring_ /*[N]*/, ring_count_ /*[1]*/;
   DeviceBuffer<float> logits_history_ /*[N, B, V+3]*/, combined_history_ /*[N, V]*/;
@@ -288,8 +300,10 @@ Status CudaTokenSession::open() {
   gemm_.emplace(std::move(gemm));
   max_shape_rows_ = options_.use_kv_cache ? 1 : N;
 
-  // KV caches: dual blocks hold the cond rows first.
-  const int dual_capacity = S + N + 1, single_capacity = N + 1;
+  // KV caches: dual blocks hold the cond rows first. The session's N + 1
+  // shape positions, or under a budget the CPU's min(budget, N + 1) of them.
+  const int shape_slots = evicting() ? std::min(options_.kv_cache.budget, N + 1) : N + 1;
+  const int dual_capacity = S + shape_slots, single_capacity = shape_slots;
   for (const BlockWeights& block : w_.blocks) {
     LayerCache cache;
     cache.capacity = block.dual ? dual_capacity : single_capacity;
@@ -299,8 +313,25 @@ Status CudaTokenSession::open() {
     if (sizes.key_scales) CUBEFORGE_TRY(allocate(cache.key_scales, sizes.key_scales, "KV cache key scales"));
     if (sizes.value_scales) CUBEFORGE_TRY(allocate(cache.value_scales, sizes.value_scales, "KV cache value scales"));
     if (sizes.key_residual) CUBEFORGE_TRY(allocate(cache.key_residual, sizes.key_residual, "KV cache key residual"));
+    if (evicting()) {
+      // The prefill caches the condition (position −1) and BOS (0); the first
+      // decode step takes the next slot.
+      const int fixed = block.dual ? S : 0, slots = cache.capacity;
+      std::vector<int> positions(std::size_t(B) * slots, kKvSlotUnused);
+      for (int b = 0; b < B; ++b) {
+        std::fill_n(positions.begin() + std::ptrdiff_t(b) * slots, fixed, -1);
+        positions[std::size_t(b) * slots + fixed] = 0;
+      }
+      CUBEFORGE_TRY(allocate(cache.slot_positions, positions.size(), "KV budget slot positions"));
+      CUBEFORGE_TRY(cache.slot_positions.upload(positions));
+      CUBEFORGE_TRY(allocate(cache.attention, positions.size(), "KV budget attention"));
+      CUBEFORGE_TRY(cache.attention.fill_bytes(0));
+      CUBEFORGE_TRY(allocate(cache.write_slots, std::size_t(B), "KV budget write slots"));
+      CUBEFORGE_TRY(cache.write_slots.upload(std::vector<int>(std::size_t(B), fixed + 1)));
+    }
     caches_.push_back(std::move(cache));
   }
+  if (evicting()) CUBEFORGE_TRY(allocate(scores_, std::size_t(B) * c_.heads * dual_capacity, "KV budget scores"));
   if (scratch_prefill()) {
     prefill_capacity_ = S + max_shape_rows_;
     const std::size_t cells = std::size_t(B) * c_.heads * prefill_capacity_ * head_dim();
@@ -491,7 +522,25 @@ Status CudaTokenSession::record_decode_step(Stream stream) {
     attention.output = attended_.data();
     attention.workspace = workspace_.data();
     attention.workspace_bytes = workspace_.bytes();
+    if (evicting()) {
+      attention.write_slots = cache.write_slots.data();
+      attention.scores = scores_.data();
+    }
     CUBEFORGE_TRY(attention_decode(attention, stream));
+    if (evicting()) {
+      KvBudgetArgs budget;
+      budget.batch = batch_;
+      budget.heads = c_.heads;
+      budget.capacity = cache.capacity;
+      budget.fixed_slots = block.dual ? S : 0;
+      budget.budget = options_.kv_cache.budget;
+      budget.position = step_.data();
+      budget.scores = scores_.data();
+      budget.attention = cache.attention.data();
+      budget.slot_positions = cache.slot_positions.data();
+      budget.write_slots = cache.write_slots.data();
+      CUBEFORGE_TRY(kv_budget_update(budget, stream));
+    }
 
     const PostAttentionWeights& post = block.post_x;
     MatvecArgs projection = matvec_args(post.proj, post.proj_bias, attended_.data(), x_.data());
@@ -635,15 +684,16 @@ Result<StepLogits> CudaTokenSession::step_logits(int step) {
   return logits;
 }
 
-// The KV caches the device keeps: every position at full rank, as f32 or bf16
-// (kv_cache_type) or in the CPU's bf16, fp8 and int8 forms (kv_cache.format).
+// The KV caches the device keeps: full rank, as f32 or bf16 (kv_cache_type)
+// or in the CPU's bf16, fp8 and int8 forms (kv_cache.format), every position
+// or a budget's (not with int8: check_kv_cache_options refuses that for both
+// backends).
 Status check_cuda_kv_cache(const TokenSessionOptions& options) {
   const KvCacheOptions& kv = options.kv_cache;
-  if (kv.budget > 0 || kv.low_rank)
+  if (kv.low_rank)
     return make_error(ErrorCode::kUnsupported,
-                      "the CUDA backend keeps every position's keys and values at full rank; a KV budget (" +
-                          std::to_string(kv.budget) + ") or rank (" +
-                          std::to_string(kv.low_rank ? kv.low_rank->rank() : 0) + ") runs on the CPU backend");
+                      "the CUDA backend keeps keys and values at full rank; a KV rank (" +
+                          std::to_string(kv.low_rank->rank()) + ") runs on the CPU backend (--backend cpu)");
   const bool stored_form = kv.format != cpu::KvFormat::kF32;
   if (stored_form && options.kv_cache_type != DType::kF32)
     return make_error(ErrorCode::kInvalidArgument, std::string(kv.format == cpu::KvFormat::kBF16 ? "a " : "an ") +
@@ -651,7 +701,7 @@ Status check_cuda_kv_cache(const TokenSessionOptions& options) {
                                                        " KV cache replaces kv_cache_type " +
                                                        std::string(dtype_name(options.kv_cache_type)) +
                                                        "; leave kv_cache_type at F32 (--kv-cache-type f32)");
-  if (stored_form && options.attention == AttentionMode::kReference)
+  if (!kv.exact() && options.attention == AttentionMode::kReference)
     return make_error(ErrorCode::kInvalidArgument,
                       "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)");
   return ok_status();

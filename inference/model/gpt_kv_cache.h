@@ -98,6 +98,11 @@ class LayerKvCache {
   // low rank, the projections back to full width.
   void read(std::vector<float>* keys, std::vector<float>* values) const;
   int rows() const { return used_; }
+  // What eviction reads, per slot: the shape position (−1 for a condition
+  // token or a slot never written) and the attention accumulated since it was
+  // written (tests hold the CUDA backend's to them).
+  const std::vector<int>& slot_positions() const { return position_; }
+  const std::vector<float>& slot_attention() const { return attention_; }
   // Bytes one attention over the cache reads: the stored rows and, with low
   // rank, the bases.
   double bytes_read() const;

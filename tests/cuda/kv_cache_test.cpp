@@ -3,9 +3,12 @@
 // scales and int8 residual, of cpu::kv_store bit for bit (the prefill's store kernel and the
 // decode attention's fused prologue, across the int8 key blocks' boundaries),
 // and decode and prefill attention over the stored cache agree with
-// cpu::kv_attention over the CPU's cache within 1e-5.
+// cpu::kv_attention over the CPU's cache within 1e-5. Under a KV budget the
+// decode attention and kv_budget_update keep the slots, positions and
+// accumulated attention of the CPU's LayerKvCache.
 #include "inference/cpu/kv_cache.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -15,6 +18,7 @@
 #include "inference/cuda/attention.h"
 #include "inference/cuda/kv_cache.h"
 #include "inference/cuda/norm.h"
+#include "inference/model/gpt_kv_cache.h"
 
 namespace cubeforge::cuda::testing {
 namespace {
@@ -425,6 +429,304 @@ TEST_F(KvCacheKernels, Int8CacheNeedsSplitsOfWholeKeyBlocks) {
   args.keys_per_split = 32;
   args.cache_scales.key_residual = nullptr;
   EXPECT_FALSE(attention_decode(args, nullptr).ok()) << "an int8 cache without its residual";
+}
+
+}  // namespace
+}  // namespace cubeforge::cuda::testing
+
+namespace cubeforge::cuda::testing {
+namespace {
+
+// The accumulated probabilities differ only by the scores' summation order.
+constexpr float kAccumulatedAttentionTolerance = 1e-5f;
+
+// One layer under a KV budget on both sides: per batch row the CPU's
+// LayerKvCache, and on the device the cache, its per-slot state, the fused
+// decode attention with write_slots and kv_budget_update. Keys and values of
+// the prefill come as given; those of each decode step from raw q|k|v through
+// the attention's prologue (the CPU gets the same normalised, rotated key
+// from qk_norm_rope_cache_write).
+class BudgetLayer {
+ public:
+  BudgetLayer(KvCacheForm form, int batch, int heads, int head_dim, int fixed, int budget, int positions)
+      : form_(form), B_(batch), H_(heads), D_(head_dim), fixed_(fixed), budget_(budget),
+        C_(fixed + std::min(budget, positions)) {
+    options_.format = form == KvCacheForm::kF32 ? cpu::KvFormat::kF32 : cpu_format(form);
+    options_.budget = budget;
+    for (int b = 0; b < B_; ++b) cpu_.emplace_back(options_, 0, fixed, positions, heads, head_dim);
+  }
+  int capacity() const { return C_; }
+
+  // Caches the condition and shape positions 0..length−1 from rows [B, H, C, D]
+  // (slot s at row s), then chooses the slot of position `length`.
+  void prefill(const std::vector<float>& keys, const std::vector<float>& values, int length,
+               const std::vector<float>& q_norm, const std::vector<float>& k_norm, float rope_theta) {
+    rope_theta_ = rope_theta;
+    const int slots = fixed_ + length;
+    for (int b = 0; b < B_; ++b)
+      for (int slot = 0; slot < slots; ++slot)
+        cpu_[std::size_t(b)].append(slot < fixed_ ? -1 : slot - fixed_, slot_row(keys, b, slot, H_, C_, D_).data(),
+                                    slot_row(values, b, slot, H_, C_, D_).data());
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(cache_, make_cache(form_, B_, H_, D_, C_));
+    if (form_ == KvCacheForm::kF32) {
+      std::vector<unsigned char> key_bytes(keys.size() * 4), value_bytes(values.size() * 4);
+      std::memcpy(key_bytes.data(), keys.data(), key_bytes.size());
+      std::memcpy(value_bytes.data(), values.data(), value_bytes.size());
+      CUBEFORGE_ASSERT_OK(cache_.keys.upload(key_bytes));
+      CUBEFORGE_ASSERT_OK(cache_.values.upload(value_bytes));
+    } else {
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_keys, upload(keys, "source keys"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
+      KvCacheStoreArgs store = store_args(cache_, source_keys, source_values);
+      store.count = slots;
+      CUBEFORGE_ASSERT_OK(kv_cache_store(store, nullptr));
+      CUBEFORGE_ASSERT_OK(synchronize_device());
+    }
+    std::vector<int> positions(std::size_t(B_) * C_, kKvSlotUnused);
+    for (int b = 0; b < B_; ++b)
+      for (int slot = 0; slot < slots; ++slot)
+        positions[std::size_t(b) * C_ + slot] = slot < fixed_ ? -1 : slot - fixed_;
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(positions_, upload(positions, "slot positions"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(attention_, upload(std::vector<float>(positions.size(), 0.0f), "attention"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(write_slots_, DeviceBuffer<int>::allocate(std::size_t(B_), "write slots"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(scores_, DeviceBuffer<float>::allocate(std::size_t(B_) * H_ * C_, "scores"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(position_, DeviceBuffer<int>::allocate(1, "position"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(q_norm_, upload(q_norm, "q norm"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(k_norm_, upload(k_norm, "k norm"));
+    const int W = H_ * D_;
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(exact_query_, DeviceBuffer<float>::allocate(std::size_t(B_) * W, "q"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(exact_keys_, DeviceBuffer<float>::allocate(std::size_t(B_) * W * kExactSlots, "k"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(exact_values_,
+                                   DeviceBuffer<float>::allocate(std::size_t(B_) * W * kExactSlots, "v"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(output_, DeviceBuffer<float>::allocate(std::size_t(B_) * W, "output"));
+    workspace_bytes_ = attention_decode_workspace_bytes(B_, H_, D_, C_, kKeysPerSplit);
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(workspace_, DeviceBuffer<float>::allocate(workspace_bytes_ / 4, "workspace"));
+    CUBEFORGE_ASSERT_OK(attention_decode_reset_workspace(workspace_.data(), B_, H_, nullptr));
+    ASSERT_NO_FATAL_FAILURE(choose_next(length - 1));
+  }
+
+  // kv_budget_update without scores: the device chooses the slot of
+  // position + 1 and changes nothing else.
+  void choose_next(int position) {
+    CUBEFORGE_ASSERT_OK(position_.upload(std::vector<int>{position}));
+    KvBudgetArgs args = budget_args();
+    args.scores = nullptr;
+    CUBEFORGE_ASSERT_OK(kv_budget_update(args, nullptr));
+  }
+
+  // Decodes `position` from raw q|k|v [B, 3W] on both sides and expects the
+  // same output, slot positions and accumulated attention. Returns through
+  // `evicted` the position the CPU's append replaced in each row (or −1).
+  void decode(int position, const std::vector<float>& raw, std::vector<int>* evicted = nullptr) {
+    const int W = H_ * D_, stride = 3 * W;
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto raw_device, upload(raw, "raw qkv"));
+    CUBEFORGE_ASSERT_OK(position_.upload(std::vector<int>{position}));
+    QkNormRopeArgs rope;
+    rope.batch = B_;
+    rope.heads = H_;
+    rope.head_dim = D_;
+    rope.query = raw_device.data();
+    rope.query_stride = stride;
+    rope.key = raw_device.data() + W;
+    rope.key_stride = stride;
+    rope.value = raw_device.data() + 2 * W;
+    rope.value_stride = stride;
+    rope.query_norm_weight = q_norm_.data();
+    rope.key_norm_weight = k_norm_.data();
+    rope.rope_theta = rope_theta_;
+    rope.position = position_.data();
+    rope.query_out = exact_query_.data();
+    rope.cache_type = DType::kF32;
+    rope.key_cache = exact_keys_.data();
+    rope.value_cache = exact_values_.data();
+    rope.cache_capacity = kExactSlots;
+    CUBEFORGE_ASSERT_OK(qk_norm_rope_cache_write(rope, nullptr));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto query, exact_query_.download());
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_layout, exact_keys_.download());
+    std::vector<float> expected(std::size_t(B_) * W);
+    if (evicted) evicted->assign(std::size_t(B_), -1);
+    for (int b = 0; b < B_; ++b) {
+      LayerKvCache& cpu = cpu_[std::size_t(b)];
+      const std::vector<int> before = cpu.slot_positions();
+      const int used = cpu.rows();
+      cpu.append(position, slot_row(key_layout, b, position, H_, kExactSlots, D_).data(),
+                 raw.data() + std::size_t(b) * stride + 2 * W);
+      if (evicted && used == C_)
+        for (int slot = 0; slot < C_; ++slot)
+          if (cpu.slot_positions()[std::size_t(slot)] != before[std::size_t(slot)])
+            (*evicted)[std::size_t(b)] = before[std::size_t(slot)];
+      cpu.attend(query.data() + std::size_t(b) * W, expected.data() + std::size_t(b) * W);
+    }
+
+    AttentionDecodeArgs args;
+    args.batch = B_;
+    args.heads = H_;
+    args.head_dim = D_;
+    args.cache_form = form_;
+    args.key_cache = cache_.keys.data();
+    args.value_cache = cache_.values.data();
+    args.cache_scales = cache_.scales();
+    args.cache_capacity = C_;
+    args.position = position_.data();
+    args.length_offset = fixed_ + 1;
+    args.raw_qkv = raw_device.data();
+    args.raw_stride = stride;
+    args.query_norm_weight = q_norm_.data();
+    args.key_norm_weight = k_norm_.data();
+    args.rope_theta = rope_theta_;
+    args.write_position = position_.data();
+    args.write_slots = write_slots_.data();
+    args.scores = scores_.data();
+    args.output = output_.data();
+    args.workspace = workspace_.data();
+    args.workspace_bytes = workspace_bytes_;
+    args.keys_per_split = kKeysPerSplit;
+    CUBEFORGE_ASSERT_OK(attention_decode(args, nullptr));
+    CUBEFORGE_ASSERT_OK(kv_budget_update(budget_args(), nullptr));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output_.download());
+    EXPECT_LT(normalised_error(actual, expected), kStoredAttentionTolerance);
+
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto positions, positions_.download());
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto attention, attention_.download());
+    for (int b = 0; b < B_; ++b)
+      for (int slot = 0; slot < C_; ++slot) {
+        const std::size_t at = std::size_t(b) * C_ + slot;
+        const int device = positions[at] == kKvSlotUnused ? -1 : positions[at];  // the CPU's −1 when never written
+        EXPECT_EQ(device, cpu_[std::size_t(b)].slot_positions()[std::size_t(slot)])
+            << "the position in row " << b << " slot " << slot;
+        EXPECT_NEAR(attention[at], cpu_[std::size_t(b)].slot_attention()[std::size_t(slot)],
+                    kAccumulatedAttentionTolerance)
+            << "the attention accumulated in row " << b << " slot " << slot;
+      }
+  }
+
+  const LayerKvCache& cpu(int b) const { return cpu_[std::size_t(b)]; }
+
+ private:
+  static constexpr int kExactSlots = 64;    // the decode positions' exact keys, slot = position
+  static constexpr int kKeysPerSplit = 16;  // several splits write scores
+
+  KvBudgetArgs budget_args() {
+    KvBudgetArgs args;
+    args.batch = B_;
+    args.heads = H_;
+    args.capacity = C_;
+    args.fixed_slots = fixed_;
+    args.budget = budget_;
+    args.position = position_.data();
+    args.scores = scores_.data();
+    args.attention = attention_.data();
+    args.slot_positions = positions_.data();
+    args.write_slots = write_slots_.data();
+    return args;
+  }
+
+  KvCacheForm form_;
+  int B_, H_, D_, fixed_, budget_, C_;
+  float rope_theta_ = 10000.0f;
+  KvCacheOptions options_;
+  std::vector<LayerKvCache> cpu_;
+  DeviceKvCache cache_{};
+  DeviceBuffer<int> positions_, write_slots_, position_;
+  DeviceBuffer<float> attention_, scores_, q_norm_, k_norm_, exact_query_, exact_keys_, exact_values_, output_,
+      workspace_;
+  std::size_t workspace_bytes_ = 0;
+};
+
+// Random keys and queries: the least-attended position leaves, not always the
+// oldest, in every form a budget takes; the device's accumulated attention,
+// slots and outputs are the CPU's at every step.
+TEST_F(KvCacheKernels, BudgetAccumulatesAndEvictsAsTheCpu) {
+  constexpr int kBatch = 2, kHeads = 2, kFixed = 20, kBudget = 6, kPositions = 16, kPrefilled = 2;
+  for (const KvCacheForm form : {KvCacheForm::kF32, KvCacheForm::kBF16, KvCacheForm::kFp8}) {
+    SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " cache");
+    const int D = 16, W = kHeads * D;
+    BudgetLayer layer(form, kBatch, kHeads, D, kFixed, kBudget, kPositions);
+    const int C = layer.capacity();  // 26: two splits of 16
+    ASSERT_NO_FATAL_FAILURE(layer.prefill(cache_rows(kBatch, kHeads, C, D, 71), cache_rows(kBatch, kHeads, C, D, 72),
+                                          kPrefilled, random_floats(D, 73, 0.5f, 1.5f),
+                                          random_floats(D, 74, 0.5f, 1.5f), 10000.0f));
+    int least_not_oldest = 0;
+    for (int position = kPrefilled; position < kPositions; ++position) {
+      SCOPED_TRACE("position " + std::to_string(position));
+      std::vector<int> before(kBatch);
+      for (int b = 0; b < kBatch; ++b) {
+        const auto& slots = layer.cpu(b).slot_positions();
+        int oldest = std::numeric_limits<int>::max();
+        for (int p : slots)
+          if (p >= 1) oldest = std::min(oldest, p);
+        before[std::size_t(b)] = oldest;
+      }
+      std::vector<int> evicted;
+      ASSERT_NO_FATAL_FAILURE(
+          layer.decode(position, random_floats(std::size_t(kBatch) * 3 * W, 80 + position, -2.0f, 2.0f), &evicted));
+      for (int b = 0; b < kBatch; ++b)
+        if (evicted[std::size_t(b)] >= 0 && evicted[std::size_t(b)] != before[std::size_t(b)]) ++least_not_oldest;
+    }
+    EXPECT_GT(least_not_oldest, 0) << "no step evicted by attention rather than age";
+  }
+}
+
+// Equal accumulated attention and the fallback: keys opposite the query get
+// probabilities of exactly 0, so those positions tie at zero, and the first
+// slot in slot order leaves even when it holds a newer position than another
+// candidate; choosing for an earlier position whose recent window covers
+// every cached position (sequential decoding never does: budget − 1 ≥
+// recent) makes the oldest leave.
+TEST_F(KvCacheKernels, BudgetBreaksTiesBySlotAndFallsBackToTheOldest) {
+  constexpr int kBatch = 1, kHeads = 2, D = 16, W = kHeads * D, kFixed = 1, kBudget = 5, kPositions = 16;
+  constexpr float kNormWeight = 10.0f;  // scores of ±hundreds: exp underflows to exactly 0
+  BudgetLayer layer(KvCacheForm::kF32, kBatch, kHeads, D, kFixed, kBudget, kPositions);
+  const int C = layer.capacity();  // slot 0 the condition, 1 BOS, 2..5 the shape positions
+  // A direction without the first rotary pair (rotated by one radian per
+  // position); with a huge rope_theta the other pairs hardly turn.
+  std::vector<float> direction = random_floats(std::size_t(D), 91, 0.5f, 1.5f);
+  direction[0] = direction[1] = 0.0f;
+  auto row_of = [&](float sign, float scale) {
+    std::vector<float> row(static_cast<std::size_t>(W));
+    for (int i = 0; i < W; ++i) row[std::size_t(i)] = sign * scale * direction[std::size_t(i % D)];
+    return row;
+  };
+  // Prefill: the condition, BOS and position 1 along the query, 2..4 against it.
+  std::vector<float> keys(std::size_t(kBatch) * kHeads * C * D, 0.0f);
+  const auto values = cache_rows(kBatch, kHeads, C, D, 92);
+  for (int slot = 0; slot < kFixed + 5; ++slot) {
+    const auto row = row_of(slot <= kFixed + 1 ? 1.0f : -1.0f, 20.0f);
+    for (int h = 0; h < kHeads; ++h)
+      std::copy_n(row.begin() + h * D, D, keys.begin() + (std::ptrdiff_t(h) * C + slot) * D);
+  }
+  ASSERT_NO_FATAL_FAILURE(layer.prefill(keys, values, 5, std::vector<float>(D, kNormWeight),
+                                        std::vector<float>(D, kNormWeight), 1e30f));
+  // Each step: the query along the direction, the key against it.
+  auto step_rows = [&](int seed) {
+    std::vector<float> raw = row_of(1.0f, 1.0f);
+    const auto key = row_of(-1.0f, 1.0f);
+    raw.insert(raw.end(), key.begin(), key.end());
+    const auto value = random_floats(std::size_t(W), seed);
+    raw.insert(raw.end(), value.begin(), value.end());
+    return raw;
+  };
+  auto slot_of = [&](int position) {
+    const auto& slots = layer.cpu(0).slot_positions();
+    return int(std::find(slots.begin(), slots.end(), position) - slots.begin());
+  };
+  // 5 takes position 1's slot (all candidates at zero), 6 position 2's;
+  // then 7 and 8 take the slots of 5 and 6, ahead of the older position 3
+  // with the same zero attention.
+  const int expected_slots[] = {2, 3, 2, 3};
+  for (int position = 5; position <= 8; ++position) {
+    SCOPED_TRACE("position " + std::to_string(position));
+    ASSERT_NO_FATAL_FAILURE(layer.decode(position, step_rows(100 + position)));
+    EXPECT_EQ(slot_of(position), expected_slots[position - 5]);
+    EXPECT_EQ(layer.cpu(0).slot_attention()[std::size_t(slot_of(position))], 0.0f);
+  }
+  // Cached: 7, 8, 3, 4. For position 4 the window (3 and 4 stay) covers them
+  // all: the oldest, 3, leaves.
+  ASSERT_NO_FATAL_FAILURE(layer.choose_next(3));
+  const int slot_of_3 = slot_of(3);
+  ASSERT_NO_FATAL_FAILURE(layer.decode(4, step_rows(200)));
+  EXPECT_EQ(slot_of(3), C) << "position 3 left";
+  EXPECT_EQ(layer.cpu(0).slot_positions()[std::size_t(slot_of_3)], 4);
 }
 
 }  // namespace

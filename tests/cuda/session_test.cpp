@@ -7,6 +7,9 @@
 // Nothing here assumes the fixture's sizes: they come from its files.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -16,6 +19,8 @@
 #include "inference/backend/select_backend.h"
 #include "inference/core/file_io.h"
 #include "inference/cuda/decode_graph.h"
+#include "inference/model/gpt_kv_cache.h"
+#include "inference/model/kv_calibration.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
 #include "tests/support/oracle.h"
@@ -256,6 +261,24 @@ TEST_F(CudaSessionOracle, SessionsReportLaunchesPerStepAndGraphReplay) {
     EXPECT_EQ(stats.kernel_launches_per_step, 5 * blocks + 2);
     EXPECT_GT(stats.device_memory_bytes, 0.0);
   }
+  // A KV budget adds kv_budget_update after each block's attention, and only that.
+  {
+    TokenSessionOptions options;
+    options.tokens = 4;
+    options.cond_length = 3;
+    options.kv_cache.budget = 2;
+    auto session = cuda_->open_session(options);
+    ASSERT_TRUE(session.ok()) << session.error().to_string();
+    std::vector<float> cond(size_t(options.batch()) * options.cond_length * config.width, 0.25f);
+    ASSERT_TRUE((*session)->prefill(cond).ok());
+    ASSERT_TRUE((*session)->enqueue_steps(3).ok());
+    std::vector<int> tokens;
+    while (tokens.size() < 4) {
+      ASSERT_TRUE((*session)->wait_for_token().ok());
+      ASSERT_TRUE((*session)->read_tokens(tokens).ok());
+    }
+    EXPECT_EQ((*session)->stats().kernel_launches_per_step, 6 * blocks + 2);
+  }
 }
 
 // The built-in model's recorded prompts: the CUDA backend gives the CPU's tokens.
@@ -375,23 +398,78 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
   }
 }
 
-// KV budgets and ranks stay on the CPU backend: refused, naming it. A stored
-// form replaces kv_cache_type, which must stay F32.
-TEST(CudaSessionBuiltinModel, KvBudgetsAndRanksRunOnTheCpu) {
+// A KV budget runs on the device as on the CPU: per layer and batch row the
+// same slot leaves (kv_budget_update over the attention's scores), so tokens
+// and logits agree as without one. The budget of 4 evicts from position 4
+// on, choosing by attention among positions 1 and 2 (then 1..3), within the
+// few steps decoded; the logits differ from the whole cache's.
+TEST(CudaSessionBuiltinModel, KvBudgetsGiveTheCpuTokensAndLogits) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto selected = select_token_backend(BackendChoice::kCuda, model->gpt());
+  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
+  const auto cpu = make_cpu_token_backend(model->gpt());
+  auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
+  auto uncond = encode_prompt(*model, "", std::nullopt);
+  ASSERT_TRUE(cond.ok() && uncond.ok());
+  for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kFp8}) {
+    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, budget 4");
+    TokenGenerationOptions options;
+    options.guidance_scale = 3.0f;
+    options.kv_cache.format = format;
+    options.kv_cache.budget = 4;
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
+    ASSERT_FALSE(gpu_trace.raw_logits.empty());
+    // The budget is applied: the whole cache of the same form gives other logits.
+    TokenGenerationOptions whole = options;
+    whole.kv_cache.budget = 0;
+    TokenTrace whole_trace;
+    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kBuiltinTokens, whole, {}, &whole_trace).ok());
+    ASSERT_EQ(whole_trace.raw_logits.size(), gpu_trace.raw_logits.size());
+    EXPECT_GT(relative_error(gpu_trace.raw_logits, whole_trace.raw_logits), kBackendTolerance);
+  }
+}
+
+// KV ranks stay on the CPU backend: refused, naming it. A budget with the
+// int8 cache is refused as the CPU refuses it; a stored form replaces
+// kv_cache_type, which must stay F32.
+TEST(CudaSessionBuiltinModel, KvRanksRunOnTheCpu) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
   auto exact = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
   ASSERT_TRUE(exact.ok()) << exact.error().to_string();
   auto cuda = select_token_backend(BackendChoice::kCuda, exact->gpt());
   ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
+  const GptConfig& config = exact->gpt().config();
+  // An orthonormal basis: the first 4 unit vectors, for every layer.
+  KvLayerBasis basis;
+  basis.keys.assign(std::size_t(4) * config.width, 0.0f);
+  for (int i = 0; i < 4; ++i) basis.keys[std::size_t(i) * config.width + i] = 1.0f;
+  basis.values = basis.keys;
+  const std::vector<KvLayerBasis> bases(std::size_t(config.dual_layers + config.single_layers), basis);
+  const auto file = std::filesystem::temp_directory_path() / ("cubeforge-cuda-kv-bases-" + std::to_string(::getpid()) +
+                                                              ".safetensors");
+  ASSERT_TRUE(write_kv_bases(file, bases, config.width).ok());
+  auto low_rank = LowRankKv::load(file, config, 4);
+  std::filesystem::remove(file);
+  ASSERT_TRUE(low_rank.ok()) << low_rank.error().to_string();
+
   TokenSessionOptions options;
   options.tokens = 4;
   options.cond_length = exact->gpt().condition_length(77);
   options.kv_cache.format = cpu::KvFormat::kFp8;
+  options.kv_cache.low_rank = *low_rank;
+  auto rank = cuda->backend->open_session(options);
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.error().message.find("rank (4)"), std::string::npos) << rank.error().to_string();
+  EXPECT_NE(rank.error().message.find("CPU backend"), std::string::npos) << rank.error().to_string();
+  options.kv_cache.low_rank = nullptr;
+  options.kv_cache.format = cpu::KvFormat::kInt8;
   options.kv_cache.budget = 8;
-  auto budget = cuda->backend->open_session(options);
-  ASSERT_FALSE(budget.ok());
-  EXPECT_NE(budget.error().message.find("budget (8)"), std::string::npos) << budget.error().to_string();
-  EXPECT_NE(budget.error().message.find("CPU backend"), std::string::npos) << budget.error().to_string();
+  auto int8_budget = cuda->backend->open_session(options);
+  ASSERT_FALSE(int8_budget.ok());
+  EXPECT_NE(int8_budget.error().message.find("INT8"), std::string::npos) << int8_budget.error().to_string();
   options.kv_cache.budget = 0;
   options.kv_cache_type = DType::kBF16;
   for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kInt8}) {

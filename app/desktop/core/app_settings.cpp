@@ -251,7 +251,7 @@ bool kv_cache_exact(const AppSettings& s) {
   return !s.kv_cache || (s.kv_cache_format == "f32" && s.kv_budget == 0 && s.kv_rank == 0);
 }
 
-bool kv_cache_on_gpu(const AppSettings& s) { return !s.kv_cache || (s.kv_budget == 0 && s.kv_rank == 0); }
+bool kv_cache_on_gpu(const AppSettings& s) { return !s.kv_cache || s.kv_rank == 0; }
 
 bool engine_options_exact(const AppSettings& s) { return s.weights == "stored" && kv_cache_exact(s); }
 

@@ -99,7 +99,7 @@ bool engine_options_exact(const AppSettings& settings);
 // Whether the KV cache is off or exact (f32, every position, full rank).
 bool kv_cache_exact(const AppSettings& settings);
 // Whether the GPU runs the KV cache chosen, with any weight format: off, or
-// every position at full rank (any stored form).
+// full rank (any stored form, every position or a budget's).
 bool kv_cache_on_gpu(const AppSettings& settings);
 // Why the KV cache options cannot run with the attention chosen, or with each
 // other, in the engine's words; empty when they can.
