@@ -75,4 +75,12 @@ std::string escape_untrusted(std::string_view text) {
   return out;
 }
 
+// Built by appending: GCC 12 warns (-Wrestrict, wrongly) about "'" + std::string.
+std::string single_quoted(std::string_view text) {
+  std::string quoted;
+  quoted.reserve(text.size() + 2);
+  quoted.append(1, '\'').append(text).append(1, '\'');
+  return quoted;
+}
+
 }  // namespace cubeforge

@@ -18,4 +18,8 @@ namespace cubeforge {
 
 std::string escape_untrusted(std::string_view text);
 
+// 'text', as messages quote file and tensor names (escape them first when
+// they came from outside).
+std::string single_quoted(std::string_view text);
+
 }  // namespace cubeforge

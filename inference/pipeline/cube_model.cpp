@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "inference/core/file_io.h"
+#include "inference/core/untrusted_text.h"
 
 namespace cubeforge {
 
@@ -22,8 +23,8 @@ Status require_part(const std::filesystem::path& path, FileKind wanted) {
   CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
   if (kind == wanted) return ok_status();
   if (kind == FileKind::kMissing)
-    return make_error(ErrorCode::kNotFound, "'" + path.string() + "' does not exist; " + kModelFolderHelp);
-  return make_error(ErrorCode::kInvalidArgument, "'" + path.string() + "' is " + describe_file_type(path) + ", not " +
+    return make_error(ErrorCode::kNotFound, single_quoted(path.string()) + " does not exist; " + kModelFolderHelp);
+  return make_error(ErrorCode::kInvalidArgument, single_quoted(path.string()) + " is " + describe_file_type(path) + ", not " +
                                                      (wanted == FileKind::kDirectory ? "a folder" : "a regular file") +
                                                      "; " + kModelFolderHelp);
 }

@@ -17,6 +17,7 @@
 
 #include "inference/core/file_io.h"
 #include "inference/core/thread_pool.h"
+#include "inference/core/untrusted_text.h"
 
 namespace cubeforge {
 
@@ -25,17 +26,9 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
 constexpr int kMaxJsonDepth = 4;                   // {"name": {"shape": [..]}} is depth 3
 
-// 'text', built by appending: GCC 12 warns (-Wrestrict, wrongly) about "'" + std::string.
-std::string quoted(std::string_view text) {
-  std::string q;
-  q.reserve(text.size() + 2);
-  q.append(1, '\'').append(text).append(1, '\'');
-  return q;
-}
-
 Error corrupt(std::string_view file, const std::string& what) {
   return make_error(ErrorCode::kCorruptFile,
-                    quoted(file) + " is not a valid safetensors file: " + what + "; re-download or re-export the file");
+                    single_quoted(file) + " is not a valid safetensors file: " + what + "; re-download or re-export the file");
 }
 
 Error corrupt_tensor(std::string_view file, std::string_view tensor, const std::string& what) {
@@ -199,7 +192,7 @@ Status check_element_aligned(const TensorView& view, std::string_view file_name)
   const size_t element = dtype_size(view.dtype());
   if (reinterpret_cast<uintptr_t>(view.data) % element == 0) return ok_status();
   return make_error(ErrorCode::kCorruptFile,
-                    quoted(file_name) + ": tensor '" + view.name() + "' starts at byte " +
+                    single_quoted(file_name) + ": tensor '" + view.name() + "' starts at byte " +
                         std::to_string(view.entry->begin) + " of the data section, not on a multiple of its " +
                         std::to_string(element) +
                         "-byte elements; the file is damaged or was written by a tool that does not align tensors "
@@ -226,7 +219,7 @@ Status check_finite(const TensorView& view, std::string_view file_name) {
     float value = 0.f;
     convert_to_f32(view.dtype(), view.data + size_t(at) * element_bytes, &value, 1);
     return make_error(ErrorCode::kCorruptFile,
-                      quoted(file_name) + ": tensor '" + view.name() + "' holds " +
+                      single_quoted(file_name) + ": tensor '" + view.name() + "' holds " +
                           (std::isnan(value) ? "NaN" : "an infinity") + " at element " + std::to_string(at) + " of " +
                           std::to_string(count) +
                           "; weights must be finite numbers: the file is damaged or the model diverged in "
