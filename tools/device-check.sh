@@ -16,7 +16,7 @@
 #   benchmarks                               155 s  bandwidth and v0.5-shaped decode steps; bf16 cache agreement;
 #                                                   cubeforge-cli bench --backend cuda in all three ablation
 #                                                   modes, small / v05 / the built-in model; v05 in Q8 and Q4
-#                                                   and with an int8 KV cache
+#                                                   and with an int8 KV cache and a KV budget
 #   compute-sanitizer                         80 s  memcheck, racecheck, synccheck over a subset of the CUDA tests
 #   the rest: build, ctest -L vulkan         180 s  the Vulkan engine and app, offscreen on the machine's driver
 # The limits add up to more than the budget on purpose: a stage that ends
@@ -294,12 +294,14 @@ if [ -x "$cli" ]; then
   done
   stage "bench: v05 int8 KV cache, 512 steps, graph" bench.log 20 "${with_deps[@]}" "$cli" bench --backend cuda \
     --shape v05 --kv-cache int8 --steps 512 --modes graph --json
+  stage "bench: v05 KV budget 256, 512 steps, graph" bench.log 20 "${with_deps[@]}" "$cli" bench --backend cuda \
+    --shape v05 --kv-budget 256 --steps 512 --modes graph --json
 fi
 
 # 7. compute-sanitizer over a subset that covers every kernel family and the session.
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 kernel_subset='MatvecTest.EverySplit*:MatvecTest.SwiGlu:MatvecTest.Quantised*:NormTest.*:QkNormRopeTest.ModelShape*:AttentionTest.FloatCache:AttentionTest.SmallHeadDims:SamplingTest.CfgCombine*:SamplingTest.Embedding*:DecodeGraphTest.*'
-session_subset='*SessionsReport*:*CancelStops*:*cfg_bbox_causal_graph*:*cfg_causal_no_cache*:KvCacheKernels.StoreAndPrefill*:KvCacheKernels.FusedDecode*'
+session_subset='*SessionsReport*:*CancelStops*:*cfg_bbox_causal_graph*:*cfg_causal_no_cache*:KvCacheKernels.StoreAndPrefill*:KvCacheKernels.FusedDecode*:KvCacheKernels.Budget*'
 if [ -x "$sanitizer" ] && [ -x "$kernel_tests" ]; then
   stage "compute-sanitizer memcheck: kernels" sanitizer.log 25 "${with_deps[@]}" "$sanitizer" --tool memcheck \
     --error-exitcode 1 "$kernel_tests" --gtest_filter="$kernel_subset"
@@ -376,7 +378,8 @@ for line in open(f"{out}/bench.log", errors="replace"):
     except ValueError:
         continue
     print(f"  bench {r['model']} on {r.get('backend_description', r.get('backend'))}, weights "
-          f"{r.get('weights', 'stored')}, KV cache {r.get('kv_cache', 'f32')}: {r['steps']} steps, "
+          f"{r.get('weights', 'stored')}, KV cache {r.get('kv_cache', 'f32')}"
+          f"{', budget ' + str(r['kv_budget']) if r.get('kv_budget') else ''}: {r['steps']} steps, "
           f"floor {r['floor_ms']:.3f} ms, device read {r['memory_read_gbps']:.0f} GB/s, "
           f"{r['decode_weight_bytes'] / 1e9:.2f} GB of weights per token")
     for m in r.get("modes", []):

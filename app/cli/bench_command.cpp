@@ -501,6 +501,7 @@ int run_bench(const BenchOptions& o) {
       {"steps", o.steps},
       {"kv_cache_type", on_cuda ? std::string(dtype_name(cache_type)) : std::string("F32")},
       {"kv_cache", single.kv_cache},
+      {"kv_budget", single.kv_budget},
       {"load_ms", load_ms},
       {"mode", primary.mode},
       {"prefill_ms", primary.prefill_ms},
