@@ -73,6 +73,7 @@ struct AttentionParams {
   float* output;
   int output_stride;
   float scale;
+  bool shared_kv_head;  // every head reads cache head 0 of its batch row (low-rank keys and values)
 };
 
 // E cache elements widened to f32 from one 16-byte load.
@@ -340,7 +341,8 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
   const int head = blockIdx.y;
   const int batch_row = blockIdx.z;
   const int row_head = batch_row * p.heads + head;
-  const KvHead cache = cache_head<D, Form>(p.key_cache, p.value_cache, p.scales, row_head, p.capacity);
+  const KvHead cache =
+      cache_head<D, Form>(p.key_cache, p.value_cache, p.scales, p.shared_kv_head ? batch_row : row_head, p.capacity);
 
   const float* query = p.query ? p.query + size_t(row_head) * D : query_shared;
   if (p.raw) {
@@ -615,6 +617,10 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   if (!aligned(args.key_cache, 16) || !aligned(args.value_cache, 16) || !aligned(args.workspace, 16) ||
       (args.query && !aligned(args.query, 16)))
     return invalid(where + "query, caches and workspace must be 16-byte aligned");
+  if (args.shared_kv_head && args.raw_qkv)
+    return invalid(where +
+                   "a shared KV head reads low-rank latents stored by low_rank_kv_store: give query, not raw_qkv");
+  if (!(args.scale >= 0.0f)) return invalid(where + "scale must be 0 (1/sqrt(head_dim)) or positive");
   if (!args.write_slots != !args.scores)
     return invalid(where + "an evicting cache gives both write_slots and scores, or neither");
   if (args.write_slots) {
@@ -658,7 +664,8 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   params.partial_output = params.partial_stats + row_heads * params.splits * 2;
   params.output = args.output;
   params.output_stride = output_stride;
-  params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
+  params.scale = args.scale > 0.0f ? args.scale : float(1.0 / std::sqrt(double(args.head_dim)));
+  params.shared_kv_head = args.shared_kv_head;
   return dispatch_form(args.cache_form, args.head_dim, params, args.batch, stream);
 }
 

@@ -77,6 +77,12 @@ struct AttentionDecodeArgs {
   const int* write_slots = nullptr;  // device, [batch]
   float* scores = nullptr;           // device
 
+  // Low-rank keys and values (low_rank_kv_store in kv_cache.h): every query
+  // head reads the cache's one head, [batch, 1, cache_capacity, head_dim]
+  // (head_dim is then the rank). With `query` only: the store is separate.
+  bool shared_kv_head = false;
+  float scale = 0.0f;  // the scores' scale; 0 means 1/sqrt(head_dim) (a rank scales by the model's head dim)
+
   float* output = nullptr;  // [batch, output_stride], head h at [h·head_dim, …)
   int output_stride = 0;    // 0 means heads·head_dim
 

@@ -61,6 +61,108 @@ Status launch_store(int head_dim, dim3 grid, const StoreParams& params, Stream s
   return launch_status("kv_cache_store kernel launch");
 }
 
+// Low-rank keys and values: grid (batch), kLowRankThreads threads, one
+// latent element per thread, the slots in order (an int8 block fills in order).
+constexpr int kLowRankThreads = 128;
+
+struct LowRankStoreParams {
+  const float* source_keys;
+  const float* source_values;
+  int source_capacity;
+  int heads;
+  int head_dim;
+  const float* key_basis;
+  const float* value_basis;
+  int first_slot;
+  int count;
+  const int* position;
+  int slot_offset;
+  void* key_cache;
+  void* value_cache;
+  KvCacheScales scales;
+  int cache_capacity;
+};
+
+template <int R, KvCacheForm Form>
+__global__ void __launch_bounds__(kLowRankThreads) low_rank_store_kernel(const LowRankStoreParams p) {
+  __shared__ float latent_key[R];
+  __shared__ float latent_value[R];
+  const int row = blockIdx.x, D = p.head_dim, width = p.heads * p.head_dim;
+  const int first = p.position ? *p.position + p.slot_offset : p.first_slot;
+  const int count = p.position ? 1 : p.count;
+  for (int slot = first; slot < first + count; ++slot) {
+    if (slot < 0 || slot >= p.cache_capacity || slot >= p.source_capacity) continue;
+    const int i = threadIdx.x;
+    if (i < R) {
+      // cpu::linear's row: the source row's elements in width order.
+      const float* key_row = p.key_basis + size_t(i) * width;
+      const float* value_row = p.value_basis + size_t(i) * width;
+      float key = 0.0f, value = 0.0f;
+      for (int h = 0; h < p.heads; ++h) {
+        const size_t at = ((size_t(row) * p.heads + h) * p.source_capacity + slot) * D;
+        for (int d = 0; d < D; ++d) {
+          key += key_row[h * D + d] * p.source_keys[at + d];
+          value += value_row[h * D + d] * p.source_values[at + d];
+        }
+      }
+      latent_key[i] = key;
+      latent_value[i] = value;
+    }
+    __syncthreads();
+    if constexpr (Form == KvCacheForm::kF32) {
+      if (i < R) {
+        const size_t at = (size_t(row) * p.cache_capacity + slot) * R + i;
+        static_cast<float*>(p.key_cache)[at] = latent_key[i];
+        static_cast<float*>(p.value_cache)[at] = latent_value[i];
+      }
+    } else if (threadIdx.x < kWarpSize) {
+      const KvHead head = kv_head<R>(p.key_cache, p.value_cache, p.scales, Form, row, p.cache_capacity);
+      store_slot<R, Form>(head, slot, latent_key, latent_value);
+    }
+    __syncthreads();  // the latents are rewritten for the next slot
+  }
+}
+
+template <KvCacheForm Form>
+Status launch_low_rank_store(int rank, int batch, const LowRankStoreParams& params, Stream stream) {
+  switch (rank) {
+    case 16:
+      low_rank_store_kernel<16, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
+      break;
+    case 32:
+      low_rank_store_kernel<32, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
+      break;
+    case 64:
+      low_rank_store_kernel<64, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
+      break;
+    case 128:
+      low_rank_store_kernel<128, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
+      break;
+    default:
+      return invalid("low_rank_kv_store: the rank must be 16, 32, 64 or 128, got " + std::to_string(rank));
+  }
+  return launch_status("low_rank_kv_store kernel launch");
+}
+
+struct ProjectHeadsParams {
+  int batch, heads, rows, cols;
+  const float* weights;
+  const float* input;
+  float* output;
+};
+
+__global__ void __launch_bounds__(kLowRankThreads) project_heads_kernel(const ProjectHeadsParams p) {
+  const int total = p.batch * p.heads * p.rows;
+  for (int index = blockIdx.x * blockDim.x + threadIdx.x; index < total; index += gridDim.x * blockDim.x) {
+    const int i = index % p.rows, h = (index / p.rows) % p.heads, b = index / (p.rows * p.heads);
+    const float* weight = p.weights + (size_t(h) * p.rows + i) * p.cols;
+    const float* x = p.input + (size_t(b) * p.heads + h) * p.cols;
+    float sum = 0.0f;
+    for (int j = 0; j < p.cols; ++j) sum += weight[j] * x[j];
+    p.output[(size_t(b) * p.heads + h) * p.rows + i] = sum;
+  }
+}
+
 constexpr int kEncodeThreads = 256;
 
 __global__ void __launch_bounds__(kEncodeThreads) fp8_encode_kernel(const float* input, uint8_t* output, int count) {
@@ -273,6 +375,64 @@ Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream) {
     default:
       return launch_store<KvCacheForm::kInt8>(args.head_dim, grid, params, stream);
   }
+}
+
+Status low_rank_kv_store(const LowRankStoreArgs& args, Stream stream) {
+  const std::string where = "low_rank_kv_store: ";
+  if (args.batch <= 0 || args.batch > 65535 || args.heads <= 0 || args.head_dim <= 0)
+    return invalid(where + "batch (1..65535), heads and head_dim must be positive");
+  if (!args.source_keys || !args.source_values || !args.key_basis || !args.value_basis || !args.key_cache ||
+      !args.value_cache)
+    return invalid(where + "sources, bases and caches are required");
+  if (!args.position && (args.count < 0 || args.first_slot < 0 || args.first_slot + args.count > args.cache_capacity ||
+                         args.first_slot + args.count > args.source_capacity))
+    return invalid(where + "slots " + std::to_string(args.first_slot) + ".." +
+                   std::to_string(args.first_slot + args.count - 1) + " outside the cache of " +
+                   std::to_string(args.cache_capacity) + " or the source of " + std::to_string(args.source_capacity));
+  if ((args.form == KvCacheForm::kFp8 || args.form == KvCacheForm::kInt8) &&
+      (!args.scales.key_scales || !args.scales.value_scales ||
+       (args.form == KvCacheForm::kInt8 && !args.scales.key_residual)))
+    return invalid(where + "an " + kv_cache_form_name(args.form) +
+                   " cache needs its key and value scales (and an int8 cache its key residual)");
+  if (!args.position && args.count == 0) return ok_status();
+  LowRankStoreParams params{};
+  params.source_keys = args.source_keys;
+  params.source_values = args.source_values;
+  params.source_capacity = args.source_capacity;
+  params.heads = args.heads;
+  params.head_dim = args.head_dim;
+  params.key_basis = args.key_basis;
+  params.value_basis = args.value_basis;
+  params.first_slot = args.first_slot;
+  params.count = args.count;
+  params.position = args.position;
+  params.slot_offset = args.slot_offset;
+  params.key_cache = args.key_cache;
+  params.value_cache = args.value_cache;
+  params.scales = args.scales;
+  params.cache_capacity = args.cache_capacity;
+  switch (args.form) {
+    case KvCacheForm::kF32:
+      return launch_low_rank_store<KvCacheForm::kF32>(args.rank, args.batch, params, stream);
+    case KvCacheForm::kBF16:
+      return launch_low_rank_store<KvCacheForm::kBF16>(args.rank, args.batch, params, stream);
+    case KvCacheForm::kFp8:
+      return launch_low_rank_store<KvCacheForm::kFp8>(args.rank, args.batch, params, stream);
+    case KvCacheForm::kInt8:
+      return launch_low_rank_store<KvCacheForm::kInt8>(args.rank, args.batch, params, stream);
+  }
+  return invalid(where + "unknown cache form");
+}
+
+Status project_heads(const ProjectHeadsArgs& args, Stream stream) {
+  if (args.batch <= 0 || args.heads <= 0 || args.rows <= 0 || args.cols <= 0 || !args.weights || !args.input ||
+      !args.output)
+    return invalid("project_heads: positive sizes, weights, input and output are required");
+  ProjectHeadsParams params{args.batch, args.heads, args.rows, args.cols, args.weights, args.input, args.output};
+  const int total = args.batch * args.heads * args.rows;
+  const int blocks = std::min((total + kLowRankThreads - 1) / kLowRankThreads, 1024);
+  project_heads_kernel<<<blocks, kLowRankThreads, 0, stream>>>(params);
+  return launch_status("project_heads kernel launch");
 }
 
 Status fp8_e4m3_encode(const float* input, unsigned char* output, int count, Stream stream) {

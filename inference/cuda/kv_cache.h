@@ -104,6 +104,57 @@ struct KvBudgetArgs {
 
 Status kv_budget_update(const KvBudgetArgs& args, Stream stream);
 
+// Low-rank keys and values (a KV rank R, LowRankKv in
+// inference/model/gpt_kv_cache.h): the cache keeps one head of R latents per
+// slot, [batch, 1, C, R] in any form, that every query head reads.
+//
+// low_rank_kv_store: compresses f32 rows (rotated keys and values, [batch, G,
+// source_capacity, D] as an f32 cache lays them out, slot s at row s) with
+// the [R, G·D] bases, as cpu::linear does, and stores the latents of slots
+// [first_slot, first_slot + count) in slot order as cpu::kv_store does (an
+// int8 cache's earlier slots must be stored already). With `position` set,
+// the one slot *position + slot_offset instead (a decode step: read at run
+// time, so a captured graph serves every token). R ∈ {16, 32, 64, 128}.
+struct LowRankStoreArgs {
+  int batch = 1;
+  int heads = 0;     // G of the source
+  int head_dim = 0;  // D of the source
+  int rank = 0;      // R
+  const float* source_keys = nullptr;
+  const float* source_values = nullptr;
+  int source_capacity = 0;
+  const float* key_basis = nullptr;    // [R, G·D] f32
+  const float* value_basis = nullptr;  // [R, G·D] f32
+  int first_slot = 0;
+  int count = 0;
+  const int* position = nullptr;  // device, or nullptr for first_slot/count
+  int slot_offset = 0;
+
+  KvCacheForm form = KvCacheForm::kF32;
+  void* key_cache = nullptr;  // [batch, 1, cache_capacity, R] elements of the form
+  void* value_cache = nullptr;
+  KvCacheScales scales;  // fp8 and int8
+  int cache_capacity = 0;
+};
+
+Status low_rank_kv_store(const LowRankStoreArgs& args, Stream stream);
+
+// Per-head projections between a head and its latent: for every batch row b
+// and head h, output[b, h·rows + i] = Σ_j weights[h, i, j] · input[b, h·cols + j]
+// in j order, as cpu::linear with the head's [rows, cols] matrix (the
+// queries into the latent space with [R, D], latent outputs back with [D, R]).
+struct ProjectHeadsArgs {
+  int batch = 1;
+  int heads = 0;
+  int rows = 0;
+  int cols = 0;
+  const float* weights = nullptr;  // [heads, rows, cols] f32
+  const float* input = nullptr;    // [batch, heads·cols]
+  float* output = nullptr;         // [batch, heads·rows]
+};
+
+Status project_heads(const ProjectHeadsArgs& args, Stream stream);
+
 // Tests only: cpu::fp8_e4m3_from_f32 on the device, code by code.
 Status fp8_e4m3_encode(const float* input, unsigned char* output, int count, Stream stream);
 

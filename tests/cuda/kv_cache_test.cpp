@@ -729,5 +729,134 @@ TEST_F(KvCacheKernels, BudgetBreaksTiesBySlotAndFallsBackToTheOldest) {
   EXPECT_EQ(layer.cpu(0).slot_positions()[std::size_t(slot_of_3)], 4);
 }
 
+// Low-rank keys and values (a KV rank): low_rank_kv_store compresses f32 rows
+// with the bases as cpu::linear does and stores the latents as cpu::kv_store
+// (a prefill's range, then decode slots read from device memory, across int8
+// key blocks); every query head then attends over the one latent head, scaled
+// by the model's head dim, against cpu::kv_attention over the CPU's store;
+// project_heads against cpu::linear with each head's matrix.
+TEST_F(KvCacheKernels, LowRankStoreAndSharedHeadAttentionEqualTheCpu) {
+  constexpr int kBatch = 2, kHeads = 3, kHeadDim = 32, kCapacity = 40, kPrefill = 30, kOffset = 5;
+  constexpr int W = kHeads * kHeadDim;
+  const float scale = 1.0f / std::sqrt(float(kHeadDim));
+  const auto keys = cache_rows(kBatch, kHeads, kCapacity, kHeadDim, 61);
+  const auto values = cache_rows(kBatch, kHeads, kCapacity, kHeadDim, 62);
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_keys, upload(keys, "source keys"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
+  CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, DeviceBuffer<int>::allocate(1, "position"));
+  for (const KvCacheForm form : {KvCacheForm::kF32, KvCacheForm::kBF16, KvCacheForm::kFp8, KvCacheForm::kInt8})
+    for (const int rank : {16, 32}) {
+      SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " rank " + std::to_string(rank));
+      const auto key_basis = random_floats(std::size_t(rank) * W, 63 + rank, -0.3f, 0.3f);
+      const auto value_basis = random_floats(std::size_t(rank) * W, 64 + rank, -0.3f, 0.3f);
+      const cpu::WeightMatrix key_matrix{DType::kF32, key_basis.data(), rank, W};
+      const cpu::WeightMatrix value_matrix{DType::kF32, value_basis.data(), rank, W};
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_basis_device, upload(key_basis, "key basis"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_basis_device, upload(value_basis, "value basis"));
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(form, kBatch, 1, rank, kCapacity));
+      const cpu::KvFormat cpu_form = form == KvCacheForm::kF32 ? cpu::KvFormat::kF32 : cpu_format(form);
+      std::vector<cpu::KvStore> stores;
+      for (int b = 0; b < kBatch; ++b) stores.emplace_back(cpu_form, kCapacity, 1, rank);
+      std::vector<float> latent_key(static_cast<std::size_t>(rank)), latent_value(static_cast<std::size_t>(rank));
+      auto cpu_store = [&](int slot) {
+        for (int b = 0; b < kBatch; ++b) {
+          cpu::linear(slot_row(keys, b, slot, kHeads, kCapacity, kHeadDim).data(), 1, key_matrix, nullptr,
+                      latent_key.data());
+          cpu::linear(slot_row(values, b, slot, kHeads, kCapacity, kHeadDim).data(), 1, value_matrix, nullptr,
+                      latent_value.data());
+          cpu::kv_store(stores[std::size_t(b)], slot, latent_key.data(), latent_value.data());
+        }
+      };
+      LowRankStoreArgs store;
+      store.batch = kBatch;
+      store.heads = kHeads;
+      store.head_dim = kHeadDim;
+      store.rank = rank;
+      store.source_keys = source_keys.data();
+      store.source_values = source_values.data();
+      store.source_capacity = kCapacity;
+      store.key_basis = key_basis_device.data();
+      store.value_basis = value_basis_device.data();
+      store.form = form;
+      store.key_cache = cache.keys.data();
+      store.value_cache = cache.values.data();
+      store.scales = cache.scales();
+      store.cache_capacity = kCapacity;
+      store.first_slot = 0;
+      store.count = kPrefill;
+      CUBEFORGE_ASSERT_OK(low_rank_kv_store(store, nullptr));
+      for (int slot = 0; slot < kPrefill; ++slot) cpu_store(slot);
+
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto output,
+                                     DeviceBuffer<float>::allocate(std::size_t(kBatch) * kHeads * rank, "output"));
+      const std::size_t workspace_bytes = attention_decode_workspace_bytes(kBatch, kHeads, rank, kCapacity);
+      CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto workspace,
+                                     DeviceBuffer<float>::allocate(workspace_bytes / sizeof(float) + 1, "workspace"));
+      CUBEFORGE_ASSERT_OK(attention_decode_reset_workspace(workspace.data(), kBatch, kHeads, nullptr));
+      for (int slot = kPrefill; slot < kCapacity; ++slot) {
+        SCOPED_TRACE("decode slot " + std::to_string(slot));
+        // The decode step: its slot from device memory, then every head over the latent head.
+        CUBEFORGE_ASSERT_OK(position.upload(std::vector<int>{slot - kOffset}));
+        LowRankStoreArgs step = store;
+        step.position = position.data();
+        step.slot_offset = kOffset;
+        CUBEFORGE_ASSERT_OK(low_rank_kv_store(step, nullptr));
+        cpu_store(slot);
+        const auto query = random_floats(std::size_t(kBatch) * kHeads * rank, 65 + slot, -1.5f, 1.5f);
+        std::vector<float> expected(query.size());
+        for (int b = 0; b < kBatch; ++b)
+          cpu::kv_attention(stores[std::size_t(b)], query.data() + std::size_t(b) * kHeads * rank, kHeads, scale,
+                            slot + 1, expected.data() + std::size_t(b) * kHeads * rank, nullptr);
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto query_device, upload(query, "query"));
+        AttentionDecodeArgs attention;
+        attention.batch = kBatch;
+        attention.heads = kHeads;
+        attention.head_dim = rank;
+        attention.query = query_device.data();
+        attention.shared_kv_head = true;
+        attention.scale = scale;
+        attention.cache_form = form;
+        attention.key_cache = cache.keys.data();
+        attention.value_cache = cache.values.data();
+        attention.cache_scales = cache.scales();
+        attention.cache_capacity = kCapacity;
+        attention.position = position.data();
+        attention.length_offset = kOffset + 1;
+        attention.output = output.data();
+        attention.workspace = workspace.data();
+        attention.workspace_bytes = workspace.bytes();
+        CUBEFORGE_ASSERT_OK(attention_decode(attention, nullptr));
+        CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
+        EXPECT_LT(normalised_error(actual, expected), kStoredAttentionTolerance);
+      }
+    }
+
+  // project_heads: queries [B, H·D] into latents [B, H·R] with [H, R, D], and back with [H, D, R].
+  for (const auto& [rows, cols] : {std::pair{16, kHeadDim}, std::pair{kHeadDim, 16}}) {
+    const auto weights = random_floats(std::size_t(kHeads) * rows * cols, 66 + rows, -0.5f, 0.5f);
+    const auto input = random_floats(std::size_t(kBatch) * kHeads * cols, 67 + rows);
+    std::vector<float> expected(std::size_t(kBatch) * kHeads * rows);
+    for (int b = 0; b < kBatch; ++b)
+      for (int h = 0; h < kHeads; ++h)
+        cpu::linear(input.data() + (std::size_t(b) * kHeads + h) * cols, 1,
+                    cpu::WeightMatrix{DType::kF32, weights.data() + std::size_t(h) * rows * cols, rows, cols}, nullptr,
+                    expected.data() + (std::size_t(b) * kHeads + h) * rows);
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto weights_device, upload(weights, "weights"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto input_device, upload(input, "input"));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto output, DeviceBuffer<float>::allocate(expected.size(), "output"));
+    ProjectHeadsArgs project;
+    project.batch = kBatch;
+    project.heads = kHeads;
+    project.rows = rows;
+    project.cols = cols;
+    project.weights = weights_device.data();
+    project.input = input_device.data();
+    project.output = output.data();
+    CUBEFORGE_ASSERT_OK(project_heads(project, nullptr));
+    CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto actual, output.download());
+    EXPECT_LT(normalised_error(actual, expected), 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace cubeforge::cuda::testing
