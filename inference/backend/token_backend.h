@@ -57,8 +57,8 @@ struct TokenSessionOptions {
   DType kv_cache_type = DType::kF32;
   // How the KV cache stores and keeps keys and values (stored form, eviction
   // budget, low rank; gpt_kv_cache.h). The default is exact. The CUDA backend
-  // runs the bf16, fp8 and int8 forms and budgets as well
-  // (kv_cache_runs_on_cuda); ranks run on the CPU.
+  // runs the bf16, fp8 and int8 forms, budgets, and ranks 16, 32, 64 and 128
+  // without a budget (kv_cache_runs_on_cuda).
   KvCacheOptions kv_cache;
   // CPU only: named intermediates (inference/tensor/trace.h) of the prefill,
   // as "prefill.<name>", and of the first `trace_decode_steps` decode steps,
@@ -132,10 +132,17 @@ class TokenBackend {
 // The CPU backend over a loaded model (always available).
 std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model);
 
+// KV ranks the CUDA backend runs: its decode attention's head sizes, since
+// every query head attends over one head of R latents.
+inline bool kv_rank_runs_on_cuda(int rank) { return rank == 16 || rank == 32 || rank == 64 || rank == 128; }
+
 // KV cache options the CUDA backend runs (its open_session refuses the others):
-// full rank, in any stored form (f32, bf16, fp8, int8), every position or a
-// budget's (whose int8 combination both backends refuse).
-inline bool kv_cache_runs_on_cuda(const KvCacheOptions& kv) { return !kv.low_rank; }
+// any stored form (f32, bf16, fp8, int8), every position or a budget's (whose
+// int8 combination both backends refuse), full rank or a rank
+// kv_rank_runs_on_cuda takes without a budget.
+inline bool kv_cache_runs_on_cuda(const KvCacheOptions& kv) {
+  return !kv.low_rank || (kv_rank_runs_on_cuda(kv.low_rank->rank()) && kv.budget == 0);
+}
 
 // Checks options against the model: sizes, sampling values, forced tokens.
 Status check_token_session_options(const DualStreamGpt& model, const TokenSessionOptions& options);

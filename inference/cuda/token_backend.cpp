@@ -17,6 +17,11 @@
 // each decode step's attention writes the token to the slot kv_budget_update
 // chose for its layer and row, and kv_budget_update then accumulates the
 // step's attention and chooses the next slot, as the CPU's LayerKvCache does.
+// Under a KV rank the cache holds one head of R latents per slot: the prefill
+// attends exact and then compresses its rows (low_rank_kv_store); each decode
+// step rotates q and k into the f32 scratch cache, compresses the new slot,
+// projects the query heads into the latent space, attends every head over the
+// one latent head and projects each head's output back.
 #include "inference/cuda/token_backend.h"
 
 #include <cuda_runtime.h>
@@ -24,6 +29,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <optional>
 #include <thread>
 
@@ -77,6 +83,9 @@ struct LayerCache {
   // the slot each batch row's next token takes, [B].
   DeviceBuffer<int> slot_positions, write_slots;
   DeviceBuffer<float> attention;
+  // A KV rank's bases (LowRankKv::Layer) in f32: keys and values [R, d] each;
+  // key_heads [H, R, D], value_heads [H, D, R].
+  DeviceBuffer<float> key_basis, value_basis, key_heads, value_heads;
 
   KvCacheScales scales() {
     return {key_scales.size() ? key_scales.data() : nullptr, value_scales.size() ? value_scales.data() : nullptr,
@@ -134,7 +143,10 @@ class CudaTokenSession final : public TokenSession {
   // The CPU's bf16, fp8 and int8 forms (kv_cache.format): the prefill writes
   // and attends over the f32 scratch cache, as the CPU's prefill attends over
   // the exact keys and values, and then stores them in the form.
-  bool scratch_prefill() const { return options_.kv_cache.format != cpu::KvFormat::kF32; }
+  bool scratch_prefill() const { return options_.kv_cache.format != cpu::KvFormat::kF32 || low_rank(); }
+  // A KV rank (options.kv_cache.low_rank): the cache is [B, 1, capacity, R].
+  bool low_rank() const { return options_.kv_cache.low_rank != nullptr; }
+  int rank() const { return low_rank() ? options_.kv_cache.low_rank->rank() : 0; }
   // H2O eviction (options.kv_cache.budget): each decode step's attention
   // writes the token to the slot kv_budget_update chose and records the
   // scores it accumulates.
@@ -260,6 +272,8 @@ class CudaTokenSession final : public TokenSession {
                              Stream stream);
   Status run_prefill(int length, Stream stream);
   Status record_decode_step(Stream stream);
+  Status low_rank_attention(const BlockWeights& block, LayerCache& cache, Stream stream);
+  LowRankStoreArgs low_rank_store_args(LayerCache& cache) const;
   Status sample(Stream stream);
   Status enqueue_one_step();
 
@@ -276,13 +290,17 @@ class CudaTokenSession final : public TokenSession {
   DeviceBuffer<float> x_, qkv_ /*[B, 3d]*/, attended_, hidden_ /*[B, F]*/, logits_ /*[B, V+3]*/;
   DeviceBuffer<float> workspace_;
   DeviceBuffer<float> scores_;  // a budget: one layer's attention scores, [B, H, dual capacity]
+  // A KV rank: the rotated query [B, d], the query heads' latents and the
+  // attention's latent outputs, [B, H·R] each.
+  DeviceBuffer<float> rotated_query_, latent_query_, latent_out_;
   DeviceBuffer<int> step_, tokens_out_ /*[N]*/, input_tokens_ /*[N + 1]*/, forced_ /*[N]*/;
   PinnedHostBuffer<int> ring_ /*[N]*/, ring_count_ /*[1]*/;
   DeviceBuffer<float> logits_history_ /*[N, B, V+3]*/, combined_history_ /*[N, V]*/;
   // Prefill: R = B·max(S, L) rows.
   DeviceBuffer<float> cond_input_ /*[B·S, d]*/, cond_rows_, shape_rows_ /*[B·L, d]*/, normed_rows_, qkv_rows_,
       query_rows_, attended_cond_, attended_shape_, gate_up_rows_ /*[R, 2F]*/, swiglu_out_ /*[R, F]*/, widened_;
-  // The CPU's forms: one layer's exact prefill keys and values, [B, H, prefill_capacity_, D] f32.
+  // The CPU's forms: one layer's exact prefill keys and values, [B, H, prefill_capacity_, D] f32
+  // (under a KV rank also each decode step's new key and value, in its slot).
   DeviceBuffer<float> prefill_keys_, prefill_values_;
   int prefill_capacity_ = 0;
   int max_shape_rows_ = 1;
@@ -307,7 +325,8 @@ Status CudaTokenSession::open() {
   for (const BlockWeights& block : w_.blocks) {
     LayerCache cache;
     cache.capacity = block.dual ? dual_capacity : single_capacity;
-    const KvCacheSizes sizes = kv_cache_sizes(form_, B, c_.heads, head_dim(), cache.capacity);
+    const KvCacheSizes sizes = low_rank() ? kv_cache_sizes(form_, B, 1, rank(), cache.capacity)
+                                          : kv_cache_sizes(form_, B, c_.heads, head_dim(), cache.capacity);
     CUBEFORGE_TRY(allocate(cache.keys, sizes.code_bytes, "KV cache keys"));
     CUBEFORGE_TRY(allocate(cache.values, sizes.code_bytes, "KV cache values"));
     if (sizes.key_scales) CUBEFORGE_TRY(allocate(cache.key_scales, sizes.key_scales, "KV cache key scales"));
@@ -329,11 +348,35 @@ Status CudaTokenSession::open() {
       CUBEFORGE_TRY(allocate(cache.write_slots, std::size_t(B), "KV budget write slots"));
       CUBEFORGE_TRY(cache.write_slots.upload(std::vector<int>(std::size_t(B), fixed + 1)));
     }
+    if (low_rank()) {
+      const LowRankKv::Layer& bases = options_.kv_cache.low_rank->layer(caches_.size());
+      const std::size_t R = std::size_t(rank()), D = std::size_t(head_dim()), W = std::size_t(d());
+      auto upload_matrix = [](DeviceBuffer<float>& buffer, const cpu::WeightMatrix& matrix) {
+        const auto* data = static_cast<const float*>(matrix.data);
+        return buffer.upload(std::vector<float>(data, data + std::size_t(matrix.rows * matrix.cols)));
+      };
+      CUBEFORGE_TRY(allocate(cache.key_basis, R * W, "KV rank key basis"));
+      CUBEFORGE_TRY(allocate(cache.value_basis, R * W, "KV rank value basis"));
+      CUBEFORGE_TRY(upload_matrix(cache.key_basis, bases.keys));
+      CUBEFORGE_TRY(upload_matrix(cache.value_basis, bases.values));
+      std::vector<float> key_heads, value_heads;
+      for (int h = 0; h < c_.heads; ++h) {
+        const auto* into = static_cast<const float*>(bases.key_heads[std::size_t(h)].data);
+        const auto* back = static_cast<const float*>(bases.value_heads[std::size_t(h)].data);
+        key_heads.insert(key_heads.end(), into, into + R * D);
+        value_heads.insert(value_heads.end(), back, back + D * R);
+      }
+      CUBEFORGE_TRY(allocate(cache.key_heads, key_heads.size(), "KV rank key heads"));
+      CUBEFORGE_TRY(allocate(cache.value_heads, value_heads.size(), "KV rank value heads"));
+      CUBEFORGE_TRY(cache.key_heads.upload(key_heads));
+      CUBEFORGE_TRY(cache.value_heads.upload(value_heads));
+    }
     caches_.push_back(std::move(cache));
   }
   if (evicting()) CUBEFORGE_TRY(allocate(scores_, std::size_t(B) * c_.heads * dual_capacity, "KV budget scores"));
   if (scratch_prefill()) {
-    prefill_capacity_ = S + max_shape_rows_;
+    // A rank's decode steps write their new key and value to the scratch at their slot.
+    prefill_capacity_ = low_rank() ? dual_capacity : S + max_shape_rows_;
     const std::size_t cells = std::size_t(B) * c_.heads * prefill_capacity_ * head_dim();
     CUBEFORGE_TRY(allocate(prefill_keys_, cells, "prefill keys"));
     CUBEFORGE_TRY(allocate(prefill_values_, cells, "prefill values"));
@@ -344,7 +387,13 @@ Status CudaTokenSession::open() {
   CUBEFORGE_TRY(allocate(attended_, std::size_t(B) * d(), "decode attention output"));
   CUBEFORGE_TRY(allocate(hidden_, std::size_t(B) * F, "decode MLP hidden"));
   CUBEFORGE_TRY(allocate(logits_, std::size_t(B) * vocab_rows(), "logits"));
-  const std::size_t workspace = attention_decode_workspace_bytes(B, c_.heads, head_dim(), dual_capacity);
+  if (low_rank()) {
+    CUBEFORGE_TRY(allocate(rotated_query_, std::size_t(B) * d(), "decode rotated query"));
+    CUBEFORGE_TRY(allocate(latent_query_, std::size_t(B) * c_.heads * rank(), "decode latent queries"));
+    CUBEFORGE_TRY(allocate(latent_out_, std::size_t(B) * c_.heads * rank(), "decode latent outputs"));
+  }
+  const std::size_t workspace =
+      attention_decode_workspace_bytes(B, c_.heads, std::max(head_dim(), rank()), dual_capacity);
   CUBEFORGE_TRY(allocate(workspace_, workspace / sizeof(float) + 1, "attention workspace"));
   CUBEFORGE_TRY(attention_decode_reset_workspace(workspace_.data(), B, c_.heads, stream_.get()));
   CUBEFORGE_TRY(allocate(step_, 1, "step"));
@@ -453,7 +502,13 @@ Status CudaTokenSession::run_prefill(int length, Stream stream) {
     CUBEFORGE_TRY(attention_prefill(
         prefill_attention_args(cache, query_rows_.data(), L, slot_offset, slot_offset + L, attended_shape_.data()),
         stream));
-    if (scratch_prefill()) {
+    if (low_rank()) {
+      // The cache keeps this layer's keys and values compressed for the decode steps.
+      LowRankStoreArgs store = low_rank_store_args(cache);
+      store.first_slot = 0;
+      store.count = slot_offset + L;
+      CUBEFORGE_TRY(low_rank_kv_store(store, stream));
+    } else if (scratch_prefill()) {
       // The cache keeps this layer's keys and values in its form for the decode steps.
       KvCacheStoreArgs store;
       store.batch = B;
@@ -498,48 +553,52 @@ Status CudaTokenSession::record_decode_step(Stream stream) {
     qkv.input_layer_norm_eps = c_.eps;
     CUBEFORGE_TRY(matvec(qkv, stream));
 
-    AttentionDecodeArgs attention;
-    attention.batch = batch_;
-    attention.heads = c_.heads;
-    attention.head_dim = head_dim();
-    attention.raw_qkv = qkv_.data();
-    attention.raw_stride = pre.qkv.rows;
-    attention.query_norm_weight = pre.q_norm.data();
-    attention.key_norm_weight = pre.k_norm.data();
-    attention.eps = kQkNormEps;
-    attention.rope_theta = c_.rope_theta;
-    attention.write_position = step_.data();
-    attention.cache_slot_offset = block.dual ? S : 0;
-    attention.cache_form = form_;
-    attention.key_cache = cache.keys.data();
-    attention.value_cache = cache.values.data();
-    attention.cache_scales = cache.scales();
-    attention.cache_capacity = cache.capacity;
-    // The reference's KV quirk: a single block's query sees cache slot 0 only.
-    const bool quirk = !block.dual && options_.attention == AttentionMode::kReference;
-    attention.position = quirk ? nullptr : step_.data();
-    attention.length_offset = block.dual ? S + 1 : 1;
-    attention.output = attended_.data();
-    attention.workspace = workspace_.data();
-    attention.workspace_bytes = workspace_.bytes();
-    if (evicting()) {
-      attention.write_slots = cache.write_slots.data();
-      attention.scores = scores_.data();
-    }
-    CUBEFORGE_TRY(attention_decode(attention, stream));
-    if (evicting()) {
-      KvBudgetArgs budget;
-      budget.batch = batch_;
-      budget.heads = c_.heads;
-      budget.capacity = cache.capacity;
-      budget.fixed_slots = block.dual ? S : 0;
-      budget.budget = options_.kv_cache.budget;
-      budget.position = step_.data();
-      budget.scores = scores_.data();
-      budget.attention = cache.attention.data();
-      budget.slot_positions = cache.slot_positions.data();
-      budget.write_slots = cache.write_slots.data();
-      CUBEFORGE_TRY(kv_budget_update(budget, stream));
+    if (low_rank()) {
+      CUBEFORGE_TRY(low_rank_attention(block, cache, stream));
+    } else {
+      AttentionDecodeArgs attention;
+      attention.batch = batch_;
+      attention.heads = c_.heads;
+      attention.head_dim = head_dim();
+      attention.raw_qkv = qkv_.data();
+      attention.raw_stride = pre.qkv.rows;
+      attention.query_norm_weight = pre.q_norm.data();
+      attention.key_norm_weight = pre.k_norm.data();
+      attention.eps = kQkNormEps;
+      attention.rope_theta = c_.rope_theta;
+      attention.write_position = step_.data();
+      attention.cache_slot_offset = block.dual ? S : 0;
+      attention.cache_form = form_;
+      attention.key_cache = cache.keys.data();
+      attention.value_cache = cache.values.data();
+      attention.cache_scales = cache.scales();
+      attention.cache_capacity = cache.capacity;
+      // The reference's KV quirk: a single block's query sees cache slot 0 only.
+      const bool quirk = !block.dual && options_.attention == AttentionMode::kReference;
+      attention.position = quirk ? nullptr : step_.data();
+      attention.length_offset = block.dual ? S + 1 : 1;
+      attention.output = attended_.data();
+      attention.workspace = workspace_.data();
+      attention.workspace_bytes = workspace_.bytes();
+      if (evicting()) {
+        attention.write_slots = cache.write_slots.data();
+        attention.scores = scores_.data();
+      }
+      CUBEFORGE_TRY(attention_decode(attention, stream));
+      if (evicting()) {
+        KvBudgetArgs budget;
+        budget.batch = batch_;
+        budget.heads = c_.heads;
+        budget.capacity = cache.capacity;
+        budget.fixed_slots = block.dual ? S : 0;
+        budget.budget = options_.kv_cache.budget;
+        budget.position = step_.data();
+        budget.scores = scores_.data();
+        budget.attention = cache.attention.data();
+        budget.slot_positions = cache.slot_positions.data();
+        budget.write_slots = cache.write_slots.data();
+        CUBEFORGE_TRY(kv_budget_update(budget, stream));
+      }
     }
 
     const PostAttentionWeights& post = block.post_x;
@@ -563,6 +622,82 @@ Status CudaTokenSession::record_decode_step(Stream stream) {
   head.input_layer_norm_eps = c_.eps;
   CUBEFORGE_TRY(matvec(head, stream));
   return sample(stream);
+}
+
+LowRankStoreArgs CudaTokenSession::low_rank_store_args(LayerCache& cache) const {
+  LowRankStoreArgs store;
+  store.batch = batch_;
+  store.heads = c_.heads;
+  store.head_dim = head_dim();
+  store.rank = rank();
+  store.source_keys = prefill_keys_.data();
+  store.source_values = prefill_values_.data();
+  store.source_capacity = prefill_capacity_;
+  store.key_basis = cache.key_basis.data();
+  store.value_basis = cache.value_basis.data();
+  store.form = form_;
+  store.key_cache = cache.keys.data();
+  store.value_cache = cache.values.data();
+  store.scales = cache.scales();
+  store.cache_capacity = cache.capacity;
+  return store;
+}
+
+// One block's attention under a KV rank, as the CPU's LayerKvCache: the new
+// key and value (rotated) are compressed into the cache before the query
+// attends; the query heads go into the latent space, attend over the one
+// latent head at the model's 1/sqrt(D), and come back per head into attended_.
+Status CudaTokenSession::low_rank_attention(const BlockWeights& block, LayerCache& cache, Stream stream) {
+  const int S = cond_, R = rank(), slot_offset = block.dual ? S : 0;
+  QkNormRopeArgs rope = rope_args(block.pre_x, qkv_.data(), 1, cache);
+  rope.position = step_.data();
+  rope.cache_slot_offset = slot_offset;
+  rope.query_out = rotated_query_.data();
+  CUBEFORGE_TRY(qk_norm_rope_cache_write(rope, stream));
+
+  LowRankStoreArgs store = low_rank_store_args(cache);
+  store.position = step_.data();
+  store.slot_offset = slot_offset;
+  CUBEFORGE_TRY(low_rank_kv_store(store, stream));
+
+  ProjectHeadsArgs into;
+  into.batch = batch_;
+  into.heads = c_.heads;
+  into.rows = R;
+  into.cols = head_dim();
+  into.weights = cache.key_heads.data();
+  into.input = rotated_query_.data();
+  into.output = latent_query_.data();
+  CUBEFORGE_TRY(project_heads(into, stream));
+
+  AttentionDecodeArgs attention;
+  attention.batch = batch_;
+  attention.heads = c_.heads;
+  attention.head_dim = R;
+  attention.query = latent_query_.data();
+  attention.shared_kv_head = true;
+  attention.scale = float(1.0 / std::sqrt(double(head_dim())));
+  attention.cache_form = form_;
+  attention.key_cache = cache.keys.data();
+  attention.value_cache = cache.values.data();
+  attention.cache_scales = cache.scales();
+  attention.cache_capacity = cache.capacity;
+  attention.position = step_.data();
+  attention.length_offset = slot_offset + 1;
+  attention.output = latent_out_.data();
+  attention.workspace = workspace_.data();
+  attention.workspace_bytes = workspace_.bytes();
+  CUBEFORGE_TRY(attention_decode(attention, stream));
+
+  ProjectHeadsArgs back;
+  back.batch = batch_;
+  back.heads = c_.heads;
+  back.rows = head_dim();
+  back.cols = R;
+  back.weights = cache.value_heads.data();
+  back.input = latent_out_.data();
+  back.output = attended_.data();
+  return project_heads(back, stream);
 }
 
 Status CudaTokenSession::sample(Stream stream) {
@@ -690,10 +825,23 @@ Result<StepLogits> CudaTokenSession::step_logits(int step) {
 // backends).
 Status check_cuda_kv_cache(const TokenSessionOptions& options) {
   const KvCacheOptions& kv = options.kv_cache;
-  if (kv.low_rank)
-    return make_error(ErrorCode::kUnsupported,
-                      "the CUDA backend keeps keys and values at full rank; a KV rank (" +
-                          std::to_string(kv.low_rank->rank()) + ") runs on the CPU backend (--backend cpu)");
+  if (kv.low_rank) {
+    const int rank = kv.low_rank->rank();
+    if (!kv_rank_runs_on_cuda(rank))
+      return make_error(ErrorCode::kUnsupported,
+                        "the CUDA backend runs KV ranks 16, 32, 64 and 128 (its attention's "
+                        "head sizes); a rank of " +
+                            std::to_string(rank) + " runs on the CPU backend (--backend cpu)");
+    if (kv.budget > 0)
+      return make_error(ErrorCode::kUnsupported,
+                        "the CUDA backend runs a KV rank (" + std::to_string(rank) + ") or a KV budget (" +
+                            std::to_string(kv.budget) +
+                            "), not both; run them together on the CPU backend (--backend cpu)");
+    if (options.kv_cache_type != DType::kF32)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "a KV rank stores its latents in the --kv-cache form; leave "
+                        "kv_cache_type at F32 (--kv-cache-type f32)");
+  }
   const bool stored_form = kv.format != cpu::KvFormat::kF32;
   if (stored_form && options.kv_cache_type != DType::kF32)
     return make_error(ErrorCode::kInvalidArgument, std::string(kv.format == cpu::KvFormat::kBF16 ? "a " : "an ") +

@@ -6,7 +6,6 @@
 // same; on the built-in model the recorded prompts give the CPU's tokens.
 // Nothing here assumes the fixture's sizes: they come from its files.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -25,6 +24,7 @@
 #include "inference/pipeline/generation.h"
 #include "tests/support/oracle.h"
 #include "tests/support/oracle_gpt.h"
+#include "tests/support/orthonormal_rows.h"
 
 namespace cubeforge::cuda::testing {
 namespace {
@@ -432,38 +432,93 @@ TEST(CudaSessionBuiltinModel, KvBudgetsGiveTheCpuTokensAndLogits) {
   }
 }
 
-// KV ranks stay on the CPU backend: refused, naming it. A budget with the
-// int8 cache is refused as the CPU refuses it; a stored form replaces
-// kv_cache_type, which must stay F32.
-TEST(CudaSessionBuiltinModel, KvRanksRunOnTheCpu) {
+// A random orthonormal basis of `rank` keys and values per layer, loaded at
+// that rank.
+std::shared_ptr<const LowRankKv> random_kv_bases(const GptConfig& config, int rank) {
+  std::vector<KvLayerBasis> bases;
+  for (int l = 0; l < config.dual_layers + config.single_layers; ++l) {
+    KvLayerBasis basis;
+    const auto keys = cubeforge::testing::orthonormal_rows(config.width, uint32_t(11 + 2 * l));
+    const auto values = cubeforge::testing::orthonormal_rows(config.width, uint32_t(12 + 2 * l));
+    basis.keys.assign(keys.begin(), keys.begin() + std::ptrdiff_t(rank) * config.width);
+    basis.values.assign(values.begin(), values.begin() + std::ptrdiff_t(rank) * config.width);
+    bases.push_back(std::move(basis));
+  }
+  const auto file = std::filesystem::temp_directory_path() / ("cubeforge-cuda-kv-bases-" + std::to_string(::getpid()) +
+                                                              "-" + std::to_string(rank) + ".safetensors");
+  EXPECT_TRUE(write_kv_bases(file, bases, config.width).ok());
+  auto low_rank = LowRankKv::load(file, config, rank);
+  std::filesystem::remove(file);
+  EXPECT_TRUE(low_rank.ok()) << low_rank.error().to_string();
+  return low_rank.ok() ? *low_rank : nullptr;
+}
+
+// A KV rank runs on the device as on the CPU: the prefill attends exact and
+// stores the compressed rows, each decode step compresses its key and value
+// before every head attends over the one latent head, so tokens and logits
+// agree; the logits differ from the full-rank cache's of the same form.
+TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
+  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto selected = select_token_backend(BackendChoice::kCuda, model->gpt());
+  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
+  const auto cpu = make_cpu_token_backend(model->gpt());
+  auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
+  auto uncond = encode_prompt(*model, "", std::nullopt);
+  ASSERT_TRUE(cond.ok() && uncond.ok());
+  const auto low_rank = random_kv_bases(model->gpt().config(), 16);
+  ASSERT_TRUE(low_rank);
+  for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kInt8}) {
+    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, rank 16");
+    TokenGenerationOptions options;
+    options.guidance_scale = 3.0f;
+    options.kv_cache.format = format;
+    options.kv_cache.low_rank = low_rank;
+    ASSERT_TRUE(kv_cache_runs_on_cuda(options.kv_cache));
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
+    ASSERT_FALSE(gpu_trace.raw_logits.empty());
+    TokenGenerationOptions whole = options;
+    whole.kv_cache.low_rank = nullptr;
+    TokenTrace whole_trace;
+    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kBuiltinTokens, whole, {}, &whole_trace).ok());
+    ASSERT_EQ(whole_trace.raw_logits.size(), gpu_trace.raw_logits.size());
+    EXPECT_GT(relative_error(gpu_trace.raw_logits, whole_trace.raw_logits), kBackendTolerance);
+  }
+}
+
+// Ranks the decode attention cannot take, and a rank with a budget, stay on
+// the CPU backend: refused, naming the value and the CPU backend. A budget
+// with the int8 cache is refused as the CPU refuses it; a stored form
+// replaces kv_cache_type, which must stay F32.
+TEST(CudaSessionBuiltinModel, OtherKvRanksRunOnTheCpu) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
   auto exact = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
   ASSERT_TRUE(exact.ok()) << exact.error().to_string();
   auto cuda = select_token_backend(BackendChoice::kCuda, exact->gpt());
   ASSERT_TRUE(cuda.ok()) << cuda.error().to_string();
   const GptConfig& config = exact->gpt().config();
-  // An orthonormal basis: the first 4 unit vectors, for every layer.
-  KvLayerBasis basis;
-  basis.keys.assign(std::size_t(4) * config.width, 0.0f);
-  for (int i = 0; i < 4; ++i) basis.keys[std::size_t(i) * config.width + i] = 1.0f;
-  basis.values = basis.keys;
-  const std::vector<KvLayerBasis> bases(std::size_t(config.dual_layers + config.single_layers), basis);
-  const auto file = std::filesystem::temp_directory_path() / ("cubeforge-cuda-kv-bases-" + std::to_string(::getpid()) +
-                                                              ".safetensors");
-  ASSERT_TRUE(write_kv_bases(file, bases, config.width).ok());
-  auto low_rank = LowRankKv::load(file, config, 4);
-  std::filesystem::remove(file);
-  ASSERT_TRUE(low_rank.ok()) << low_rank.error().to_string();
 
   TokenSessionOptions options;
   options.tokens = 4;
   options.cond_length = exact->gpt().condition_length(77);
   options.kv_cache.format = cpu::KvFormat::kFp8;
-  options.kv_cache.low_rank = *low_rank;
+  options.kv_cache.low_rank = random_kv_bases(config, 4);
+  EXPECT_FALSE(kv_cache_runs_on_cuda(options.kv_cache));
   auto rank = cuda->backend->open_session(options);
   ASSERT_FALSE(rank.ok());
-  EXPECT_NE(rank.error().message.find("rank (4)"), std::string::npos) << rank.error().to_string();
+  EXPECT_NE(rank.error().message.find("rank of 4"), std::string::npos) << rank.error().to_string();
+  EXPECT_NE(rank.error().message.find("16, 32, 64 and 128"), std::string::npos) << rank.error().to_string();
   EXPECT_NE(rank.error().message.find("CPU backend"), std::string::npos) << rank.error().to_string();
+  options.kv_cache.low_rank = random_kv_bases(config, 16);
+  options.kv_cache.budget = 8;
+  EXPECT_FALSE(kv_cache_runs_on_cuda(options.kv_cache));
+  auto with_budget = cuda->backend->open_session(options);
+  ASSERT_FALSE(with_budget.ok());
+  EXPECT_NE(with_budget.error().message.find("KV rank (16) or a KV budget (8)"), std::string::npos)
+      << with_budget.error().to_string();
+  EXPECT_NE(with_budget.error().message.find("CPU backend"), std::string::npos) << with_budget.error().to_string();
   options.kv_cache.low_rank = nullptr;
   options.kv_cache.format = cpu::KvFormat::kInt8;
   options.kv_cache.budget = 8;
