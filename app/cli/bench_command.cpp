@@ -300,8 +300,10 @@ int run_bench(const BenchOptions& o) {
   const std::vector<EngineFlags> combinations = o.engine.combinations();
   const EngineFlags& single = combinations.front();
   // The CUDA backend streams every weight format and keeps f32, bf16, fp8 and
-  // int8 caches, every position or a budget's; one combination at a time, at full rank.
-  const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_on_cuda();
+  // int8 caches, every position or a budget's; one combination at a time, at
+  // full rank (this path reads no KV bases, so a rank is compared on the CPU).
+  const bool cuda_weights =
+      choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_on_cuda() && single.kv_rank == 0;
   const bool compare_options = (combinations.size() != 1 || !single.exact()) && !cuda_weights;
   if (compare_options) {
     if (choice == BackendChoice::kCuda) {

@@ -42,7 +42,7 @@ struct GenerationRequest {
   std::shared_ptr<const TokenBackend> token_backend;
   bool cuda_graphs = true;                         // CUDA: replay one recorded step per token
   DType kv_cache_type = DType::kF32;               // CUDA: F32 (exact) or BF16
-  KvCacheOptions kv_cache;                         // CPU: stored form, budget, rank (gpt_kv_cache.h); default exact
+  KvCacheOptions kv_cache;                         // stored form, budget, rank (gpt_kv_cache.h); default exact
   DecodingOptions decoding;                        // sequential, exact parallel or block diffusion
   bool coarse_to_fine = true;                      // false: evaluate every grid point
   // Coarse-to-fine only: latents each block of grid points below the coarse

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "app/desktop/core/json_number.h"
+#include "inference/backend/token_backend.h"
 #include "inference/core/file_io.h"
 #include "inference/model/gpt_kv_cache.h"
 #include "inference/model/weight_formats.h"
@@ -251,7 +252,9 @@ bool kv_cache_exact(const AppSettings& s) {
   return !s.kv_cache || (s.kv_cache_format == "f32" && s.kv_budget == 0 && s.kv_rank == 0);
 }
 
-bool kv_cache_on_gpu(const AppSettings& s) { return !s.kv_cache || s.kv_rank == 0; }
+bool kv_cache_on_gpu(const AppSettings& s) {
+  return !s.kv_cache || s.kv_rank == 0 || (kv_rank_runs_on_cuda(s.kv_rank) && s.kv_budget == 0);
+}
 
 bool engine_options_exact(const AppSettings& s) { return s.weights == "stored" && kv_cache_exact(s); }
 

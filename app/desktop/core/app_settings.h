@@ -99,7 +99,8 @@ bool engine_options_exact(const AppSettings& settings);
 // Whether the KV cache is off or exact (f32, every position, full rank).
 bool kv_cache_exact(const AppSettings& settings);
 // Whether the GPU runs the KV cache chosen, with any weight format: off, or
-// full rank (any stored form, every position or a budget's).
+// any stored form with every position or a budget's, at full rank or a rank
+// of 16, 32, 64 or 128 without a budget.
 bool kv_cache_on_gpu(const AppSettings& settings);
 // Why the KV cache options cannot run with the attention chosen, or with each
 // other, in the engine's words; empty when they can.

@@ -51,8 +51,9 @@ std::string kv_cache_label(const GenerationRequest& request) {
 }
 
 Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
-  // Parallel decoding and KV ranks run on the CPU backend (the engine says
-  // so for an explicit CUDA); every weight format, cache form and budget runs on both.
+  // Parallel decoding and the KV ranks kv_cache_runs_on_cuda refuses run on
+  // the CPU backend (the engine says so for an explicit CUDA); every weight
+  // format, cache form and budget runs on both.
   const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !kv_cache_runs_on_cuda(request.kv_cache);
   if (request.token_backend || request.backend == BackendChoice::kCpu ||
       (request.backend == BackendChoice::kAuto && cpu_only))
@@ -457,7 +458,7 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       varied.cuda_graphs = run.cuda_graphs;
       varied.decoding = run.decoding;
       if (run.chosen_kv_cache) varied.kv_cache = chosen->kv_cache;
-      // Parallel decoding and KV ranks run on the CPU backend.
+      // Parallel decoding and the KV ranks CUDA does not run go to the CPU backend.
       if (run.decoding.mode != DecodingMode::kSequential ||
           (run.chosen_kv_cache && !kv_cache_runs_on_cuda(varied.kv_cache))) {
         varied.backend = BackendChoice::kCpu;

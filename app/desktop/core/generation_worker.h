@@ -241,8 +241,8 @@ class GenerationWorker {
                                           std::chrono::steady_clock::time_point started,
                                           const GenerationEventSink& sink);
   // The request with its token backend opened (once per model and choice).
-  // Auto is the CPU for parallel decoding and for KV ranks: only the CPU
-  // backend runs them.
+  // Auto is the CPU for parallel decoding and for the KV ranks the CUDA
+  // backend does not run (kv_cache_runs_on_cuda): only the CPU backend runs them.
   Result<GenerationRequest> with_backend(const CubeModel& model, GenerationRequest request);
   // The request with the KV rank's bases (read once per model and rank) and
   // its KV cache options checked.

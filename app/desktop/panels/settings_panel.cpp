@@ -58,7 +58,8 @@ void draw_model_section(App& app) {
 // Why the GPU cannot run these settings' KV cache, or empty (it runs every weight format).
 std::string gpu_refuses(const AppSettings& settings) {
   if (kv_cache_on_gpu(settings)) return "";
-  return "KV ranks run on the CPU: set the rank to 0 to use the GPU";
+  return "The GPU runs KV ranks 16, 32, 64 and 128 without a budget; others run on the CPU (set the rank to one "
+         "of those, or 0, to use the GPU)";
 }
 
 void draw_backend_section(AppSettings& settings) {
@@ -69,7 +70,7 @@ void draw_backend_section(AppSettings& settings) {
   ImGui::RadioButton("Auto", &backend, 0);
   reason_tooltip(!cuda.available       ? "The CPU: " + cuda.why_not
                  : on_cpu_only.empty() ? "The GPU: " + cuda.device
-                                       : "The CPU: KV ranks run there");
+                                       : "The CPU: this KV rank runs there");
   flow_next(checkbox_width("CPU"));
   ImGui::RadioButton("CPU", &backend, 1);
   flow_next(checkbox_width("GPU (CUDA)"));
