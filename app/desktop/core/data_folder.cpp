@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "inference/core/file_io.h"
+#include "inference/core/untrusted_text.h"
 
 namespace cubeforge::app {
 
@@ -22,7 +23,7 @@ std::filesystem::path resolve_data_folder(const std::string& override_folder) {
 Status check_data_file(const std::filesystem::path& path) {
   CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
   if (kind == FileKind::kMissing || kind == FileKind::kRegular) return ok_status();
-  return make_error(ErrorCode::kIo, "'" + path.string() + "' is " + describe_file_type(path) +
+  return make_error(ErrorCode::kIo, single_quoted(path.string()) + " is " + describe_file_type(path) +
                                         ", not a regular file; move it away");
 }
 
