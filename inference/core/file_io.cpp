@@ -16,6 +16,8 @@
 #include <ctime>
 #include <random>
 
+#include "inference/core/untrusted_text.h"
+
 namespace cubeforge {
 
 namespace {
@@ -34,7 +36,7 @@ std::string reason(int err) {
   return text;
 }
 
-std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+std::string quoted(const std::filesystem::path& path) { return single_quoted(path.string()); }
 
 const char* type_of_mode(mode_t mode) {
   if (S_ISREG(mode)) return "a regular file";
@@ -220,7 +222,10 @@ std::string temporary_file_name(const std::string& target_name, const std::strin
     keep = kMaxFileNameBytes - fixed;
     while (keep > 0 && (uint8_t(target_name[keep]) & 0xC0) == 0x80) --keep;  // not inside a UTF-8 sequence
   }
-  return "." + target_name.substr(0, keep) + "." + suffix + kTemporarySuffix;
+  // Appended: GCC 12 misreads `literal + string` here as overlapping copies.
+  std::string name = ".";
+  name.append(target_name, 0, keep).append(".").append(suffix).append(kTemporarySuffix);
+  return name;
 }
 
 Result<std::filesystem::path> resolve_write_target(const std::filesystem::path& path, const WriteOptions& options) {
