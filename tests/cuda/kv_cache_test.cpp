@@ -27,6 +27,34 @@ namespace {
 // summation orders differ.
 constexpr double kStoredAttentionTolerance = 1e-5;
 
+// What the fused prologue computes first, as qk_norm_rope_cache_write's
+// arguments: from raw q | k | v rows ([batch, 3·heads·head_dim]), the
+// normalised, rotated query and the exact key and value in an f32 cache.
+QkNormRopeArgs exact_rope_args(int batch, int heads, int head_dim, const float* raw_qkv, const float* query_norm,
+                               const float* key_norm, const int* position, float* query_out, float* key_cache,
+                               float* value_cache, int cache_capacity) {
+  const int width = heads * head_dim;
+  QkNormRopeArgs rope;
+  rope.batch = batch;
+  rope.heads = heads;
+  rope.head_dim = head_dim;
+  rope.query = raw_qkv;
+  rope.query_stride = 3 * width;
+  rope.key = raw_qkv + width;
+  rope.key_stride = 3 * width;
+  rope.value = raw_qkv + 2 * width;
+  rope.value_stride = 3 * width;
+  rope.query_norm_weight = query_norm;
+  rope.key_norm_weight = key_norm;
+  rope.position = position;
+  rope.query_out = query_out;
+  rope.cache_type = DType::kF32;
+  rope.key_cache = key_cache;
+  rope.value_cache = value_cache;
+  rope.cache_capacity = cache_capacity;
+  return rope;
+}
+
 cpu::KvFormat cpu_format(KvCacheForm form) {
   switch (form) {
     case KvCacheForm::kBF16:
@@ -346,24 +374,9 @@ TEST_F(KvCacheKernels, FusedDecodeStoresAndAttendsAsTheCpu) {
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto raw_device, upload(raw, "raw qkv"));
         CUBEFORGE_ASSERT_OK(position.upload(std::vector<int>{slot}));
         // The exact query and key, as the prologue computes them.
-        QkNormRopeArgs rope;
-        rope.batch = kBatch;
-        rope.heads = kHeads;
-        rope.head_dim = D;
-        rope.query = raw_device.data();
-        rope.query_stride = stride;
-        rope.key = raw_device.data() + W;
-        rope.key_stride = stride;
-        rope.value = raw_device.data() + 2 * W;
-        rope.value_stride = stride;
-        rope.query_norm_weight = q_norm_device.data();
-        rope.key_norm_weight = k_norm_device.data();
-        rope.position = position.data();
-        rope.query_out = exact_query.data();
-        rope.cache_type = DType::kF32;
-        rope.key_cache = exact_keys.data();
-        rope.value_cache = exact_values.data();
-        rope.cache_capacity = kCapacity;
+        QkNormRopeArgs rope = exact_rope_args(kBatch, kHeads, D, raw_device.data(), q_norm_device.data(),
+                                              k_norm_device.data(), position.data(), exact_query.data(),
+                                              exact_keys.data(), exact_values.data(), kCapacity);
         CUBEFORGE_ASSERT_OK(qk_norm_rope_cache_write(rope, nullptr));
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto query, exact_query.download());
         CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_layout, exact_keys.download());
@@ -521,25 +534,10 @@ class BudgetLayer {
     const int W = H_ * D_, stride = 3 * W;
     CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto raw_device, upload(raw, "raw qkv"));
     CUBEFORGE_ASSERT_OK(position_.upload(std::vector<int>{position}));
-    QkNormRopeArgs rope;
-    rope.batch = B_;
-    rope.heads = H_;
-    rope.head_dim = D_;
-    rope.query = raw_device.data();
-    rope.query_stride = stride;
-    rope.key = raw_device.data() + W;
-    rope.key_stride = stride;
-    rope.value = raw_device.data() + 2 * W;
-    rope.value_stride = stride;
-    rope.query_norm_weight = q_norm_.data();
-    rope.key_norm_weight = k_norm_.data();
+    QkNormRopeArgs rope = exact_rope_args(B_, H_, D_, raw_device.data(), q_norm_.data(), k_norm_.data(),
+                                          position_.data(), exact_query_.data(), exact_keys_.data(),
+                                          exact_values_.data(), kExactSlots);
     rope.rope_theta = rope_theta_;
-    rope.position = position_.data();
-    rope.query_out = exact_query_.data();
-    rope.cache_type = DType::kF32;
-    rope.key_cache = exact_keys_.data();
-    rope.value_cache = exact_values_.data();
-    rope.cache_capacity = kExactSlots;
     CUBEFORGE_ASSERT_OK(qk_norm_rope_cache_write(rope, nullptr));
     CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto query, exact_query_.download());
     CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_layout, exact_keys_.download());

@@ -333,6 +333,43 @@ TokenTrace expect_cuda_tokens_equal_the_cpu(const TokenBackend& cuda, const Toke
   return gpu_trace;
 }
 
+// The CPU's run with `other` options gives other raw logits than `gpu_trace`:
+// what the options under test change is really applied. The CPU's trace
+// goes to `other_trace` when given.
+void expect_other_logits(const TokenBackend& cpu, const std::vector<float>& cond, const std::vector<float>& uncond,
+                         const TokenGenerationOptions& other, const TokenTrace& gpu_trace,
+                         TokenTrace* other_trace = nullptr) {
+  TokenTrace trace;
+  ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, other, {}, &trace).ok());
+  ASSERT_EQ(trace.raw_logits.size(), gpu_trace.raw_logits.size());
+  EXPECT_GT(relative_error(gpu_trace.raw_logits, trace.raw_logits), kBackendTolerance);
+  if (other_trace) *other_trace = std::move(trace);
+}
+
+// The built-in model on the CUDA and the CPU backend, with one prompt's
+// condition rows and the empty prompt's.
+struct BuiltinOnBothBackends {
+  std::optional<CubeModel> model;
+  std::shared_ptr<TokenBackend> cuda, cpu;
+  std::vector<float> cond, uncond;
+};
+
+void open_builtin_on_both_backends(BuiltinOnBothBackends& both) {
+  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  both.model.emplace(std::move(*model));
+  auto selected = select_token_backend(BackendChoice::kCuda, both.model->gpt());
+  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
+  both.cuda = selected->backend;
+  both.cpu = make_cpu_token_backend(both.model->gpt());
+  auto cond = encode_prompt(*both.model, "a tall wooden chair", std::nullopt);
+  auto uncond = encode_prompt(*both.model, "", std::nullopt);
+  ASSERT_TRUE(cond.ok() && uncond.ok());
+  both.cond = std::move(*cond);
+  both.uncond = std::move(*uncond);
+}
+
 // Converted and quantised weights run on the device as the CPU runs them:
 // the same tokens and logits over the first steps of a prompt (the decode
 // kernels widen the codes, the prefill's GEMMs read them dequantised).
@@ -363,29 +400,24 @@ TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
 // logits agree as for f32.
 TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
-  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
-  ASSERT_TRUE(model.ok()) << model.error().to_string();
-  auto selected = select_token_backend(BackendChoice::kCuda, model->gpt());
-  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
-  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
-  const auto cpu = make_cpu_token_backend(model->gpt());
-  auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
-  auto uncond = encode_prompt(*model, "", std::nullopt);
-  ASSERT_TRUE(cond.ok() && uncond.ok());
+  BuiltinOnBothBackends both;
+  ASSERT_NO_FATAL_FAILURE(open_builtin_on_both_backends(both));
+  const TokenBackend& cuda = *both.cuda;
+  const TokenBackend& cpu = *both.cpu;
+  const std::vector<float>& cond = both.cond;
+  const std::vector<float>& uncond = both.uncond;
   for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kFp8, cpu::KvFormat::kInt8}) {
     SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
-    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options);
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
-    TokenTrace exact_trace;
     // The stored form is read: the decode steps' logits are not the exact cache's.
     TokenGenerationOptions exact = options;
     exact.kv_cache.format = cpu::KvFormat::kF32;
-    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kBuiltinTokens, exact, {}, &exact_trace).ok());
-    ASSERT_EQ(exact_trace.raw_logits.size(), gpu_trace.raw_logits.size());
-    EXPECT_GT(relative_error(gpu_trace.raw_logits, exact_trace.raw_logits), kBackendTolerance);
+    TokenTrace exact_trace;
+    ASSERT_NO_FATAL_FAILURE(expect_other_logits(cpu, cond, uncond, exact, gpu_trace, &exact_trace));
     // The prefill is not: token 0's logits are the exact cache's (a bf16 form
     // is not kv_cache_type BF16, whose prefill reads the rounded keys).
     const std::size_t vocab = exact_trace.combined_logits.size() / kBuiltinTokens;
@@ -405,30 +437,24 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
 // few steps decoded; the logits differ from the whole cache's.
 TEST(CudaSessionBuiltinModel, KvBudgetsGiveTheCpuTokensAndLogits) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
-  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
-  ASSERT_TRUE(model.ok()) << model.error().to_string();
-  auto selected = select_token_backend(BackendChoice::kCuda, model->gpt());
-  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
-  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
-  const auto cpu = make_cpu_token_backend(model->gpt());
-  auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
-  auto uncond = encode_prompt(*model, "", std::nullopt);
-  ASSERT_TRUE(cond.ok() && uncond.ok());
+  BuiltinOnBothBackends both;
+  ASSERT_NO_FATAL_FAILURE(open_builtin_on_both_backends(both));
+  const TokenBackend& cuda = *both.cuda;
+  const TokenBackend& cpu = *both.cpu;
+  const std::vector<float>& cond = both.cond;
+  const std::vector<float>& uncond = both.uncond;
   for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kFp8}) {
     SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, budget 4");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
     options.kv_cache.budget = 4;
-    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options);
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     // The budget is applied: the whole cache of the same form gives other logits.
     TokenGenerationOptions whole = options;
     whole.kv_cache.budget = 0;
-    TokenTrace whole_trace;
-    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kBuiltinTokens, whole, {}, &whole_trace).ok());
-    ASSERT_EQ(whole_trace.raw_logits.size(), gpu_trace.raw_logits.size());
-    EXPECT_GT(relative_error(gpu_trace.raw_logits, whole_trace.raw_logits), kBackendTolerance);
+    expect_other_logits(cpu, cond, uncond, whole, gpu_trace);
   }
 }
 
@@ -459,16 +485,13 @@ std::shared_ptr<const LowRankKv> random_kv_bases(const GptConfig& config, int ra
 // agree; the logits differ from the full-rank cache's of the same form.
 TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
   if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
-  auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
-  ASSERT_TRUE(model.ok()) << model.error().to_string();
-  auto selected = select_token_backend(BackendChoice::kCuda, model->gpt());
-  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
-  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
-  const auto cpu = make_cpu_token_backend(model->gpt());
-  auto cond = encode_prompt(*model, "a tall wooden chair", std::nullopt);
-  auto uncond = encode_prompt(*model, "", std::nullopt);
-  ASSERT_TRUE(cond.ok() && uncond.ok());
-  const auto low_rank = random_kv_bases(model->gpt().config(), 16);
+  BuiltinOnBothBackends both;
+  ASSERT_NO_FATAL_FAILURE(open_builtin_on_both_backends(both));
+  const TokenBackend& cuda = *both.cuda;
+  const TokenBackend& cpu = *both.cpu;
+  const std::vector<float>& cond = both.cond;
+  const std::vector<float>& uncond = both.uncond;
+  const auto low_rank = random_kv_bases(both.model->gpt().config(), 16);
   ASSERT_TRUE(low_rank);
   for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kInt8}) {
     SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, rank 16");
@@ -477,14 +500,11 @@ TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
     options.kv_cache.format = format;
     options.kv_cache.low_rank = low_rank;
     ASSERT_TRUE(kv_cache_runs_on_cuda(options.kv_cache));
-    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options);
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     TokenGenerationOptions whole = options;
     whole.kv_cache.low_rank = nullptr;
-    TokenTrace whole_trace;
-    ASSERT_TRUE(generate_tokens(*cpu, *cond, *uncond, kBuiltinTokens, whole, {}, &whole_trace).ok());
-    ASSERT_EQ(whole_trace.raw_logits.size(), gpu_trace.raw_logits.size());
-    EXPECT_GT(relative_error(gpu_trace.raw_logits, whole_trace.raw_logits), kBackendTolerance);
+    expect_other_logits(cpu, cond, uncond, whole, gpu_trace);
   }
 }
 
