@@ -2,10 +2,21 @@
 #include "engine/window_target.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "engine/vk_check.h"
 
 namespace cubeforge::engine {
+
+Status initialise_window_system() {
+  if (glfwInit()) return ok_status();
+  const char* description = nullptr;
+  glfwGetError(&description);
+  const char* display = std::getenv("DISPLAY");
+  return make_error(ErrorCode::kUnsupported,
+                    std::string("window: GLFW cannot reach the display (DISPLAY=") + (display ? display : "unset") +
+                        "): " + (description ? description : "no reason given"));
+}
 
 Result<std::vector<std::string>> window_instance_extensions() {
   if (!glfwVulkanSupported())

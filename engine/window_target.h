@@ -27,7 +27,13 @@
 
 namespace cubeforge::engine {
 
-// Instance extensions GLFW needs for window surfaces (call after glfwInit).
+// Starts GLFW; when it cannot reach the display, the error carries GLFW's own
+// description (which display, and why) so a failure under load can be told
+// apart from a missing DISPLAY.
+Status initialise_window_system();
+
+// Instance extensions GLFW needs for window surfaces (call after
+// initialise_window_system).
 Result<std::vector<std::string>> window_instance_extensions();
 
 enum class FrameStatus {

@@ -65,9 +65,9 @@ bool load_state(App& app) {
 bool start_window_and_engine(App& app) {
   Viewport& viewport = app.viewport;
   const bool script_mode = app.state.script_mode;
-  if (!glfwInit()) {
-    app.log_error("cannot open a window: GLFW found no display (is DISPLAY set?). Use cubeforge-cli for generation "
-                  "without a display.");
+  if (auto started = engine::initialise_window_system(); !started.ok()) {
+    app.log_error("cannot open a window: " + started.error().to_string() +
+                  ". Use cubeforge-cli for generation without a display.");
     return false;
   }
   viewport.glfw_ready = true;

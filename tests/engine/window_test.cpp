@@ -2,15 +2,49 @@
 // swapchain; the overlay hook records inside the window's render pass.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 #include "analytic_shapes.h"
 #include "window_fixture.h"
 
 namespace cubeforge::engine::testing {
 namespace {
+
+// Windows of tests run side by side come and go on one display. An X server
+// that resets when its last client leaves drops a client that connects during
+// the reset (its XOpenDisplay fails): two processes starting and stopping GLFW
+// many times would meet that window. The test display runs without resets.
+TEST(WindowSystem, ReachesTheDisplayWhileOtherClientsComeAndGo) {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+    GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh gives window tests a display";
+  constexpr int kProcesses = 2, kStartsEach = 100;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0) << "fork failed";
+    if (child == 0) {
+      int failures = 0;
+      for (int start = 0; start < kStartsEach; ++start) {
+        if (initialise_window_system().ok()) glfwTerminate();
+        else ++failures;
+      }
+      _exit(failures > 255 ? 255 : failures);
+    }
+    children.push_back(child);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0) << "starts of GLFW that could not reach the display, of " << kStartsEach;
+  }
+}
 
 TEST_F(WindowRender, RendersResizesAndRebuildsTheSwapchain) {
   WindowOptions options;
