@@ -627,26 +627,17 @@ TEST_F(AppScript, TheLatencyDemoEndsWithTheChosenParallelDecoding) {
   }
 }
 
-// The fixture's GPT read as a block-diffusion model (blocks of 8; its tokens
-// mean nothing here): with a threshold every proposal passes, each block
-// fills in one evaluation, and with the dual cache each half-block sub-block
-// does; the token-by-token runs are not available.
+// The fixture's GPT read as a block-diffusion model (its tokens mean nothing
+// here): with a threshold every proposal passes, each block fills in one
+// evaluation, and with the dual cache each half-block sub-block does; the
+// token-by-token runs are not available.
 TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
   const auto dir = folder_.path();
   const auto diffusion_model = dir / "model";
-  std::filesystem::create_directory(diffusion_model);
-  std::filesystem::create_directory_symlink(model_ / "clip", diffusion_model / "clip");
-  for (const char* file : {"shape_gpt.safetensors", "shape_tokenizer.safetensors"})
-    std::filesystem::create_symlink(model_ / file, diffusion_model / file);
-  auto config = read_file_text(model_ / "config.yaml");
-  ASSERT_TRUE(config.ok());
-  const std::string gpt_section = "gpt_model:\n";
-  const size_t at = config->find(gpt_section);
-  ASSERT_NE(at, std::string::npos);
-  // The padding token's row is the mask, as tools/train/diffusion.py makes it.
-  std::string with_blocks = *config;
-  with_blocks.insert(at + gpt_section.size(), "  block_diffusion:\n    block_size: 8\n    mask_token_id: 130\n");
-  std::ofstream(diffusion_model / "config.yaml") << with_blocks;
+  ASSERT_TRUE(::cubeforge::testing::make_oracle_block_diffusion_model(diffusion_model));
+  const int tokens = ::cubeforge::testing::oracle_facts().shape_tokens;
+  const int block = ::cubeforge::testing::oracle_block_size();
+  ASSERT_EQ(block % 2, 0) << "the dual cache's sub-blocks halve a block";
 
   // A prompt whose shape has a surface with each cache (an error fails the script).
   std::ofstream(dir / "blocks.txt") << "model " << diffusion_model.string() << "\n"
@@ -674,10 +665,10 @@ TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
     EXPECT_EQ(runs[i]["name"], names[i - 3]);
     ASSERT_TRUE(runs[i]["done"]) << runs[i];
     const auto steps = token_steps(runs[i]);
-    const int slots_per_evaluation = i == 5 ? 4 : 8;
-    ASSERT_EQ(steps.size(), 24u);
+    const int slots_per_evaluation = i == 5 ? block / 2 : block;
+    ASSERT_EQ(steps.size(), size_t(tokens));
     for (size_t t = 0; t < steps.size(); ++t) EXPECT_EQ(steps[t], int(t) / slots_per_evaluation) << runs[i]["name"];
-    EXPECT_EQ(runs[i]["model_evaluations"], 24 / slots_per_evaluation);
+    EXPECT_EQ(runs[i]["model_evaluations"], tokens / slots_per_evaluation);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "inference/core/file_io.h"
@@ -100,17 +101,10 @@ TEST(Cli, DecodingModesReportTheirEvaluations) {
   std::filesystem::remove_all(out.parent_path());
 }
 
-// The fixture's GPT read as a block-diffusion model with blocks of 8 (its
-// tokens mean nothing; the decoding rules are what is measured).
+// The fixture's GPT read as a block-diffusion model (tests/support/oracle.h).
 std::filesystem::path fixture_as_block_diffusion() {
   const auto folder = scratch("block-diffusion");
-  std::filesystem::create_directories(folder);
-  std::filesystem::create_directory_symlink(oracle_dir() / "clip", folder / "clip");
-  for (const char* file : {"shape_gpt.safetensors", "shape_tokenizer.safetensors"})
-    std::filesystem::create_symlink(oracle_dir() / file, folder / file);
-  std::string config = *read_file_text(oracle_dir() / "config.yaml");
-  config.insert(config.find("gpt_model:\n") + 11, "  block_diffusion:\n    block_size: 8\n    mask_token_id: 130\n");
-  EXPECT_TRUE(write_file_atomically(folder / "config.yaml", std::string_view(config)).ok());
+  EXPECT_TRUE(testing::make_oracle_block_diffusion_model(folder)) << folder;
   return folder;
 }
 
@@ -122,6 +116,9 @@ std::filesystem::path fixture_as_block_diffusion() {
 // needs a reference with its shape tokenizer.
 TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   CUBEFORGE_REQUIRE_ORACLE();
+  const int tokens = testing::oracle_facts().shape_tokens;
+  ASSERT_GT(tokens, 0) << "the fixture's meta.json gives no token count";
+  const int block = testing::oracle_block_size(), blocks = tokens / block;
   const std::string prompts = " -p 'a red dragon' -p 'a blue car' --rounds 1 --resolution 4 --iou-resolution 4 --json";
   auto reports = [](const testing::CommandOutput& r) { return nlohmann::json::parse(r.out.substr(r.out.find('{'))); };
   auto jacobi = run_cli("compare-decoding --model '" + oracle_dir().string() + "' --decoding jacobi --guess-cost 0" + prompts);
@@ -130,10 +127,10 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   EXPECT_EQ(report["decoding"]["mode"], "jacobi");
   ASSERT_EQ(report["prompts"].size(), 2u);
   for (const auto& p : report["prompts"]) {
-    EXPECT_EQ(p["tokens_agreeing"].get<int>(), 24) << p;
+    EXPECT_EQ(p["tokens_agreeing"].get<int>(), tokens) << p;
     EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
-    EXPECT_EQ(p["reference_model_evaluations"].get<int>(), 24);
-    EXPECT_LE(p["model_evaluations"].get<int>(), 24);
+    EXPECT_EQ(p["reference_model_evaluations"].get<int>(), tokens);
+    EXPECT_LE(p["model_evaluations"].get<int>(), tokens);
     EXPECT_EQ(p["watertight"], p["reference_watertight"]);
   }
   EXPECT_EQ(report["mean"]["tokens_agreeing"].get<double>(), 1.0);
@@ -145,21 +142,21 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   ASSERT_EQ(one_position_blocks.exit_code, 0) << one_position_blocks.out;
   report = reports(one_position_blocks);
   for (const auto& p : report["prompts"]) {
-    EXPECT_EQ(p["tokens_agreeing"].get<int>(), 24) << p;
+    EXPECT_EQ(p["tokens_agreeing"].get<int>(), tokens) << p;
     EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
-    EXPECT_EQ(p["model_evaluations"].get<int>(), 24);
+    EXPECT_EQ(p["model_evaluations"].get<int>(), tokens);
   }
   auto whole_blocks = run_cli(diffusion + " --threshold 0.000001" + prompts);
   ASSERT_EQ(whole_blocks.exit_code, 0) << whole_blocks.out;
   report = reports(whole_blocks);
   EXPECT_EQ(report["decoding"]["threshold"].get<double>(), double(0.000001f));
   for (const auto& p : report["prompts"]) {
-    EXPECT_EQ(p["model_evaluations"].get<int>(), 3) << p;
-    EXPECT_DOUBLE_EQ(p["tokens_per_evaluation"].get<double>(), 8.0);
+    EXPECT_EQ(p["model_evaluations"].get<int>(), blocks) << p;
+    EXPECT_DOUBLE_EQ(p["tokens_per_evaluation"].get<double>(), double(block));
     EXPECT_GE(p["iou"].get<double>(), 0.0);
     EXPECT_LE(p["iou"].get<double>(), 1.0);
   }
-  EXPECT_DOUBLE_EQ(report["mean"]["fewer_model_evaluations"].get<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(report["mean"]["fewer_model_evaluations"].get<double>(), double(block));
   // The prefix cache keeps what recomputing every position computes: the same tokens and shapes.
   auto prefix = run_cli("compare-decoding --model '" + diffusion_model.string() +
                     "' --decoding diffusion --diffusion-cache prefix --threshold 0.3 --against-no-cache" + prompts);
@@ -167,16 +164,22 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   report = reports(prefix);
   EXPECT_EQ(report["reference_decoding"], "the same, no cache");
   for (const auto& p : report["prompts"]) {
-    EXPECT_EQ(p["tokens_agreeing"].get<int>(), 24) << p;
+    EXPECT_EQ(p["tokens_agreeing"].get<int>(), tokens) << p;
     EXPECT_EQ(p["iou"].get<double>(), 1.0) << p;
     EXPECT_EQ(p["model_evaluations"], p["reference_model_evaluations"]);
   }
   auto autoregressive = run_cli("compare-decoding --model '" + oracle_dir().string() + "' --against-no-cache" + prompts);
   EXPECT_EQ(autoregressive.exit_code, 2);
-  // Without --reference a block-diffusion model is compared with the built-in model, whose shapes have 64 tokens.
-  auto other_tokenizer = run_cli("compare-decoding --model '" + diffusion_model.string() + "' --decoding diffusion" + prompts);
-  EXPECT_EQ(other_tokenizer.exit_code, 2);
-  EXPECT_NE(other_tokenizer.out.find("tokens per shape"), std::string::npos) << other_tokenizer.out;
+  // Without --reference a block-diffusion model is compared with the built-in
+  // model: refused when its shapes have another number of tokens.
+  auto builtin = parse_model_config_yaml(std::filesystem::path(CUBEFORGE_SOURCE_DIR) / "assets/model/config.yaml");
+  ASSERT_TRUE(builtin.ok()) << builtin.error().to_string();
+  if (builtin->shape.latents != tokens) {
+    auto other_tokenizer =
+        run_cli("compare-decoding --model '" + diffusion_model.string() + "' --decoding diffusion" + prompts);
+    EXPECT_EQ(other_tokenizer.exit_code, 2);
+    EXPECT_NE(other_tokenizer.out.find("tokens per shape"), std::string::npos) << other_tokenizer.out;
+  }
   std::filesystem::remove_all(diffusion_model.parent_path());
 }
 
@@ -457,10 +460,17 @@ TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
 
 TEST(Cli, TokenizeRoundTripsAMesh) {
   CUBEFORGE_REQUIRE_ORACLE();
+  // A box with a shelf's proportions, as a user's mesh file.
   const auto mesh = scratch("input.obj");
-  auto g = run_cli("generate --model '" + oracle_dir().string() + "' --prompt 'a red dragon' --resolution 5 --out '" +
-               mesh.string() + "' --quiet");
-  ASSERT_EQ(g.exit_code, 0) << g.out;
+  {
+    std::ofstream obj(mesh);
+    for (int corner = 0; corner < 8; ++corner)
+      obj << "v " << (corner & 1 ? 0.6 : -0.6) << ' ' << (corner & 2 ? 1.0 : -1.0) << ' ' << (corner & 4 ? 0.3 : -0.3)
+          << "\n";
+    // Two triangles per face, wound outwards.
+    obj << "f 1 3 4\nf 1 4 2\nf 5 6 8\nf 5 8 7\nf 1 2 6\nf 1 6 5\n"
+           "f 3 7 8\nf 3 8 4\nf 1 5 7\nf 1 7 3\nf 2 4 8\nf 2 8 6\n";
+  }
   const auto rebuilt = scratch("rebuilt.ply");
   auto r = run_cli("tokenize --model '" + oracle_dir().string() + "' --mesh '" + mesh.string() + "' --out '" +
                rebuilt.string() + "' --resolution 5 --iou-resolution 5 --samples 2048 --json");
@@ -472,7 +482,17 @@ TEST(Cli, TokenizeRoundTripsAMesh) {
   const double iou = report["reconstruction_iou"].get<double>();
   EXPECT_GE(iou, 0.0);
   EXPECT_LE(iou, 1.0);
-  EXPECT_TRUE(std::filesystem::exists(rebuilt));
+  // A random-weight tokenizer may decode a field with no surface: then the
+  // tokens are still the result, and no mesh is written, as the tool says.
+  if (report["faces"].get<int>() > 0) {
+    EXPECT_TRUE(std::filesystem::exists(rebuilt));
+    EXPECT_EQ(report["output"], rebuilt.string());
+  } else {
+    EXPECT_FALSE(std::filesystem::exists(rebuilt));
+    EXPECT_TRUE(report["output"].is_null());
+    EXPECT_EQ(iou, 0.0);
+    EXPECT_NE(r.out.find("has no surface"), std::string::npos) << r.out;
+  }
   std::filesystem::remove_all(mesh.parent_path());
 }
 

@@ -58,6 +58,9 @@ class FixtureGpt : public ::testing::Test {
     return found;
   }
 
+  // Tokens per shape of the fixture: how many a test decodes.
+  static int shape_tokens() { return oracle_facts().shape_tokens; }
+
   std::vector<int> fixture_tokens(const std::string& name) {
     auto t = expected_.read_i64(name);
     EXPECT_TRUE(t.ok()) << name;

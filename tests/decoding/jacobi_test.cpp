@@ -79,9 +79,10 @@ TEST_F(JacobiOnFixture, OneTokenAndCancellation) {
   auto single = decode_jacobi(one, 1, c.guidance, JacobiOptions{});
   ASSERT_TRUE(single.ok()) << single.error().to_string();
   EXPECT_EQ(single->tokens.size(), 1u);
-  CpuDecodingSession session(*model_, c.cond, c.uncond, 25, AttentionMode::kCausal);
+  const int count = shape_tokens();
+  CpuDecodingSession session(*model_, c.cond, c.uncond, count + 1, AttentionMode::kCausal);
   int seen = 0;
-  auto cancelled = decode_jacobi(session, 24, c.guidance, JacobiOptions{}, [&](const TokenEvent&) { return ++seen < 5; });
+  auto cancelled = decode_jacobi(session, count, c.guidance, JacobiOptions{}, [&](const TokenEvent&) { return ++seen < 5; });
   ASSERT_FALSE(cancelled.ok());
   EXPECT_EQ(cancelled.error().code, ErrorCode::kCancelled);
   EXPECT_EQ(seen, 5);

@@ -4,8 +4,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace cubeforge::testing {
 
@@ -40,6 +44,66 @@ inline double relative_error(std::span<const float> a, std::span<const float> b)
 }
 
 inline constexpr double kOracleTolerance = 1e-4;
+
+// What a fixture folder says of itself in its meta.json, so a test expects
+// what the folder holds rather than what one fixture happens to hold.
+struct OracleFacts {
+  int shape_tokens = 0;  // tokens per shape (the GPT's sequence length)
+  int codes = 0;         // V: shape codes; the vocabulary is V + 3
+  int bos_id = 0, eos_id = 0, padding_id = 0;
+  std::string prompt;                      // the prompt the cases were recorded for
+  bool decoded_field_has_surface = false;  // its guided tokens' occupancy crosses zero
+};
+
+// The facts of oracle_dir(); every field zero when meta.json is missing or unreadable.
+inline OracleFacts oracle_facts() {
+  OracleFacts facts;
+  std::ifstream in(oracle_dir() / "meta.json");
+  const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object()) return facts;
+  facts.shape_tokens = meta.value("tokens", 0);
+  facts.codes = meta.value("num_codes", 0);
+  facts.bos_id = meta.value("bos_id", 0);
+  facts.eos_id = meta.value("eos_id", 0);
+  facts.padding_id = meta.value("padding_id", 0);
+  facts.prompt = meta.value("prompt", "");
+  facts.decoded_field_has_surface = meta.value("decode.has_surface", false);
+  return facts;
+}
+
+// Blocks of 8 positions when the fixture's shapes split into them, else one
+// block of the whole shape.
+inline int oracle_block_size() {
+  const int tokens = oracle_facts().shape_tokens;
+  return tokens % 8 == 0 ? 8 : tokens;
+}
+
+// Makes `folder` the fixture's model read as a block-diffusion model (blocks
+// of oracle_block_size(), the padding token's row as the mask, as
+// tools/train/diffusion.py makes it): the fixture's files are linked, its
+// config gains a block_diffusion section. Its tokens mean nothing; the
+// decoding rules are what a test measures. False when the config cannot be
+// read or the folder written.
+inline bool make_oracle_block_diffusion_model(const std::filesystem::path& folder) {
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  std::filesystem::create_directory_symlink(oracle_dir() / "clip", folder / "clip", error);
+  if (error) return false;
+  for (const char* file : {"shape_gpt.safetensors", "shape_tokenizer.safetensors"}) {
+    std::filesystem::create_symlink(oracle_dir() / file, folder / file, error);
+    if (error) return false;
+  }
+  std::ifstream in(oracle_dir() / "config.yaml");
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string section = "gpt_model:\n";
+  const size_t at = config.find(section);
+  if (at == std::string::npos) return false;
+  config.insert(at + section.size(), "  block_diffusion:\n    block_size: " + std::to_string(oracle_block_size()) +
+                                         "\n    mask_token_id: " + std::to_string(oracle_facts().padding_id) + "\n");
+  std::ofstream out(folder / "config.yaml");
+  out << config;
+  return bool(out.flush());
+}
 
 }  // namespace cubeforge::testing
 
