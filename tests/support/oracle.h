@@ -71,6 +71,23 @@ inline OracleFacts oracle_facts() {
   return facts;
 }
 
+// The fixture CLIP vocabulary's id of `token` (as written in vocab.json, e.g.
+// "a</w>"), or -1 when it has none; and its size.
+inline const nlohmann::json& oracle_clip_vocabulary() {
+  static const nlohmann::json vocabulary = [] {
+    std::ifstream in(oracle_clip_dir() / "vocab.json");
+    auto parsed = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    return parsed.is_object() ? parsed : nlohmann::json::object();
+  }();
+  return vocabulary;
+}
+inline int oracle_clip_token_id(const std::string& token) {
+  const auto& vocabulary = oracle_clip_vocabulary();
+  const auto found = vocabulary.find(token);
+  return found != vocabulary.end() && found->is_number_integer() ? found->get<int>() : -1;
+}
+inline int oracle_clip_vocabulary_size() { return int(oracle_clip_vocabulary().size()); }
+
 // Blocks of 8 positions when the fixture's shapes split into them, else one
 // block of the whole shape.
 inline int oracle_block_size() {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "inference/core/file_io.h"
+#include "inference/text/clip_tokenizer.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/tensor/trace_file.h"
 #include "tests/support/oracle.h"
@@ -227,14 +228,9 @@ TEST_F(WeightVariants, Float32CopyGivesIdenticalStates) {
   ASSERT_TRUE(from_f32.ok()) << from_f32.error().to_string();
   ASSERT_TRUE(from_source.ok()) << from_source.error().to_string();
 
-  TokenizedText tokens;
-  tokens.input_ids.assign(kClipContextLength, 49407);
-  tokens.attention_mask.assign(kClipContextLength, 0);
-  const int32_t prompt[] = {49406, 320, 736, 5471, 49407};
-  for (size_t t = 0; t < std::size(prompt); ++t) {
-    tokens.input_ids[t] = prompt[t];
-    tokens.attention_mask[t] = 1;
-  }
+  auto tokenizer = ClipTokenizer::load(clip_dir);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+  const TokenizedText tokens = tokenizer->encode("a red car");
   auto a = from_f32->encode(tokens);
   auto b = from_source->encode(tokens);
   ASSERT_TRUE(a.ok() && b.ok());
@@ -266,15 +262,18 @@ TEST(ClipTextEncoder, RejectsMalformedTokens) {
   SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
   auto encoder = ClipTextEncoder::load(testing::oracle_clip_dir());
   ASSERT_TRUE(encoder.ok()) << encoder.error().to_string();
-  TokenizedText tokens;
-  tokens.input_ids.assign(kClipContextLength, 49407);
-  tokens.attention_mask.assign(kClipContextLength, 0);
-  tokens.input_ids[0] = 49406;
-  tokens.attention_mask[0] = 1;
+  auto tokenizer = ClipTokenizer::load(testing::oracle_clip_dir());
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+  // The empty prompt: start, end, then padding (end) unattended.
+  const TokenizedText tokens = tokenizer->encode("");
   EXPECT_TRUE(encoder->encode(tokens).ok());
 
+  auto config_text = read_file_text(testing::oracle_clip_dir() / "config.json");
+  ASSERT_TRUE(config_text.ok());
+  auto config = ClipTextConfig::from_json(config_text.value(), "config.json");
+  ASSERT_TRUE(config.ok()) << config.error().to_string();
   TokenizedText out_of_vocabulary = tokens;
-  out_of_vocabulary.input_ids[3] = 49408;
+  out_of_vocabulary.input_ids[3] = config->vocab_size;
   EXPECT_FALSE(encoder->encode(out_of_vocabulary).ok());
 
   TokenizedText too_long = tokens;
@@ -287,7 +286,7 @@ TEST(ClipTextEncoder, RejectsMalformedTokens) {
   EXPECT_FALSE(encoder->encode(unattended_start).ok());
 
   TokenizedText mask_with_hole = tokens;
-  mask_with_hole.attention_mask[2] = 1;  // ones, a zero, then a one again
+  mask_with_hole.attention_mask[3] = 1;  // ones, a zero, then a one again
   auto rejected = encoder->encode(mask_with_hole);
   ASSERT_FALSE(rejected.ok());
   EXPECT_NE(rejected.error().message.find("attention_mask"), std::string::npos);

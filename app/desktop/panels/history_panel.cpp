@@ -6,6 +6,7 @@
 // could not be read or kept is said here, not only in the Log.
 #include <cstdio>
 #include <optional>
+#include <string>
 
 #include "app/desktop/panels/panels.h"
 
@@ -16,6 +17,21 @@ namespace {
 constexpr int kThumbnailCells = 48;    // mosaic cells per side, from the 128-pixel render
 constexpr float kThumbnailSize = 72.f;  // on screen: large enough to tell a chair from a mug
 constexpr const char* kRestorePopup = "Restore from history";
+
+// `text` cut at a character boundary and ended with "..." so it fits in
+// `width` pixels (a Selectable does not wrap; a long prompt would widen the
+// panel past the window). The whole text is in the entry's tooltip.
+std::string fitted_to_width(const std::string& text, float width) {
+  if (ImGui::CalcTextSize(text.c_str()).x <= width) return text;
+  size_t length = text.size();
+  while (length > 0) {
+    do --length;
+    while (length > 0 && (static_cast<unsigned char>(text[length]) & 0xC0) == 0x80);
+    std::string cut = text.substr(0, length) + "...";
+    if (ImGui::CalcTextSize(cut.c_str()).x <= width) return cut;
+  }
+  return "...";
+}
 
 void draw_restore_question(App& app) {
   HistoryState& history = app.state.history;
@@ -94,7 +110,8 @@ void draw_history_panel(App& app) {
       char line[200];
       // Latency-demo runs say which variant they were.
       const std::string run = it->settings.value("run", std::string("generate"));
-      std::snprintf(line, sizeof line, "%s\nseed %llu\n%.1f s%s%s", it->prompt.c_str(),
+      const std::string prompt = fitted_to_width(it->prompt, ImGui::GetContentRegionAvail().x);
+      std::snprintf(line, sizeof line, "%s\nseed %llu\n%.1f s%s%s", prompt.c_str(),
                     static_cast<unsigned long long>(it->seed), it->timings.total_ms / 1000.0,
                     run == "generate" ? "" : ", ", run == "generate" ? "" : run.c_str());
       ImGui::PushTextWrapPos(0.f);
@@ -102,7 +119,8 @@ void draw_history_panel(App& app) {
       ImGui::PopTextWrapPos();
       remember_item(app, "history-" + std::to_string(shown));
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("%s\n%lld faces, first token %.1f ms, TPOT %.2f ms\nthumbnail: %s", it->created.c_str(),
+        ImGui::SetTooltip("%s\n%s\n%lld faces, first token %.1f ms, TPOT %.2f ms\nthumbnail: %s", it->prompt.c_str(),
+                          it->created.c_str(),
                           static_cast<long long>(it->faces), it->timings.time_to_first_token_ms,
                           it->timings.mean_tpot_ms, history.store->thumbnail_path(*it).c_str());
       if (ImGui::BeginPopupContextItem()) {
