@@ -280,7 +280,7 @@ def make_mug(a, rng):
     r, half_h = 0.2 * w, 0.22 * h
     round_form = a.get("form") != "square"
     outer = cylinder((0, half_h, 0), r, half_h) if round_form else box((0, half_h, 0), (r, half_h, r), 0.02)
-    # Walls and bottom 2t thick; the opening only where it can be at least t wide.
+    # Walls and bottom 2t thick; an opening only where its radius can be at least t.
     inner_r = r - 2 * t
     body = outer
     if inner_r >= t:
