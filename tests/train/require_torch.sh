@@ -2,7 +2,7 @@
 # interpreter with a CUDA build of PyTorch), or exits 77 (skip) when it cannot import what the
 # training code needs.
 python=${TRAIN_PYTHON:-/usr/bin/python3}
-if ! "$python" -c "import torch, numpy, yaml, scipy" 2>/dev/null; then
-  echo "SKIP: $python cannot import torch, numpy, yaml and scipy; install them with tools/train/setup.sh"
+if ! "$python" -c "import torch, numpy, yaml" 2>/dev/null; then
+  echo "SKIP: $python cannot import torch, numpy and yaml; install them with tools/train/setup.sh"
   exit 77
 fi
