@@ -75,7 +75,7 @@ struct App {
   // Fits the object into the free part of the view, keeping the angles (F, Home).
   void frame_object();
   // Every panel back to its place for the window's size.
-  void reset_layout() { state.layout.place_panels = true; }
+  void reset_layout() { state.layout.place_panels_next_frame = true; }
   void toggle_panels();
   void save_settings_now();
   void log(const std::string& text) { state.log.info(text); }

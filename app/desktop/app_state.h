@@ -184,6 +184,9 @@ float wireframe_opacity(size_t faces, float radius_pixels);
 // The panels' places and the part of the window they leave free.
 struct LayoutState {
   bool place_panels = true;     // put every panel at its layout place this frame
+  // Asked for while panels are being drawn (the Reset layout button sits in a
+  // later panel than some): applied to every panel from the next frame on.
+  bool place_panels_next_frame = false;
   bool panels_hidden = false;   // Tab: the view alone
   float width = 0, height = 0;  // the window size the layout was made for
   PanelLayout layout;

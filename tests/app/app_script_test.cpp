@@ -281,7 +281,7 @@ TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
                                    << dump("hidden") << "key tab\n"
                                    // The Generate panel's title bar dragged far off to the right.
                                    << "drag 60 16 3000 0\n"
-                                   << dump("moved") << "reset-layout\n"
+                                   << dump("moved") << "click reset-layout\n"
                                    << dump("reset-layout") << "quit\n";
   const auto data = dir / "data";
   int code = run_app("--script '" + (dir / "input.txt").string() + "' --data-dir '" + data.string() +
@@ -316,7 +316,8 @@ TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
   EXPECT_TRUE(hidden["panels"].empty());
   EXPECT_EQ(hidden["free_view"]["width"], 1600);
 
-  // Dragged away, the panel stays inside the window; Reset layout puts it back.
+  // Dragged away, the panel stays inside the window; the Reset layout button
+  // (in a panel drawn after it) puts it back.
   const auto moved = read_dump(dir / "moved.json");
   EXPECT_GT(float(moved["panels"]["Generate"]["x"]), 400.f) << "the drag did not move the panel";
   EXPECT_LE(float(moved["panels"]["Generate"]["x"]) + float(moved["panels"]["Generate"]["width"]), 1600.f);

@@ -168,6 +168,7 @@ void draw_view_switches(App& app) {
   }
   flow_next(button_width("Reset layout"));
   if (ImGui::Button("Reset layout")) app.reset_layout();
+  remember_item(app, "reset-layout");
   reason_tooltip("Every panel back to its place");
 }
 

@@ -20,6 +20,10 @@ void draw_hidden_hint() {
 
 void draw_panels(App& app) {
   LayoutState& layout = app.state.layout;
+  if (layout.place_panels_next_frame) {
+    layout.place_panels = true;
+    layout.place_panels_next_frame = false;
+  }
   if (layout.panels_hidden) {
     draw_hidden_hint();
   } else {
