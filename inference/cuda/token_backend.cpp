@@ -430,7 +430,10 @@ Status CudaTokenSession::open() {
   CUBEFORGE_TRY(cuda_status(cudaMemcpyAsync(input_tokens_.data(), bos.data(), sizeof(int), cudaMemcpyHostToDevice,
                                                stream_.get()),
                                "upload of BOS"));
-  CUBEFORGE_TRY(cuda_status(cudaStreamSynchronize(stream_.get()), "session set-up"));
+  // The uploads and memsets above (DeviceBuffer's) run on the legacy stream,
+  // which the session's non-blocking stream does not wait for: a device-wide
+  // synchronise orders them before the first kernel.
+  CUBEFORGE_TRY(synchronize_device());
 
   if (options_.use_kv_cache) {
     const CudaDecodeGraph::Mode mode =
