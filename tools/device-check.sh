@@ -142,11 +142,14 @@ prepare() {
   # own dependencies).
   cmake -S "$tree_link" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON \
     -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90 -DCUBEFORGE_CUDA_STATIC_RUNTIME=ON \
-    -DCUBEFORGE_FUZZ=OFF -DCUBEFORGE_CUDA_EMULATOR=OFF -DBLA_STATIC=ON -DBLA_VENDOR=OpenBLAS \
+    -DCUBEFORGE_VULKAN=ON -DCUBEFORGE_TESTS=ON -DCUBEFORGE_FUZZ=OFF -DCUBEFORGE_CUDA_EMULATOR=OFF \
+    -DBLA_STATIC=ON -DBLA_VENDOR=OpenBLAS -DCUBEFORGE_CUDA_PTXAS_VERBOSE=ON \
     '-DCMAKE_BUILD_RPATH=$ORIGIN/../../lib' \
     -DCMAKE_EXE_LINKER_FLAGS="-static-libstdc++ -static-libgcc -Wl,--as-needed -Wl,--disable-new-dtags" \
     "${launcher[@]}" > /dev/null
-  cmake --build "$build" --parallel "${CUBEFORGE_JOBS:-$(nproc)}" --target "${device_targets[@]}"
+  local build_log
+  build_log=$(mktemp)
+  cmake --build "$build" --parallel "${CUBEFORGE_JOBS:-$(nproc)}" --target "${device_targets[@]}" | tee "$build_log"
   local built=$(( $(date +%s) - started ))
 
   # The executables, the ctest files that name them, the libraries and the
@@ -190,8 +193,41 @@ prepare() {
   rm -rf "$device_dir"
   mkdir -p "$device_dir"
   tar -C "$pack" -cJf "$device_dir/binaries.tar.xz" "$build_name" gtest
-  cuobjdump --dump-resource-usage "$build/tests/cuda/test_cuda_kernels" 2>/dev/null |
-    grep -E "Function|REG" > "$device_dir/resource-usage.txt" || true
+  # Registers and spills of every kernel (ptxas -v in this build's output;
+  # kernels not compiled again keep their earlier lines), for the summary.
+  python3 - "$build_log" "$root_dir/$build_name/ptxas-usage.json" "$device_dir/resource-usage.txt" <<'PYTHON'
+import json, os, re, subprocess, sys
+log, store, report = sys.argv[1:4]
+kernels = json.load(open(store)) if os.path.exists(store) else {}
+entry = None
+for line in open(log, errors="replace"):
+    m = re.search(r"Compiling entry function '([^']+)' for '(sm_\d+)'", line)
+    if m:
+        entry = m.group(1)
+        kernels.setdefault(entry, {})
+        continue
+    m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+    if m and entry:
+        kernels[entry]["spill"] = [int(m.group(2)), int(m.group(3))]
+    m = re.search(r"Used (\d+) registers", line)
+    if m and entry:
+        kernels[entry]["registers"] = int(m.group(1))
+        entry = None
+json.dump(kernels, open(store, "w"))
+names = list(kernels)
+try:
+    pretty = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
+except OSError:
+    pretty = names
+rows = sorted(((k.get("registers", -1), k.get("spill", [0, 0]), p) for k, p in zip((kernels[n] for n in names), pretty)),
+              key=lambda r: -r[0])
+with open(report, "w") as f:
+    for registers, (stores, loads), name in rows:
+        f.write("%4d registers  spill stores %5d B  loads %5d B  %s\n" % (registers, stores, loads, name))
+print("  ptxas: %d kernels, %d with spills, most registers %d" %
+      (len(rows), sum(1 for r in rows if r[1] != [0, 0]), rows[0][0] if rows else 0))
+PYTHON
+  rm -f "$build_log"
   local exclude
   exclude=$(git rev-parse --git-path info/exclude)
   grep -qxF "/.device/" "$exclude" 2>/dev/null || echo "/.device/" >> "$exclude"
@@ -499,7 +535,10 @@ else
     >> "$stages_file"
 fi
 
-# ---- Vulkan, offscreen on the machine's driver.
+# ---- Vulkan, offscreen on the machine's driver. The carried fixture holds
+# the GPT files only: the gallery's test, which needs a whole model folder,
+# skips without it.
+with_libraries=(env -u CUBEFORGE_ORACLE_DIR "${with_libraries[@]:1}")
 ctest_stage vulkan 35 vulkan 4
 viewport_bench=$build/app/bench/cubeforge-bench-viewport
 if [ -x "$viewport_bench" ]; then

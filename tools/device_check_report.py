@@ -66,12 +66,13 @@ def expected_tests(out, label):
 
 
 def after_marker(text, marker):
-    """The line after gtest's "file:line: <marker>" line (the message), or None."""
+    """The line after gtest's "file:line: <marker>" line (the message, past
+    FAIL()'s own "Failed"), or None."""
     lines = (text or "").splitlines()
     for i, line in enumerate(lines):
         if line.rstrip().endswith(": " + marker):
             for following in lines[i + 1:]:
-                if following.strip():
+                if following.strip() and following.strip() != "Failed":
                     return following.strip()[:200]
     return None
 
@@ -257,8 +258,11 @@ def main():
     report_sanitizer(out, lines)
     usage = os.path.join(out, "resource-usage.txt")
     if os.path.exists(usage):
-        spilling = [line.rstrip() for line in open(usage, encoding="utf-8", errors="replace") if "spill" in line]
-        lines.append("registers and spills per kernel: resource-usage.txt (%d lines with spills)" % len(spilling))
+        rows = [line.rstrip() for line in open(usage, encoding="utf-8", errors="replace") if line.strip()]
+        spilling = [row for row in rows if not re.search(r"spill stores +0 B +loads +0 B", row)]
+        lines.append("registers and spills per kernel (ptxas, where the binaries were built): resource-usage.txt, "
+                     "%d kernels, %d spilling" % (len(rows), len(spilling)))
+        lines.extend("  " + row for row in (rows[:5] + [r for r in spilling if r not in rows[:5]][:5]))
     print("\n".join(lines))
 
 
