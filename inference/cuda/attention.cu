@@ -267,11 +267,9 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
     }
   }
 
-  float max_value = -INFINITY, sum = 0.0f, acc[V][E];
+  float max_value = -INFINITY, sum = 0.0f, acc[V * E];  // column c·E + i of the lane's vectors
 #pragma unroll
-  for (int c = 0; c < V; ++c)
-#pragma unroll
-    for (int i = 0; i < E; ++i) acc[c][i] = 0.0f;
+  for (int i = 0; i < V * E; ++i) acc[i] = 0.0f;
   for (int base = begin; base < end; base += kGroups * kKeyUnroll) {
     float k[kKeyUnroll][V][E], v[kKeyUnroll][V][E];
     bool valid[kKeyUnroll];
@@ -312,9 +310,7 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
     const float rescale = expf(max_value - new_max);
     sum *= rescale;
 #pragma unroll
-    for (int c = 0; c < V; ++c)
-#pragma unroll
-      for (int i = 0; i < E; ++i) acc[c][i] *= rescale;
+    for (int i = 0; i < V * E; ++i) acc[i] *= rescale;
 #pragma unroll
     for (int u = 0; u < kKeyUnroll; ++u) {
       const float weight = valid[u] ? expf(score[u] - new_max) : 0.0f;
@@ -322,7 +318,7 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
 #pragma unroll
       for (int c = 0; c < V; ++c)
 #pragma unroll
-        for (int i = 0; i < E; ++i) acc[c][i] = fmaf(weight, v[u][c][i], acc[c][i]);
+        for (int i = 0; i < E; ++i) acc[c * E + i] = fmaf(weight, v[u][c][i], acc[c * E + i]);
     }
     max_value = new_max;
   }
@@ -332,19 +328,10 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
   for (int offset = kLanesPerKey; offset < kWarpSize; offset <<= 1) {
     const float other_max = __shfl_xor_sync(kFullMask, max_value, offset);
     const float other_sum = __shfl_xor_sync(kFullMask, sum, offset);
-    float other_acc[V * E], mine[V * E];
+    float other_acc[V * E];
 #pragma unroll
-    for (int c = 0; c < V; ++c)
-#pragma unroll
-      for (int i = 0; i < E; ++i) {
-        other_acc[c * E + i] = __shfl_xor_sync(kFullMask, acc[c][i], offset);
-        mine[c * E + i] = acc[c][i];
-      }
-    merge_softmax<V * E>(max_value, sum, mine, other_max, other_sum, other_acc);
-#pragma unroll
-    for (int c = 0; c < V; ++c)
-#pragma unroll
-      for (int i = 0; i < E; ++i) acc[c][i] = mine[c * E + i];
+    for (int i = 0; i < V * E; ++i) other_acc[i] = __shfl_xor_sync(kFullMask, acc[i], offset);
+    merge_softmax<V * E>(max_value, sum, acc, other_max, other_sum, other_acc);
   }
 
   __shared__ float warp_max[kSplitWarps], warp_sum_of_weights[kSplitWarps];
@@ -354,7 +341,7 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
     for (int c = 0; c < V; ++c)
       if (column_in_head[c]) {
 #pragma unroll
-        for (int i = 0; i < E; ++i) warp_output[warp][column[c] + i] = acc[c][i];
+        for (int i = 0; i < E; ++i) warp_output[warp][column[c] + i] = acc[c * E + i];
       }
     if (lane == 0) warp_max[warp] = max_value, warp_sum_of_weights[warp] = sum;
   }
