@@ -29,9 +29,9 @@ struct EngineFlags {
   // The KV cache keeps every position at full rank in f32.
   bool kv_exact() const { return kv_cache == "f32" && kv_budget == 0 && kv_rank == 0; }
   // What the CUDA backend runs (kv_cache_runs_on_cuda): f32, bf16, fp8 or
-  // int8, every position or a budget's, at full rank or a rank of 16, 32, 64
-  // or 128 without a budget (other ranks, and a rank with a budget, run on
-  // the CPU).
+  // int8, every position or a budget's, at full rank or a rank that is a
+  // multiple of 16 up to 256 without a budget (other ranks, and a rank with
+  // a budget, run on the CPU).
   bool kv_on_cuda() const {
     const bool form = kv_cache == "f32" || kv_cache == "bf16" || kv_cache == "fp8" || kv_cache == "int8";
     return form && (kv_rank == 0 || (kv_rank_runs_on_cuda(kv_rank) && kv_budget == 0));

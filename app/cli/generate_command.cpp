@@ -152,8 +152,8 @@ int run_generate(GenerateOptions o) {
   }
   // Named intermediates are recorded by the CPU backend, which alone runs
   // parallel decoding and the KV ranks kv_on_cuda refuses: a run that asks for
-  // them chooses it (bf16, fp8 and int8 caches, budgets and ranks 16, 32, 64
-  // and 128 run on both).
+  // them chooses it (bf16, fp8 and int8 caches, budgets and ranks that are
+  // multiples of 16 up to 256 run on both).
   BackendChoice choice = *parse_backend_choice(o.backend);
   if ((!o.trace.empty() || !o.engine.kv_on_cuda() || o.decoding.options().mode != DecodingMode::kSequential) &&
       choice == BackendChoice::kAuto)

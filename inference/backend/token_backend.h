@@ -57,8 +57,8 @@ struct TokenSessionOptions {
   DType kv_cache_type = DType::kF32;
   // How the KV cache stores and keeps keys and values (stored form, eviction
   // budget, low rank; gpt_kv_cache.h). The default is exact. The CUDA backend
-  // runs the bf16, fp8 and int8 forms, budgets, and ranks 16, 32, 64 and 128
-  // without a budget (kv_cache_runs_on_cuda).
+  // runs the bf16, fp8 and int8 forms, budgets, and the ranks
+  // kv_rank_runs_on_cuda takes without a budget (kv_cache_runs_on_cuda).
   KvCacheOptions kv_cache;
   // CPU only: named intermediates (inference/tensor/trace.h) of the prefill,
   // as "prefill.<name>", and of the first `trace_decode_steps` decode steps,
@@ -132,9 +132,15 @@ class TokenBackend {
 // The CPU backend over a loaded model (always available).
 std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model);
 
+// Head sizes the CUDA backend runs: the multiples of 16 from 16 to 256. The
+// one statement of the rule for code that does not link the CUDA kernels
+// (the command-line tool, the app, backend choice); the kernels' own is
+// cuda::head_dim_supported (inference/cuda/cuda_api.h), checked equal to it.
+inline bool head_dim_runs_on_cuda(int head_dim) { return head_dim >= 16 && head_dim <= 256 && head_dim % 16 == 0; }
+
 // KV ranks the CUDA backend runs: its decode attention's head sizes, since
 // every query head attends over one head of R latents.
-inline bool kv_rank_runs_on_cuda(int rank) { return rank == 16 || rank == 32 || rank == 64 || rank == 128; }
+inline bool kv_rank_runs_on_cuda(int rank) { return head_dim_runs_on_cuda(rank); }
 
 // KV cache options the CUDA backend runs (its open_session refuses the others):
 // any stored form (f32, bf16, fp8, int8), every position or a budget's (whose

@@ -179,6 +179,9 @@ Result<GptWeights> upload_gpt_weights(const DualStreamGpt& model) {
                                                           std::vector<float>(table.begin(), table.end()),
                                                           "transformer.wte (codebook installed)"));
   weights.bytes += weights.token_embedding.bytes();
+  // The uploads ran on the legacy stream; sessions compute on non-blocking
+  // streams, which do not wait for it.
+  CUBEFORGE_TRY(synchronize_device());
   return weights;
 }
 

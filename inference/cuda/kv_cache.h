@@ -53,7 +53,7 @@ KvCacheSizes kv_cache_sizes(KvCacheForm form, int batch, int heads, int head_dim
 struct KvCacheStoreArgs {
   int batch = 1;
   int heads = 0;
-  int head_dim = 0;  // 16, 32, 64 or 128
+  int head_dim = 0;  // head_dim_supported (cuda_api.h): a multiple of 16 up to 256
   const float* source_keys = nullptr;
   const float* source_values = nullptr;
   int source_capacity = 0;
@@ -114,7 +114,8 @@ Status kv_budget_update(const KvBudgetArgs& args, Stream stream);
 // [first_slot, first_slot + count) in slot order as cpu::kv_store does (an
 // int8 cache's earlier slots must be stored already). With `position` set,
 // the one slot *position + slot_offset instead (a decode step: read at run
-// time, so a captured graph serves every token). R ∈ {16, 32, 64, 128}.
+// time, so a captured graph serves every token). R is a head size the
+// attention runs (head_dim_supported, cuda_api.h).
 struct LowRankStoreArgs {
   int batch = 1;
   int heads = 0;     // G of the source

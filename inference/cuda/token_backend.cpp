@@ -430,7 +430,10 @@ Status CudaTokenSession::open() {
   CUBEFORGE_TRY(cuda_status(cudaMemcpyAsync(input_tokens_.data(), bos.data(), sizeof(int), cudaMemcpyHostToDevice,
                                                stream_.get()),
                                "upload of BOS"));
-  CUBEFORGE_TRY(cuda_status(cudaStreamSynchronize(stream_.get()), "session set-up"));
+  // The uploads and memsets above (DeviceBuffer's) run on the legacy stream,
+  // which the session's non-blocking stream does not wait for: a device-wide
+  // synchronise orders them before the first kernel.
+  CUBEFORGE_TRY(synchronize_device());
 
   if (options_.use_kv_cache) {
     const CudaDecodeGraph::Mode mode =
@@ -829,9 +832,9 @@ Status check_cuda_kv_cache(const TokenSessionOptions& options) {
     const int rank = kv.low_rank->rank();
     if (!kv_rank_runs_on_cuda(rank))
       return make_error(ErrorCode::kUnsupported,
-                        "the CUDA backend runs KV ranks 16, 32, 64 and 128 (its attention's "
-                        "head sizes); a rank of " +
-                            std::to_string(rank) + " runs on the CPU backend (--backend cpu)");
+                        "the CUDA backend runs KV ranks that are " + supported_head_dims() +
+                            " (its attention's head sizes); a rank of " + std::to_string(rank) +
+                            " runs on the CPU backend (--backend cpu)");
     if (kv.budget > 0)
       return make_error(ErrorCode::kUnsupported,
                         "the CUDA backend runs a KV rank (" + std::to_string(rank) + ") or a KV budget (" +
@@ -893,9 +896,9 @@ class CudaTokenBackend final : public TokenBackend {
 Result<std::shared_ptr<TokenBackend>> open_token_backend(const DualStreamGpt& model) {
   const GptConfig& c = model.config();
   const int head_dim = c.head_dim();
-  if (head_dim != 16 && head_dim != 32 && head_dim != 64 && head_dim != 128)
-    return make_error(ErrorCode::kUnsupported, "the CUDA backend runs head dimensions 16, 32, 64 and 128; this model's is " +
-                                                   std::to_string(head_dim));
+  if (!head_dim_runs_on_cuda(head_dim))
+    return make_error(ErrorCode::kUnsupported, "the CUDA backend runs head dimensions that are " + supported_head_dims() +
+                                                   "; this model's is " + std::to_string(head_dim));
   if (c.codes > kMaxSamplingVocab)
     return make_error(ErrorCode::kUnsupported, "the CUDA backend samples from at most " +
                                                    std::to_string(kMaxSamplingVocab) + " codes; this model has " +

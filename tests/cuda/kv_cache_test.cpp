@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "cuda_test_support.h"
 #include "inference/cuda/attention.h"
@@ -274,9 +276,12 @@ TEST_F(KvCacheKernels, Fp8CodesEqualTheCpu) {
 // over the stored cache against cpu::kv_attention.
 TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
   constexpr int kBatch = 2, kHeads = 3, kCapacity = 72;
+  // Head sizes between the powers of two the kernels are built for, and 256, at fewer lengths.
+  const std::vector<std::pair<int, std::vector<int>>> head_dims_and_lengths = {
+      {32, {1, 31, 32, 33, 70}}, {64, {1, 31, 32, 33, 70}}, {48, {31, 33}}, {96, {70}}, {256, {33}}};
   for (const KvCacheForm form : kStoredForms)
-    for (const int head_dim : {32, 64})
-      for (const int length : {1, 31, 32, 33, 70}) {
+    for (const auto& [head_dim, lengths] : head_dims_and_lengths)
+      for (const int length : lengths) {
         SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim) + " length " +
                      std::to_string(length));
         const int D = head_dim, W = kHeads * D;
@@ -339,7 +344,7 @@ TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
 TEST_F(KvCacheKernels, FusedDecodeStoresAndAttendsAsTheCpu) {
   constexpr int kBatch = 2, kHeads = 2, kCapacity = 72, kPrefilled = 29, kSteps = 6;  // slots 29..34: block 0 fills
   for (const KvCacheForm form : kStoredForms)
-    for (const int head_dim : {16, 64}) {
+    for (const int head_dim : {16, 64, 48, 160}) {
       SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim));
       const int D = head_dim, W = kHeads * D, stride = 3 * W;
       const auto keys = cache_rows(kBatch, kHeads, kCapacity, D, 51);
@@ -743,7 +748,7 @@ TEST_F(KvCacheKernels, LowRankStoreAndSharedHeadAttentionEqualTheCpu) {
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, DeviceBuffer<int>::allocate(1, "position"));
   for (const KvCacheForm form : {KvCacheForm::kF32, KvCacheForm::kBF16, KvCacheForm::kFp8, KvCacheForm::kInt8})
-    for (const int rank : {16, 32}) {
+    for (const int rank : {16, 32, 48, 144}) {  // 144: more latents than the kernel's threads
       SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " rank " + std::to_string(rank));
       const auto key_basis = random_floats(std::size_t(rank) * W, 63 + rank, -0.3f, 0.3f);
       const auto value_basis = random_floats(std::size_t(rank) * W, 64 + rank, -0.3f, 0.3f);

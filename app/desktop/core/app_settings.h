@@ -100,7 +100,7 @@ bool engine_options_exact(const AppSettings& settings);
 bool kv_cache_exact(const AppSettings& settings);
 // Whether the GPU runs the KV cache chosen, with any weight format: off, or
 // any stored form with every position or a budget's, at full rank or a rank
-// of 16, 32, 64 or 128 without a budget.
+// kv_rank_runs_on_cuda takes (a multiple of 16 up to 256) without a budget.
 bool kv_cache_on_gpu(const AppSettings& settings);
 // Why the KV cache options cannot run with the attention chosen, or with each
 // other, in the engine's words; empty when they can.

@@ -58,8 +58,8 @@ void draw_model_section(App& app) {
 // Why the GPU cannot run these settings' KV cache, or empty (it runs every weight format).
 std::string gpu_refuses(const AppSettings& settings) {
   if (kv_cache_on_gpu(settings)) return "";
-  return "The GPU runs KV ranks 16, 32, 64 and 128 without a budget; others run on the CPU (set the rank to one "
-         "of those, or 0, to use the GPU)";
+  return "The GPU runs KV ranks that are multiples of 16 up to 256 without a budget; others run on the CPU (set "
+         "the rank to one of those, or 0, to use the GPU)";
 }
 
 void draw_backend_section(AppSettings& settings) {
