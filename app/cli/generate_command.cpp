@@ -198,6 +198,7 @@ int run_generate(GenerateOptions o) {
   ProgressLine progress(!o.quiet && !o.json && isatty(STDERR_FILENO));
   auto on_event = [&](const GenerationEvent& e) {
     progress.on_event(e);
+    if (e.kind == GenerationEvent::Kind::kStageStarted && e.stage == Stage::kText) pause_if_testing("text");
     if (e.kind == GenerationEvent::Kind::kStageStarted && e.stage == Stage::kMeshing) pause_if_testing("meshing");
     if (e.kind == GenerationEvent::Kind::kStageStarted && e.stage == Stage::kCleanup) pause_if_testing("cleanup");
   };
