@@ -13,9 +13,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <mutex>
 #include <set>
 
 #include "inference/core/file_io.h"
+#include "inference/core/input_budgets.h"
+#include "inference/core/strict_json.h"
 #include "inference/core/thread_pool.h"
 #include "inference/core/untrusted_text.h"
 
@@ -23,8 +26,8 @@ namespace cubeforge {
 
 namespace {
 
-constexpr uint64_t kMaxHeaderBytes = 100u << 20;  // the format's own limit
-constexpr int kMaxJsonDepth = 4;                   // {"name": {"shape": [..]}} is depth 3
+constexpr uint64_t kFormatMaxHeaderBytes = 100u << 20;  // the format's own limit
+constexpr int kHeaderJsonDepth = 3;                      // {"name": {"shape": [..]}}
 
 Error corrupt(std::string_view file, const std::string& what) {
   return make_error(ErrorCode::kCorruptFile,
@@ -33,27 +36,6 @@ Error corrupt(std::string_view file, const std::string& what) {
 
 Error corrupt_tensor(std::string_view file, std::string_view tensor, const std::string& what) {
   return corrupt(file, "tensor '" + std::string(tensor) + "': " + what);
-}
-
-// Rejects pathological nesting before the JSON parser sees it.
-bool nesting_within(std::string_view json, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < json.size(); ++i) {
-    char c = json[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '{' || c == '[') {
-      if (++depth > max_depth) return false;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return true;
 }
 
 bool checked_multiply(uint64_t a, uint64_t b, uint64_t* out) {
@@ -79,41 +61,40 @@ std::string shape_to_string(std::span<const int64_t> shape) {
   return s + "]";
 }
 
-Result<SafetensorsHeader> parse_safetensors_header(std::span<const std::byte> file, std::string_view file_name) {
-  if (file.size() < 8) return corrupt(file_name, "file is " + std::to_string(file.size()) + " bytes, shorter than the 8-byte header length");
-  uint64_t header_length = 0;
-  for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | uint64_t(file[size_t(i)]);
-  if (header_length > kMaxHeaderBytes)
-    return corrupt(file_name, "header length " + std::to_string(header_length) + " exceeds the 100 MiB limit");
-  if (header_length > file.size() - 8)
-    return corrupt(file_name, "header length " + std::to_string(header_length) + " runs past the end of the " +
-                                  std::to_string(file.size()) + "-byte file (truncated?)");
-  std::string_view text(reinterpret_cast<const char*>(file.data() + 8), size_t(header_length));
-  if (!nesting_within(text, kMaxJsonDepth)) return corrupt(file_name, "header JSON is nested too deeply");
+namespace {
 
-  // Duplicate tensor names would silently shadow each other in a JSON object.
-  std::set<std::string> top_level_keys;
-  bool duplicate = false;
-  std::string duplicate_name;
-  nlohmann::json::parser_callback_t on_event = [&](int depth, nlohmann::json::parse_event_t event,
-                                                    nlohmann::json& parsed) {
-    if (event == nlohmann::json::parse_event_t::key && depth == 1) {
-      std::string key = parsed.get<std::string>();
-      if (!top_level_keys.insert(key).second) {
-        duplicate = true;
-        duplicate_name = key;
-      }
-    }
-    return true;
-  };
-  nlohmann::json root = nlohmann::json::parse(text, on_event, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return corrupt(file_name, "header is not valid JSON");
-  if (duplicate) return corrupt_tensor(file_name, duplicate_name, "appears twice in the header");
+uint64_t little_endian_u64(const std::byte* bytes) {
+  uint64_t value = 0;
+  for (int i = 7; i >= 0; --i) value = (value << 8) | uint64_t(bytes[i]);
+  return value;
+}
+
+// The header length's checks, before a byte of the header is read: the
+// format's limit, the file's size, and the budget.
+Status check_header_length(uint64_t header_length, uint64_t file_size, std::string_view file_name) {
+  if (header_length > kFormatMaxHeaderBytes)
+    return corrupt(file_name, "header length " + std::to_string(header_length) + " exceeds the format's 100 MiB limit");
+  if (header_length > file_size - 8)
+    return corrupt(file_name, "header length " + std::to_string(header_length) + " runs past the end of the " +
+                                  std::to_string(file_size) + "-byte file (truncated?)");
+  return check_input_budget(InputBudget::kSafetensorsHeaderBytes, header_length,
+                            single_quoted(file_name) + ": its safetensors header");
+}
+
+// Parses and checks `text`, the JSON header of a file of `file_size` bytes.
+Result<SafetensorsHeader> parse_header_text(std::string_view text, uint64_t file_size, std::string_view file_name) {
+  // Strict: a key given twice (a tensor, or a field of one) is an error, not
+  // one of the two values silently chosen.
+  auto parsed = parse_json_strictly(text, kHeaderJsonDepth);
+  if (!parsed.ok()) return corrupt(file_name, "header: " + parsed.error().message);
+  const nlohmann::json& root = *parsed;
   if (!root.is_object()) return corrupt(file_name, "header JSON is not an object");
+  const uint64_t header_length = text.size();
 
   SafetensorsHeader header;
   header.data_offset = 8 + header_length;
-  const uint64_t data_size = file.size() - header.data_offset;
+  const uint64_t data_size = file_size - header.data_offset;
+  header.tensors.reserve(root.size());
 
   for (auto it = root.begin(); it != root.end(); ++it) {
     const std::string& name = it.key();
@@ -173,19 +154,46 @@ Result<SafetensorsHeader> parse_safetensors_header(std::span<const std::byte> fi
     header.tensors.push_back(std::move(entry));
   }
 
+  // Tensors tile the data section, as the format's reference reader demands:
+  // ordered by offset, each begins where the one before ends, empty ones
+  // included, and the last ends where the file does. So an overlap cannot
+  // hide behind an empty tensor, and no byte is read that no tensor indexes
+  // (a gap, or a tail of gigabytes after a valid file).
   std::vector<const TensorEntry*> by_offset;
+  by_offset.reserve(header.tensors.size());
   for (const auto& t : header.tensors) by_offset.push_back(&t);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const TensorEntry* a, const TensorEntry* b) { return a->begin < b->begin; });
-  for (size_t i = 1; i < by_offset.size(); ++i) {
-    if (by_offset[i]->begin < by_offset[i - 1]->end && by_offset[i]->begin != by_offset[i]->end &&
-        by_offset[i - 1]->begin != by_offset[i - 1]->end)
-      return corrupt(file_name, "tensors '" + by_offset[i - 1]->name + "' and '" + by_offset[i]->name +
-                                    "' overlap in the data section");
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorEntry* a, const TensorEntry* b) {
+    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+  });
+  uint64_t covered = 0;
+  const TensorEntry* last = nullptr;  // the tensor that ends at `covered`
+  for (const TensorEntry* t : by_offset) {
+    if (t->begin < covered)
+      return corrupt(file_name, "tensors '" + last->name + "' [" + std::to_string(last->begin) + ", " +
+                                    std::to_string(last->end) + ") and '" + t->name + "' [" + std::to_string(t->begin) +
+                                    ", " + std::to_string(t->end) + ") overlap in the data section");
+    if (t->begin > covered)
+      return corrupt(file_name, "bytes [" + std::to_string(covered) + ", " + std::to_string(t->begin) +
+                                    ") of the data section, before tensor '" + t->name + "', belong to no tensor");
+    covered = t->end;
+    last = t;
   }
+  if (covered != data_size)
+    return corrupt(file_name, "the data section's last " + std::to_string(data_size - covered) + " bytes (from byte " +
+                                  std::to_string(covered) + ") belong to no tensor");
   std::sort(header.tensors.begin(), header.tensors.end(),
             [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
   return header;
+}
+
+}  // namespace
+
+Result<SafetensorsHeader> parse_safetensors_header(std::span<const std::byte> file, std::string_view file_name) {
+  if (file.size() < 8) return corrupt(file_name, "file is " + std::to_string(file.size()) + " bytes, shorter than the 8-byte header length");
+  const uint64_t header_length = little_endian_u64(file.data());
+  CUBEFORGE_TRY(check_header_length(header_length, file.size(), file_name));
+  return parse_header_text(std::string_view(reinterpret_cast<const char*>(file.data() + 8), size_t(header_length)),
+                           file.size(), file_name);
 }
 
 Status check_element_aligned(const TensorView& view, std::string_view file_name) {
@@ -228,15 +236,53 @@ Status check_finite(const TensorView& view, std::string_view file_name) {
   return ok_status();
 }
 
+// Where a file's bytes live. Nothing maps the file itself: a mapping turns a
+// file cut short while the model runs (weights are used in place for the
+// life of the model) into SIGBUS at whatever instruction next touches the
+// lost page, far from any border where an error could be returned. Bytes are
+// copied with pread instead, into anonymous memory laid out as the file is
+// (so alignment is the file's): all of them at open (kHugePages), or each
+// tensor's when it is first asked for (kOnDemand), so that tensors never
+// used cost neither reading nor memory. A file that shrinks while it is read
+// gives a short read, and an error naming it.
 struct SafetensorsFile::Storage {
   bool checked_finite = false;
-  void* mapping = nullptr;
+  void* mapping = nullptr;  // anonymous, the file's size
   size_t mapping_size = 0;
   std::vector<std::byte> owned;
+  int fd = -1;                   // kOnDemand: the open file the tensors come from
+  std::vector<uint8_t> loaded;   // kOnDemand: per entry (by name order), its bytes are in place
+  std::mutex loading;
   ~Storage() {
     if (mapping) ::munmap(mapping, mapping_size);
+    if (fd >= 0) ::close(fd);
   }
 };
+
+namespace {
+
+// Reads `size` bytes at `offset` of `fd` into `out`; an error when the file
+// ends first (it was cut short after it was measured) or the read fails.
+Status read_exactly(int fd, std::byte* out, uint64_t size, uint64_t offset, const std::string& file_name,
+                    const std::string& what) {
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pread(fd, out + done, size_t(std::min<uint64_t>(size - done, uint64_t(1) << 26)),
+                              off_t(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return make_error(ErrorCode::kIo, "cannot read " + what + " of " + single_quoted(file_name) + ": " +
+                                                     std::strerror(errno));
+    if (n == 0)
+      return make_error(ErrorCode::kIo, single_quoted(file_name) + " ended at byte " + std::to_string(offset + done) +
+                                            " while " + what + " (to byte " + std::to_string(offset + size) +
+                                            ") was read: the file changed while cubeforge read it. Leave model "
+                                            "files alone while they are in use, then try again");
+    done += uint64_t(n);
+  }
+  return ok_status();
+}
+
+}  // namespace
 
 SafetensorsFile::SafetensorsFile() = default;
 SafetensorsFile::SafetensorsFile(SafetensorsFile&&) noexcept = default;
@@ -248,39 +294,44 @@ Result<SafetensorsFile> SafetensorsFile::open(const std::filesystem::path& path,
   CUBEFORGE_ASSIGN_OR_RETURN(const int fd, open_regular_file(path, &file_size));
   SafetensorsFile file;
   file.storage_ = std::make_unique<Storage>();
+  file.storage_->fd = fd;  // closed with the storage
   file.name_ = path.string();
+  const std::string& name = file.name_;
+  // The header first, checked before any tensor's byte is read: a broken
+  // header or an unindexed tail costs nothing however large the file is.
+  if (file_size < 8) return corrupt(name, "file is " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+  std::byte length_bytes[8];
+  CUBEFORGE_TRY(read_exactly(fd, length_bytes, 8, 0, name, "the header length"));
+  const uint64_t header_length = little_endian_u64(length_bytes);
+  CUBEFORGE_TRY(check_header_length(header_length, file_size, name));
+  std::string header_text(size_t(header_length), '\0');
+  CUBEFORGE_TRY(read_exactly(fd, reinterpret_cast<std::byte*>(header_text.data()), header_length, 8, name, "the header"));
+  CUBEFORGE_ASSIGN_OR_RETURN(file.header_, parse_header_text(header_text, file_size, name));
+
   const size_t size = size_t(file_size);
-  if (size > 0) {
-    const bool anonymous = residence == Residence::kHugePages;
-    void* mapping = anonymous ? ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                              : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (mapping == MAP_FAILED) {
-      int err = errno;
-      ::close(fd);
-      return make_error(err == ENOMEM ? ErrorCode::kOutOfMemory : ErrorCode::kIo,
-                        "cannot map '" + path.string() + "': " + std::strerror(err));
-    }
-    file.storage_->mapping = mapping;
-    file.storage_->mapping_size = size;
-    if (anonymous) {
-      ::madvise(mapping, size, MADV_HUGEPAGE);
-      auto* out = static_cast<char*>(mapping);
-      size_t done = 0;
-      while (done < size) {
-        const ssize_t n = ::pread(fd, out + done, std::min<size_t>(size - done, size_t(1) << 26), off_t(done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          int err = n < 0 ? errno : EIO;
-          ::close(fd);
-          return make_error(ErrorCode::kIo, "cannot read '" + path.string() + "': " + std::strerror(err));
-        }
-        done += size_t(n);
-      }
-    }
-    file.bytes_ = std::span<const std::byte>(static_cast<const std::byte*>(mapping), size);
+  void* mapping = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED) {
+    const int err = errno;
+    return make_error(err == ENOMEM ? ErrorCode::kOutOfMemory : ErrorCode::kIo,
+                      "cannot reserve memory for " + single_quoted(name) + " (" + std::to_string(file_size >> 20) +
+                          " MiB): " + std::strerror(err));
   }
-  ::close(fd);
-  CUBEFORGE_ASSIGN_OR_RETURN(file.header_, parse_safetensors_header(file.bytes_, file.name_));
+  file.storage_->mapping = mapping;
+  file.storage_->mapping_size = size;
+  auto* bytes = static_cast<std::byte*>(mapping);
+  std::memcpy(bytes, length_bytes, 8);
+  std::memcpy(bytes + 8, header_text.data(), header_text.size());
+  file.bytes_ = std::span<const std::byte>(bytes, size);
+  if (residence == Residence::kHugePages) {
+    // Every tensor is used (the header tiles the data section with them), each token.
+    ::madvise(mapping, size, MADV_HUGEPAGE);
+    const uint64_t offset = file.header_.data_offset;
+    CUBEFORGE_TRY(read_exactly(fd, bytes + offset, file_size - offset, offset, name, "the tensors"));
+    ::close(fd);
+    file.storage_->fd = -1;
+  } else {
+    file.storage_->loaded.assign(file.header_.tensors.size(), 0);
+  }
   return file;
 }
 
@@ -312,6 +363,20 @@ Result<SafetensorsFile> SafetensorsFile::build_in_memory(size_t size, std::strin
   return file;
 }
 
+Result<TensorView> SafetensorsFile::view_of(const TensorEntry& entry) const {
+  std::byte* data = const_cast<std::byte*>(bytes_.data()) + header_.data_offset + entry.begin;
+  if (storage_ && storage_->fd >= 0) {
+    const size_t index = size_t(&entry - header_.tensors.data());
+    std::lock_guard<std::mutex> lock(storage_->loading);
+    if (!storage_->loaded[index]) {
+      CUBEFORGE_TRY(read_exactly(storage_->fd, data, entry.end - entry.begin, header_.data_offset + entry.begin, name_,
+                                 "tensor '" + entry.name + "'"));
+      storage_->loaded[index] = 1;
+    }
+  }
+  return TensorView{&entry, data};
+}
+
 bool SafetensorsFile::contains(std::string_view tensor) const {
   auto it = std::lower_bound(header_.tensors.begin(), header_.tensors.end(), tensor,
                              [](const TensorEntry& e, std::string_view n) { return e.name < n; });
@@ -323,7 +388,7 @@ Result<TensorView> SafetensorsFile::get(std::string_view tensor) const {
                              [](const TensorEntry& e, std::string_view n) { return e.name < n; });
   if (it == header_.tensors.end() || it->name != tensor)
     return make_error(ErrorCode::kNotFound, "'" + name_ + "' has no tensor '" + std::string(tensor) + "'");
-  return TensorView{&*it, bytes_.data() + header_.data_offset + it->begin};
+  return view_of(*it);
 }
 
 Result<TensorView> SafetensorsFile::get(std::string_view tensor, std::span<const int64_t> expected_shape) const {
@@ -372,8 +437,10 @@ Result<std::vector<int64_t>> SafetensorsFile::read_i64(std::string_view tensor) 
 
 Status SafetensorsFile::check_all_finite() const {
   if (storage_ && storage_->checked_finite) return ok_status();
-  for (const TensorEntry& entry : header_.tensors)
-    CUBEFORGE_TRY(check_finite(TensorView{&entry, bytes_.data() + header_.data_offset + entry.begin}, name_));
+  for (const TensorEntry& entry : header_.tensors) {
+    CUBEFORGE_ASSIGN_OR_RETURN(const TensorView view, view_of(entry));
+    CUBEFORGE_TRY(check_finite(view, name_));
+  }
   if (storage_) storage_->checked_finite = true;
   return ok_status();
 }
