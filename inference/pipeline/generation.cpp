@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
+#include <string>
 
 #include "inference/core/system_info.h"
 #include "inference/core/thread_pool.h"
@@ -72,14 +74,23 @@ const char* stage_name(Stage stage) {
 }
 
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
-  float largest = 0.f;
+  auto refused = [&](const std::string& why) {
+    return make_error(ErrorCode::kInvalidArgument, "bounding box " + std::to_string(size[0]) + " x " +
+                                                       std::to_string(size[1]) + " x " + std::to_string(size[2]) +
+                                                       ": " + why);
+  };
+  float largest = 0.f, smallest = std::numeric_limits<float>::max();
   for (float v : size) {
-    if (!(v > 0.f) || !std::isfinite(v))
-      return make_error(ErrorCode::kInvalidArgument, "bounding box sides must be positive numbers; got " +
-                                                         std::to_string(size[0]) + " x " + std::to_string(size[1]) +
-                                                         " x " + std::to_string(size[2]));
+    // 3e38 is a finite float, but no size: every side is checked against a range, not just for being a number.
+    if (!(v >= kBoundingBoxSmallestSide && v <= kBoundingBoxLargestSide))
+      return refused("sides must be numbers from " + std::to_string(kBoundingBoxSmallestSide) + " to " +
+                     std::to_string(kBoundingBoxLargestSide) + " (any unit: only their proportions matter)");
     largest = std::max(largest, v);
+    smallest = std::min(smallest, v);
   }
+  if (smallest * kBoundingBoxMostElongated < largest)
+    return refused("the smallest side is under 1/" + std::to_string(int(kBoundingBoxMostElongated)) +
+                   " of the largest, thinner than a cell of the finest grid; no shape fits it");
   return std::array<float, 3>{kBoundingBoxMaxSide * size[0] / largest, kBoundingBoxMaxSide * size[1] / largest,
                               kBoundingBoxMaxSide * size[2] / largest};
 }
