@@ -61,15 +61,15 @@ TEST(StrictJson, ExcerptsAreShort) {
 
 TEST(InputBudgets, DefaultsVariablesAndMessages) {
   ::unsetenv("CUBEFORGE_MAX_MESH_FACES");
-  EXPECT_EQ(*input_budget(InputBudget::kMeshFaces), 4'000'000u);
-  EXPECT_TRUE(check_input_budget(InputBudget::kMeshFaces, 4'000'000, "'m.obj'").ok());
-  Status over = check_input_budget(InputBudget::kMeshFaces, 4'000'001, "'m.obj': the mesh");
+  EXPECT_EQ(*input_budget(InputBudget::kMeshFaces), 2'000'000u);
+  EXPECT_TRUE(check_input_budget(InputBudget::kMeshFaces, 2'000'000, "'m.obj'").ok());
+  Status over = check_input_budget(InputBudget::kMeshFaces, 2'000'001, "'m.obj': the mesh");
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().message,
-            "'m.obj': the mesh needs 4000001 triangles, over the budget of 4000000 (CUBEFORGE_MAX_MESH_FACES); if the "
-            "file is what you meant, set CUBEFORGE_MAX_MESH_FACES=4000001 or more to read it");
+            "'m.obj': the mesh needs 2000001 triangles, over the budget of 2000000 (CUBEFORGE_MAX_MESH_FACES); if the "
+            "file is what you meant, set CUBEFORGE_MAX_MESH_FACES=2000001 or more to read it");
   ::setenv("CUBEFORGE_MAX_MESH_FACES", "5000000", 1);
-  EXPECT_TRUE(check_input_budget(InputBudget::kMeshFaces, 4'000'001, "'m.obj'").ok());
+  EXPECT_TRUE(check_input_budget(InputBudget::kMeshFaces, 2'000'001, "'m.obj'").ok());
   for (const char* bad : {"5e6", "-1", "0", "12abc"}) {
     ::setenv("CUBEFORGE_MAX_MESH_FACES", bad, 1);
     Status unreadable = check_input_budget(InputBudget::kMeshFaces, 1, "'m.obj'");
