@@ -19,8 +19,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
+#include <ostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/support/hostile_files.h"
@@ -40,6 +43,9 @@ struct HostileCase {
   // reads); returns false once done.
   std::function<bool(const std::string& output, pid_t pid, const std::filesystem::path& folder)> during;
 };
+
+// How a test framework prints a case: by its name.
+inline void PrintTo(const HostileCase& c, std::ostream* out) { *out << c.name; }
 
 inline HostileCase hostile_case(std::string name, std::string description,
                                 std::function<std::vector<std::string>(const std::filesystem::path&)> build,
@@ -141,12 +147,31 @@ inline std::string glb(const std::string& json_text, const std::string& binary) 
   return out;
 }
 
-// A GLB of the sheet whose scene is built by `arrange` (it fills "nodes" and "scenes").
-inline std::string sheet_glb(int cells, const std::function<void(nlohmann::json&)>& arrange) {
+// A GLB of the sheet whose scene is `members`, JSON text added to the
+// top-level object ("nodes" and "scenes", perhaps "meshes"): written as text,
+// since a JSON value of a hundred thousand nodes is slow to build.
+inline std::string sheet_glb(int cells, const std::string& members) {
   const SheetBuffer sheet = sheet_buffer(cells);
   nlohmann::json gltf = gltf_with_sheet(sheet);
-  arrange(gltf);
-  return glb(gltf.dump(), sheet.bytes);
+  if (members.find("\"meshes\"") != std::string::npos) gltf.erase("meshes");
+  std::string json = gltf.dump();
+  json.pop_back();
+  json.reserve(json.size() + members.size() + 2);
+  json += ',';
+  json += members;
+  json += '}';
+  return glb(json, sheet.bytes);
+}
+
+// "[first, first + 1, ..., first + count - 1]"
+inline std::string index_list(int first, int count) {
+  std::string text = "[";
+  for (int i = 0; i < count; ++i) {
+    if (i) text += ',';
+    text += std::to_string(first + i);
+  }
+  text += ']';
+  return text;
 }
 
 // The header of a safetensors file as text, and its data section.
@@ -155,19 +180,24 @@ struct RawSafetensors {
   std::string data;
 };
 inline RawSafetensors read_raw_safetensors(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes(size_t(std::filesystem::file_size(path)), '\0');
+  std::ifstream(path, std::ios::binary).read(bytes.data(), std::streamsize(bytes.size()));
   uint64_t length = 0;
   std::memcpy(&length, bytes.data(), 8);
   return {bytes.substr(8, size_t(length)), bytes.substr(8 + size_t(length))};
 }
-inline void write_raw_safetensors(const std::filesystem::path& path, std::string header, const std::string& data) {
-  while ((8 + header.size()) % 8) header.push_back(' ');
-  const uint64_t length = header.size();
-  std::string bytes(reinterpret_cast<const char*>(&length), 8);
-  bytes += header;
-  bytes += data;
-  write_text(path, bytes);
+// The header is given in pieces, written one after another (a 100 MiB header
+// is not copied to be joined).
+inline void write_raw_safetensors(const std::filesystem::path& path, std::initializer_list<std::string_view> header,
+                                  std::string_view data) {
+  uint64_t length = 0;
+  for (std::string_view piece : header) length += piece.size();
+  const std::string padding((8 - (8 + length) % 8) % 8, ' ');
+  length += padding.size();
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(&length), 8);
+  for (std::string_view piece : header) out << piece;
+  out << padding << data;
 }
 
 // The header of a safetensors file rewritten entry by entry: `entry` returns
@@ -179,11 +209,26 @@ inline void rewrite_header_text(const std::filesystem::path& path,
   const nlohmann::json header = nlohmann::json::parse(raw.header);
   std::string text = "{";
   for (auto it = header.begin(); it != header.end(); ++it) {
-    if (text.size() > 1) text += ",";
-    text += nlohmann::json(it.key()).dump() + ":" + (it.key() == "__metadata__" ? it.value().dump() : entry(it.key(), it.value()));
+    if (text.size() > 1) text += ',';
+    text += nlohmann::json(it.key()).dump();
+    text += ':';
+    text += it.key() == "__metadata__" ? it.value().dump() : entry(it.key(), it.value());
   }
-  text += extra + "}";
-  write_raw_safetensors(path, text, raw.data);
+  write_raw_safetensors(path, {text, extra, "}"}, raw.data);
+}
+
+// ",\"extra.0\":{...},..." for `count` empty tensors, or as many as fit in `bytes`.
+inline std::string empty_tensor_entries(int count, uint64_t bytes) {
+  const std::string entry = "{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
+  std::string text;
+  if (bytes != UINT64_MAX) text.reserve(size_t(bytes));
+  for (int i = 0; i < count && text.size() + 30 + entry.size() < bytes; ++i) {
+    text += ",\"extra.";
+    text += std::to_string(i);
+    text += "\":";
+    text += entry;
+  }
+  return text;
 }
 
 inline std::vector<std::string> generate_args(const std::filesystem::path& model, const std::filesystem::path& out,
@@ -244,17 +289,17 @@ inline std::vector<HostileCase> hostile_input_cases() {
              "nested more than");
   mesh_case("glb_node_chain", "GLB: a node hierarchy that is one chain 50000 nodes deep", "chain.glb",
             [](const fs::path& p) {
-              write_text(p, sheet_glb(4, [](nlohmann::json& g) {
-                           const int depth = 50000;
-                           nlohmann::json nodes = nlohmann::json::array();
-                           for (int i = 0; i < depth; ++i)
-                             nodes.push_back(i + 1 < depth ? nlohmann::json{{"children", {i + 1}}}
-                                                           : nlohmann::json{{"mesh", 0}});
-                           g["nodes"] = nodes;
-                           g["scenes"] = {{{"nodes", {0}}}};
-                         }));
+              const int depth = 50000;
+              std::string members = "\"nodes\":[";
+              for (int i = 0; i + 1 < depth; ++i) {
+                members += "{\"children\":[";
+                members += std::to_string(i + 1);
+                members += "]},";
+              }
+              members += "{\"mesh\":0}],\"scenes\":[{\"nodes\":[0]}]";
+              write_text(p, sheet_glb(4, members));
             },
-            "nodes deep");
+            "CUBEFORGE_MAX_MESH_NODES");
   mesh_case("glb_extras_nested_deep", "GLB: a node's extras nested 100000 objects deep", "extras.glb",
             [](const fs::path& p) {
               const SheetBuffer sheet = sheet_buffer(4);
@@ -318,31 +363,46 @@ inline std::vector<HostileCase> hostile_input_cases() {
               "GLB: one 2048-triangle mesh instanced " + std::to_string(instances) + " times",
               "instances.glb",
               [instances](const fs::path& p) {
-                write_text(p, sheet_glb(32, [instances](nlohmann::json& g) {
-                             nlohmann::json nodes = nlohmann::json::array();
-                             nlohmann::json children = nlohmann::json::array();
-                             for (int i = 0; i < instances; ++i) children.push_back(i + 1);
-                             nodes.push_back({{"children", children}});
-                             for (int i = 0; i < instances; ++i)
-                               nodes.push_back({{"mesh", 0}, {"translation", {i % 100, i / 100, 0}}});
-                             g["nodes"] = nodes;
-                             g["scenes"] = {{{"nodes", {0}}}};
-                           }));
+                std::string members = "\"nodes\":[{\"children\":" + index_list(1, instances) + "}";
+                for (int i = 0; i < instances; ++i) {
+                  members += ",{\"mesh\":0,\"translation\":[";
+                  members += std::to_string(i % 100);
+                  members += ',';
+                  members += std::to_string(i / 100);
+                  members += ",0]}";
+                }
+                members += "],\"scenes\":[{\"nodes\":[0]}]";
+                write_text(p, sheet_glb(32, members));
               },
-              "CUBEFORGE_MESH_");
+              "CUBEFORGE_MAX_MESH_NODES");
   }
-  mesh_case("glb_primitives_300k", "GLB: one mesh of 300000 primitives", "primitives.glb",
+  mesh_case("glb_instances_1k_of_8k", "GLB: one 8192-triangle mesh instanced 1000 times", "instances.glb",
             [](const fs::path& p) {
-              write_text(p, sheet_glb(1, [](nlohmann::json& g) {
-                           nlohmann::json primitives = nlohmann::json::array();
-                           for (int i = 0; i < 300000; ++i)
-                             primitives.push_back({{"attributes", {{"POSITION", 0}}}, {"indices", 1}});
-                           g["meshes"] = {{{"primitives", primitives}}};
-                           g["nodes"] = {{{"mesh", 0}}};
-                           g["scenes"] = {{{"nodes", {0}}}};
-                         }));
+              std::string members = "\"nodes\":[";
+              for (int i = 0; i < 1000; ++i) {
+                members += i ? ",{\"mesh\":0,\"translation\":[" : "{\"mesh\":0,\"translation\":[";
+                members += std::to_string(i % 100);
+                members += ',';
+                members += std::to_string(i / 100);
+                members += ",0]}";
+              }
+              members += "],\"scenes\":[{\"nodes\":" + index_list(0, 1000) + "}]";
+              write_text(p, sheet_glb(64, members));
             },
-            "CUBEFORGE_MESH_");
+            "CUBEFORGE_MAX_MESH_FACES");
+  mesh_case("glb_primitives_100k", "GLB: one mesh of 100000 primitives", "primitives.glb",
+            [](const fs::path& p) {
+              const std::string primitive = "{\"attributes\":{\"POSITION\":0},\"indices\":1}";
+              std::string members = "\"meshes\":[{\"primitives\":[";
+              members.reserve(100000 * (primitive.size() + 1) + 100);
+              for (int i = 0; i < 100000; ++i) {
+                if (i) members += ',';
+                members += primitive;
+              }
+              members += "]}],\"nodes\":[{\"mesh\":0}],\"scenes\":[{\"nodes\":[0]}]";
+              write_text(p, sheet_glb(1, members));
+            },
+            "CUBEFORGE_MAX_MESH_INSTANCES");
   mesh_case("stl_sparse_2g", "binary STL of 2 GiB, sparse, its triangle count matching its size", "big.stl",
             [](const fs::path& p) {
               const uint32_t triangles = uint32_t((2 * kGiB - 84) / 50);
@@ -352,13 +412,13 @@ inline std::vector<HostileCase> hostile_input_cases() {
               write_text(p, head);
               resize_sparse(p, 84 + uint64_t(triangles) * 50);
             },
-            "CUBEFORGE_MESH_");
+            "CUBEFORGE_MAX_MESH_BYTES");
   mesh_case("obj_sparse_2g", "OBJ: one triangle, then a sparse 2 GiB tail", "big.obj",
             [](const fs::path& p) {
               write_text(p, "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
               resize_sparse(p, 2 * kGiB);
             },
-            "CUBEFORGE_MESH_");
+            "CUBEFORGE_MAX_MESH_BYTES");
   mesh_case("ply_sparse_2g", "binary PLY of 2 GiB, sparse, its vertex count matching its size", "big.ply",
             [](const fs::path& p) {
               const std::string head =
@@ -368,7 +428,7 @@ inline std::vector<HostileCase> hostile_input_cases() {
               write_text(p, head);
               resize_sparse(p, head.size() + uint64_t(178956970) * 12 + 13);
             },
-            "CUBEFORGE_MESH_");
+            "CUBEFORGE_MAX_MESH_BYTES");
   mesh_case("gltf_buffer_sparse_2g", "glTF: a 2 GiB sparse buffer file, a few bytes of it used", "big.gltf",
             [](const fs::path& p) {
               const SheetBuffer sheet = sheet_buffer(4);
@@ -380,7 +440,7 @@ inline std::vector<HostileCase> hostile_input_cases() {
               g["scenes"] = {{{"nodes", {0}}}};
               write_text(p, g.dump());
             },
-            "CUBEFORGE_MESH_");
+            "CUBEFORGE_MAX_MESH_BYTES");
   mesh_case("obj_huge_polygons", "OBJ: 4 polygons of 20000 corners each", "polygons.obj",
             [](const fs::path& p) {
               const int corners = 20000;
@@ -402,7 +462,14 @@ inline std::vector<HostileCase> hostile_input_cases() {
               }
               write_text(p, text);
             },
-            "CUBEFORGE_MESH_");
+            "CUBEFORGE_MAX_POLYGON_CORNERS");
+  mesh_case("obj_faces_across_the_grid", "OBJ: 20000 triangles, each across the whole box", "across.obj",
+            [](const fs::path& p) {
+              std::string text = "v -1 -1 -1\nv -1 -1 1\nv -1 1 -1\nv -1 1 1\nv 1 -1 -1\nv 1 -1 1\nv 1 1 -1\nv 1 1 1\n";
+              for (int f = 0; f < 20000; ++f) text += f % 2 ? "f 1 4 6\n" : "f 2 3 8\n";
+              write_text(p, text);
+            },
+            "CUBEFORGE_MAX_MESH_GRID_COVERAGE");
   model_case("clip_config_2p24_layers", "clip/config.json claims 2^24 layers",
              [](const fs::path& m) {
                std::ifstream in(m / "clip/config.json");
@@ -418,10 +485,10 @@ inline std::vector<HostileCase> hostile_input_cases() {
                      return std::vector<std::string>{"calibrate-kv", "--prompts", (folder / "prompts.txt").string(),
                                                      "--out", (folder / "bases.safetensors").string()};
                    },
-                   1, "CUBEFORGE_PROMPTS_"));
+                   2, "CUBEFORGE_MAX_PROMPTS_BYTES"));
   model_case("safetensors_bad_header_sparse_4g", "shape_gpt.safetensors: a broken header, then a sparse 4 GiB tail",
              [](const fs::path& m) {
-               write_raw_safetensors(m / "shape_gpt.safetensors", "{\"broken\": ", "");
+               write_raw_safetensors(m / "shape_gpt.safetensors", {"{\"broken\": "}, "");
                resize_sparse(m / "shape_gpt.safetensors", 4 * kGiB);
              },
              "not valid JSON");
@@ -435,23 +502,18 @@ inline std::vector<HostileCase> hostile_input_cases() {
   // --- headers that cost time ------------------------------------------------------
   model_case("safetensors_50k_tensors", "shape_gpt.safetensors: 50000 more (empty) tensors in its header",
              [](const fs::path& m) {
-               std::string extra;
-               for (int i = 0; i < 50000; ++i)
-                 extra += ",\"extra." + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
                rewrite_header_text(m / "shape_gpt.safetensors",
-                                   [](const std::string&, const nlohmann::json& v) { return v.dump(); }, extra);
+                                   [](const std::string&, const nlohmann::json& v) { return v.dump(); },
+                                   empty_tensor_entries(50000, UINT64_MAX));
              },
              "unexpected tensors");
-  model_case("safetensors_100m_header", "shape_gpt.safetensors: a 100 MiB header of empty tensors",
+  model_case("safetensors_20m_header", "shape_gpt.safetensors: a 20 MiB header of empty tensors",
              [](const fs::path& m) {
-               std::string extra;
-               const std::string entry = "{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
-               for (int i = 0; (extra.size() + 30 + entry.size()) < (uint64_t(100) << 20) - 20000; ++i)
-                 extra += ",\"extra." + std::to_string(i) + "\":" + entry;
                rewrite_header_text(m / "shape_gpt.safetensors",
-                                   [](const std::string&, const nlohmann::json& v) { return v.dump(); }, extra);
+                                   [](const std::string&, const nlohmann::json& v) { return v.dump(); },
+                                   empty_tensor_entries(INT32_MAX, uint64_t(20) << 20));
              },
-             "CUBEFORGE_SAFETENSORS_");
+             "CUBEFORGE_MAX_SAFETENSORS_HEADER_BYTES");
 
   // --- fields accepted twice or checked too late --------------------------------------------
   model_case("safetensors_duplicate_field", "shape_gpt.safetensors: a tensor entry with data_offsets twice",
@@ -490,7 +552,7 @@ inline std::vector<HostileCase> hostile_input_cases() {
              "overlap");
   cases.push_back(hostile_case("bbox_3e38", "generate --bbox 3e38 1 1",
                    [](const fs::path& folder) { return generate_args("", folder / "out.glb", {"--bbox", "3e38", "1", "1"}); },
-                   2, "--bbox"));
+                   105, "--bbox: must be a number from"));
   return cases;
 }
 
