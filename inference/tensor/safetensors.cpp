@@ -13,12 +13,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <mutex>
 #include <set>
 
 #include "inference/core/file_io.h"
 #include "inference/core/input_budgets.h"
-#include "inference/core/strict_json.h"
 #include "inference/core/thread_pool.h"
 #include "inference/core/untrusted_text.h"
 
@@ -27,7 +27,6 @@ namespace cubeforge {
 namespace {
 
 constexpr uint64_t kFormatMaxHeaderBytes = 100u << 20;  // the format's own limit
-constexpr int kHeaderJsonDepth = 3;                      // {"name": {"shape": [..]}}
 
 Error corrupt(std::string_view file, const std::string& what) {
   return make_error(ErrorCode::kCorruptFile,
@@ -81,78 +80,204 @@ Status check_header_length(uint64_t header_length, uint64_t file_size, std::stri
                             single_quoted(file_name) + ": its safetensors header");
 }
 
+// The header's JSON read as it streams past (nlohmann's SAX interface), into
+// tensor entries, without building a JSON value: linear in the header's
+// size, and a few dozen bytes per tensor. Strict: a field given twice, an
+// unknown field or a value of the wrong kind is an error where it appears.
+class HeaderReader {
+ public:
+  HeaderReader(SafetensorsHeader& header, uint64_t data_size, std::string_view file_name)
+      : header_(header), data_size_(data_size), file_name_(file_name) {}
+
+  bool null() { return scalar(Kind::kOther, 0, nullptr); }
+  bool boolean(bool) { return scalar(Kind::kOther, 0, nullptr); }
+  bool number_integer(nlohmann::json::number_integer_t value) {
+    return value >= 0 ? scalar(Kind::kUnsigned, uint64_t(value), nullptr) : scalar(Kind::kOther, 0, nullptr);
+  }
+  bool number_unsigned(nlohmann::json::number_unsigned_t value) { return scalar(Kind::kUnsigned, value, nullptr); }
+  bool number_float(nlohmann::json::number_float_t, const nlohmann::json::string_t&) {
+    return scalar(Kind::kOther, 0, nullptr);
+  }
+  bool string(nlohmann::json::string_t& value) { return scalar(Kind::kString, 0, &value); }
+  bool binary(nlohmann::json::binary_t&) { return scalar(Kind::kOther, 0, nullptr); }
+  bool start_object(std::size_t) { return open(false); }
+  bool start_array(std::size_t) { return open(true); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+
+  bool key(nlohmann::json::string_t& name) {
+    if (at_ == At::kEntry) {
+      const Field field = name == "dtype" ? kDtype : name == "shape" ? kShape : name == "data_offsets" ? kOffsets : kUnknown;
+      if (field == kUnknown) return fail(tensor_error("entry must have exactly dtype, shape and data_offsets"));
+      if (fields_seen_ & field)
+        return fail(corrupt(file_name_, "header: key '" + name + "' appears twice in " + entry_.name +
+                                            " (a JSON object holds each key once)"));
+      fields_seen_ |= field;
+      field_ = field;
+      return true;
+    }
+    key_ = std::move(name);
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& error) {
+    return fail(corrupt(file_name_, std::string("header: not valid JSON: ") + error.what()));
+  }
+
+  std::optional<Error>& error() { return error_; }
+
+ private:
+  enum class Kind { kUnsigned, kString, kOther };
+  enum class At { kStart, kTop, kMetadata, kEntry, kShape, kOffsets, kDone };
+  enum Field { kUnknown = 0, kDtype = 1, kShape = 2, kOffsets = 4 };
+
+  bool fail(Error error) {
+    error_ = std::move(error);
+    return false;
+  }
+  Error tensor_error(const std::string& what) const { return corrupt_tensor(file_name_, entry_.name, what); }
+  // The error for a value of the wrong kind where the reader is.
+  Error misplaced() const {
+    switch (at_) {
+      case At::kStart: return corrupt(file_name_, "header JSON is not an object");
+      case At::kTop:
+        return key_ == "__metadata__" ? corrupt(file_name_, "__metadata__ is not an object")
+                                      : corrupt_tensor(file_name_, key_, "entry is not an object");
+      case At::kMetadata: return corrupt(file_name_, "__metadata__ value '" + key_ + "' is not a string");
+      case At::kEntry:
+        return field_ == kDtype   ? tensor_error("dtype is not a string")
+               : field_ == kShape ? tensor_error("shape is not an array")
+                                  : tensor_error("data_offsets must be two non-negative integers");
+      case At::kShape: return tensor_error("shape holds a value that is not a non-negative integer");
+      case At::kOffsets: return tensor_error("data_offsets must be two non-negative integers");
+      case At::kDone: break;
+    }
+    return corrupt(file_name_, "header holds something after its object");
+  }
+
+  bool open(bool array) {
+    if (at_ == At::kStart && !array) {
+      at_ = At::kTop;
+      return true;
+    }
+    if (at_ == At::kTop && !array) {
+      if (key_ == "__metadata__") {
+        if (seen_metadata_)
+          return fail(corrupt(file_name_, "header: key '__metadata__' appears twice in the top level (a JSON object "
+                                          "holds each key once)"));
+        seen_metadata_ = true;
+        at_ = At::kMetadata;
+        return true;
+      }
+      if (key_.empty()) return fail(corrupt(file_name_, "a tensor has an empty name"));
+      entry_ = TensorEntry{};
+      entry_.name = std::move(key_);
+      fields_seen_ = 0;
+      elements_ = 1;
+      offsets_.clear();
+      at_ = At::kEntry;
+      return true;
+    }
+    if (at_ == At::kEntry && array && (field_ == kShape || field_ == kOffsets)) {
+      at_ = field_ == kShape ? At::kShape : At::kOffsets;
+      return true;
+    }
+    return fail(misplaced());
+  }
+
+  bool close() {
+    switch (at_) {
+      case At::kTop: at_ = At::kDone; return true;
+      case At::kMetadata: at_ = At::kTop; return true;
+      case At::kShape: at_ = At::kEntry; return true;
+      case At::kOffsets:
+        if (offsets_.size() != 2) return fail(tensor_error("data_offsets must be two non-negative integers"));
+        at_ = At::kEntry;
+        return true;
+      case At::kEntry: at_ = At::kTop; return finish_entry();
+      default: return fail(misplaced());
+    }
+  }
+
+  bool scalar(Kind kind, uint64_t number, std::string* text) {
+    switch (at_) {
+      case At::kMetadata:
+        if (kind != Kind::kString) return fail(misplaced());
+        if (!header_.metadata.emplace(key_, std::move(*text)).second)
+          return fail(corrupt(file_name_, "header: key '" + key_ + "' appears twice in __metadata__ (a JSON object "
+                                          "holds each key once)"));
+        return true;
+      case At::kEntry:
+        if (field_ != kDtype || kind != Kind::kString) return fail(misplaced());
+        if (auto dtype = dtype_from_name(*text)) {
+          entry_.dtype = *dtype;
+          return true;
+        }
+        return fail(tensor_error("unsupported dtype '" + *text + "'"));
+      case At::kShape:
+        if (kind != Kind::kUnsigned) return fail(misplaced());
+        if (entry_.shape.size() == 8) return fail(tensor_error("shape has more than 8 dimensions"));
+        if (number > uint64_t(std::numeric_limits<int64_t>::max()) || !checked_multiply(elements_, number, &elements_))
+          return fail(tensor_error("shape is too large"));
+        entry_.shape.push_back(int64_t(number));
+        return true;
+      case At::kOffsets:
+        if (kind != Kind::kUnsigned || offsets_.size() == 2) return fail(misplaced());
+        offsets_.push_back(number);
+        return true;
+      default: return fail(misplaced());
+    }
+  }
+
+  bool finish_entry() {
+    if (fields_seen_ != (kDtype | kShape | kOffsets))
+      return fail(tensor_error("entry must have exactly dtype, shape and data_offsets"));
+    entry_.begin = offsets_[0];
+    entry_.end = offsets_[1];
+    if (entry_.end < entry_.begin) return fail(tensor_error("data_offsets end before they begin"));
+    if (entry_.end > data_size_)
+      return fail(tensor_error("data_offsets [" + std::to_string(entry_.begin) + ", " + std::to_string(entry_.end) +
+                               ") run past the " + std::to_string(data_size_) + "-byte data section (truncated?)"));
+    uint64_t expected_bytes = 0;
+    if (!checked_multiply(elements_, dtype_size(entry_.dtype), &expected_bytes) ||
+        expected_bytes != entry_.end - entry_.begin)
+      return fail(tensor_error("shape " + shape_to_string(entry_.shape) + " of " +
+                               std::string(dtype_name(entry_.dtype)) + " needs " + std::to_string(expected_bytes) +
+                               " bytes but data_offsets span " + std::to_string(entry_.end - entry_.begin)));
+    header_.tensors.push_back(std::move(entry_));
+    return true;
+  }
+
+  SafetensorsHeader& header_;
+  uint64_t data_size_;
+  std::string_view file_name_;
+  At at_ = At::kStart;
+  std::string key_;  // the top level's or __metadata__'s current key
+  Field field_ = kUnknown;
+  unsigned fields_seen_ = 0;
+  bool seen_metadata_ = false;
+  TensorEntry entry_;
+  uint64_t elements_ = 1;
+  std::vector<uint64_t> offsets_;
+  std::optional<Error> error_;
+};
+
 // Parses and checks `text`, the JSON header of a file of `file_size` bytes.
 Result<SafetensorsHeader> parse_header_text(std::string_view text, uint64_t file_size, std::string_view file_name) {
-  // Strict: a key given twice (a tensor, or a field of one) is an error, not
-  // one of the two values silently chosen.
-  auto parsed = parse_json_strictly(text, kHeaderJsonDepth);
-  if (!parsed.ok()) return corrupt(file_name, "header: " + parsed.error().message);
-  const nlohmann::json& root = *parsed;
-  if (!root.is_object()) return corrupt(file_name, "header JSON is not an object");
-  const uint64_t header_length = text.size();
-
   SafetensorsHeader header;
-  header.data_offset = 8 + header_length;
+  header.data_offset = 8 + text.size();
   const uint64_t data_size = file_size - header.data_offset;
-  header.tensors.reserve(root.size());
+  HeaderReader reader(header, data_size, file_name);
+  if (!nlohmann::json::sax_parse(text.begin(), text.end(), &reader, nlohmann::json::input_format_t::json,
+                                 /*strict=*/true, /*ignore_comments=*/false))
+    return reader.error() ? std::move(*reader.error()) : corrupt(file_name, "header: not valid JSON");
 
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& name = it.key();
-    const nlohmann::json& value = it.value();
-    if (name == "__metadata__") {
-      if (!value.is_object()) return corrupt(file_name, "__metadata__ is not an object");
-      for (auto m = value.begin(); m != value.end(); ++m) {
-        if (!m.value().is_string()) return corrupt(file_name, "__metadata__ value '" + m.key() + "' is not a string");
-        header.metadata[m.key()] = m.value().get<std::string>();
-      }
-      continue;
-    }
-    if (name.empty()) return corrupt(file_name, "a tensor has an empty name");
-    if (!value.is_object()) return corrupt_tensor(file_name, name, "entry is not an object");
-    if (value.size() != 3 || !value.contains("dtype") || !value.contains("shape") || !value.contains("data_offsets"))
-      return corrupt_tensor(file_name, name, "entry must have exactly dtype, shape and data_offsets");
-
-    TensorEntry entry;
-    entry.name = name;
-    const auto& dtype = value["dtype"];
-    if (!dtype.is_string()) return corrupt_tensor(file_name, name, "dtype is not a string");
-    auto parsed_dtype = dtype_from_name(dtype.get<std::string>());
-    if (!parsed_dtype)
-      return corrupt_tensor(file_name, name, "unsupported dtype '" + dtype.get<std::string>() + "'");
-    entry.dtype = *parsed_dtype;
-
-    const auto& shape = value["shape"];
-    if (!shape.is_array()) return corrupt_tensor(file_name, name, "shape is not an array");
-    if (shape.size() > 8) return corrupt_tensor(file_name, name, "shape has more than 8 dimensions");
-    uint64_t elements = 1;
-    for (const auto& d : shape) {
-      if (!d.is_number_unsigned()) return corrupt_tensor(file_name, name, "shape holds a value that is not a non-negative integer");
-      uint64_t dim = d.get<uint64_t>();
-      if (dim > uint64_t(std::numeric_limits<int64_t>::max()) || !checked_multiply(elements, dim, &elements))
-        return corrupt_tensor(file_name, name, "shape is too large");
-      entry.shape.push_back(int64_t(dim));
-    }
-
-    const auto& offsets = value["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned())
-      return corrupt_tensor(file_name, name, "data_offsets must be two non-negative integers");
-    entry.begin = offsets[0].get<uint64_t>();
-    entry.end = offsets[1].get<uint64_t>();
-    if (entry.end < entry.begin) return corrupt_tensor(file_name, name, "data_offsets end before they begin");
-    if (entry.end > data_size)
-      return corrupt_tensor(file_name, name,
-                            "data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-                                ") run past the " + std::to_string(data_size) + "-byte data section (truncated?)");
-    uint64_t expected_bytes = 0;
-    if (!checked_multiply(elements, dtype_size(entry.dtype), &expected_bytes) ||
-        expected_bytes != entry.end - entry.begin)
-      return corrupt_tensor(file_name, name,
-                            "shape " + shape_to_string(entry.shape) + " of " + std::string(dtype_name(entry.dtype)) +
-                                " needs " + std::to_string(expected_bytes) + " bytes but data_offsets span " +
-                                std::to_string(entry.end - entry.begin));
-    header.tensors.push_back(std::move(entry));
-  }
+  // A tensor named twice would shadow the other.
+  std::sort(header.tensors.begin(), header.tensors.end(),
+            [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
+  for (size_t i = 1; i < header.tensors.size(); ++i)
+    if (header.tensors[i].name == header.tensors[i - 1].name)
+      return corrupt_tensor(file_name, header.tensors[i].name, "appears twice in the header");
 
   // Tensors tile the data section, as the format's reference reader demands:
   // ordered by offset, each begins where the one before ends, empty ones
@@ -181,8 +306,6 @@ Result<SafetensorsHeader> parse_header_text(std::string_view text, uint64_t file
   if (covered != data_size)
     return corrupt(file_name, "the data section's last " + std::to_string(data_size - covered) + " bytes (from byte " +
                                   std::to_string(covered) + ") belong to no tensor");
-  std::sort(header.tensors.begin(), header.tensors.end(),
-            [](const TensorEntry& a, const TensorEntry& b) { return a.name < b.name; });
   return header;
 }
 
