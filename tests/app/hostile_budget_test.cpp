@@ -32,7 +32,7 @@ TEST_P(HostileBudget, EndsAsACorrectRunWithinItsBudget) {
   argv.insert(argv.begin(), CUBEFORGE_CLI_PATH);
   testing::RunLimits limits;
   limits.wall_seconds = 60;
-  limits.resident_bytes = uint64_t(1) << 30;
+  limits.resident_bytes = uint64_t(testing::kSanitizerBuild ? 4 : 1) << 30;
   limits.stack_bytes = c.stack_bytes;
   std::function<bool(const std::string&, pid_t)> watch;
   if (c.during) watch = [&](const std::string& out, pid_t pid) { return c.during(out, pid, folder.path()); };
