@@ -333,7 +333,7 @@ Action add_generate_command(CLI::App& app) {
       ->check(number_in(0.0, 1.0, true, "1 turns it off"));
   cmd->add_option("--bbox", o->bbox, "Bounding box size X Y Z (scaled so the largest side is 1.925)")
       ->expected(3)
-      ->check(number_in(kBoundingBoxSmallestSide, kBoundingBoxLargestSide, false,
+      ->check(number_in(kMinBoundingBoxSide, kMaxBoundingBoxSide, false,
                         "a size in any unit: only the proportions matter"));
   cmd->add_option("--resolution", o->resolution, "Grid resolution: (2^R + 1)^3 points")
       ->check(whole_number_in(2, 10, "8 is the reference's"));
