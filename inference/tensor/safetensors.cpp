@@ -12,9 +12,9 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <mutex>
 #include <numeric>
 #include <optional>
-#include <mutex>
 #include <set>
 
 #include "inference/core/file_io.h"
