@@ -122,7 +122,7 @@ Status count_ply(const std::filesystem::path& path, int fd, uint64_t size, MeshF
 // One pass over the lines: "v" lines are vertices, an "f" line of n corners
 // is n - 2 triangles.
 void count_obj(int fd, MeshFileClaims& claims) {
-  std::vector<char> buffer(size_t(1) << 20);
+  std::vector<char> buffer(size_t(1) << 16);
   enum class State { kLineStart, kTag, kSkipLine, kFace } state = State::kLineStart;
   char tag[2] = {0, 0};
   int tag_length = 0;
@@ -637,6 +637,9 @@ Status count_gltf(const std::filesystem::path& path, int fd, uint64_t size, bool
       uint64_t vertices = 0, indices = 0;
       if (primitive.position != kNone) CUBEFORGE_TRY(check_accessor(primitive.position, &vertices));
       if (primitive.indices != kNone) CUBEFORGE_TRY(check_accessor(primitive.indices, &indices));
+      if (primitive.mode > 6)
+        return not_what_it_claims(path, "meshes[" + std::to_string(m) + "] has a primitive of mode " +
+                                            std::to_string(primitive.mode) + "; glTF modes are 0 to 6");
       const uint64_t corners = primitive.indices != kNone ? indices : vertices;
       const uint64_t faces = primitive.mode == 4                          ? corners / 3
                              : (primitive.mode == 5 || primitive.mode == 6) ? (corners >= 3 ? corners - 2 : 0)

@@ -175,6 +175,9 @@ TEST_F(MeshBudgets, AccessorsMustLieInsideTheirViewsAndBuffers) {
   chunk["buffers"][0]["byteLength"] = 1 << 30;
   EXPECT_NE(refusal(write_glb(chunk)).find("buffers[0] claims 1073741824 bytes but the binary chunk has 240"),
             std::string::npos);
+  nlohmann::json mode = cube_gltf();
+  mode["meshes"][0]["primitives"][0]["mode"] = 2147483648u;  // found by fuzzing: Assimp made triangles of it
+  EXPECT_NE(refusal(write_glb(mode)).find("a primitive of mode 2147483648; glTF modes are 0 to 6"), std::string::npos);
   nlohmann::json index = cube_gltf();
   index["nodes"][0]["mesh"] = -1;
   EXPECT_NE(refusal(write_glb(index)).find("nodes[0].mesh is not a whole number from 0"), std::string::npos);
