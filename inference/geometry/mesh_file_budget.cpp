@@ -206,6 +206,11 @@ struct GltfAccessor {
   uint64_t count = 0;
   uint64_t component_bytes = 0;  // 0: not given or unknown
   uint64_t components = 0;
+  // A sparse accessor's replacements: `sparse_count` indices and values.
+  bool sparse = false;
+  uint64_t sparse_count = kNone;
+  uint64_t indices_view = kNone, indices_offset = 0, index_bytes = 0;
+  uint64_t values_view = kNone, values_offset = 0;
 };
 struct GltfBufferView {
   uint64_t buffer = kNone;
@@ -357,6 +362,9 @@ class GltfSummaryReader {
   }
   bool open(bool array) {
     if (!enter()) return false;
+    // An accessor's "sparse" object, whatever it holds, makes it sparse.
+    if (path_.size() == 3 && is_key(0, "accessors") && is_key(2, "sparse") && index_at(1) < s_.accessors.size())
+      s_.accessors[index_at(1)].sparse = true;
     if (path_.size() >= size_t(kMaxJsonDepth))
       return fail("its JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep (in " + where() + ")");
     path_.push_back({array, {}, kNone});
@@ -433,6 +441,20 @@ class GltfSummaryReader {
       }
     } else if (top == "accessors" && i < s_.accessors.size()) {
       GltfAccessor& a = s_.accessors[i];
+      if (depth == 4 && is_key(2, "sparse") && is_key(3, "count")) return number(value, &a.sparse_count);
+      if (depth == 5 && is_key(2, "sparse") && is_key(3, "indices")) {
+        if (is_key(4, "bufferView")) return number(value, &a.indices_view);
+        if (is_key(4, "byteOffset")) return number(value, &a.indices_offset);
+        if (is_key(4, "componentType")) {
+          uint64_t type = 0;
+          if (!number(value, &type)) return false;
+          a.index_bytes = type == 5121 ? 1 : type == 5123 ? 2 : type == 5125 ? 4 : 0;
+        }
+      }
+      if (depth == 5 && is_key(2, "sparse") && is_key(3, "values")) {
+        if (is_key(4, "bufferView")) return number(value, &a.values_view);
+        if (is_key(4, "byteOffset")) return number(value, &a.values_offset);
+      }
       if (depth != 3) return true;
       const std::string& field = path_[2].key;
       if (field == "bufferView") return number(value, &a.buffer_view);
@@ -619,6 +641,22 @@ Status count_gltf(const std::filesystem::path& path, int fd, uint64_t size, bool
         return not_what_it_claims(path, "accessors[" + std::to_string(index) + "] (" + std::to_string(a.count) +
                                             " elements) runs past its buffer view of " +
                                             std::to_string(view.byte_length) + " bytes");
+    }
+    if (a.sparse) {
+      // Every part of a sparse accessor is given and lies inside its view
+      // (Assimp read past a buffer on one without a count).
+      const std::string name = "accessors[" + std::to_string(index) + "].sparse";
+      if (a.sparse_count == kNone || a.sparse_count == 0 || a.sparse_count > a.count)
+        return not_what_it_claims(path, name + " needs a count from 1 to the accessor's " + std::to_string(a.count));
+      if (a.index_bytes == 0 || a.indices_view >= s.buffer_views.size() || a.values_view >= s.buffer_views.size())
+        return not_what_it_claims(path, name + " needs indices (a buffer view and an unsigned componentType) and "
+                                               "values (a buffer view)");
+      if (saturating_add(a.indices_offset, saturating_multiply(a.sparse_count, a.index_bytes)) >
+              s.buffer_views[a.indices_view].byte_length ||
+          saturating_add(a.values_offset, saturating_multiply(a.sparse_count, element)) >
+              s.buffer_views[a.values_view].byte_length)
+        return not_what_it_claims(path, name + " runs past its buffer views");
+      copied_bytes = saturating_add(copied_bytes, saturating_multiply(a.sparse_count, element + a.index_bytes));
     }
     if (count) *count = a.count;
     return ok_status();

@@ -178,6 +178,18 @@ TEST_F(MeshBudgets, AccessorsMustLieInsideTheirViewsAndBuffers) {
   nlohmann::json mode = cube_gltf();
   mode["meshes"][0]["primitives"][0]["mode"] = 2147483648u;  // found by fuzzing: Assimp made triangles of it
   EXPECT_NE(refusal(write_glb(mode)).find("a primitive of mode 2147483648; glTF modes are 0 to 6"), std::string::npos);
+  // Found by fuzzing: Assimp read past a buffer for a sparse accessor without a count.
+  nlohmann::json sparse = cube_gltf();
+  sparse["accessors"][0]["sparse"] = {{"indices", {{"bufferView", 1}, {"componentType", 5125}}},
+                                      {"values", {{"bufferView", 0}}}};
+  EXPECT_NE(refusal(write_glb(sparse)).find("accessors[0].sparse needs a count from 1 to the accessor's 8"),
+            std::string::npos)
+      << refusal(write_glb(sparse));
+  sparse["accessors"][0]["sparse"]["count"] = 8;
+  sparse["accessors"][0]["sparse"]["values"]["byteOffset"] = 4;
+  EXPECT_NE(refusal(write_glb(sparse)).find("accessors[0].sparse runs past its buffer views"), std::string::npos);
+  sparse["accessors"][0]["sparse"]["values"]["byteOffset"] = 0;
+  EXPECT_EQ(refusal(write_glb(sparse)), "");
   nlohmann::json index = cube_gltf();
   index["nodes"][0]["mesh"] = -1;
   EXPECT_NE(refusal(write_glb(index)).find("nodes[0].mesh is not a whole number from 0"), std::string::npos);
