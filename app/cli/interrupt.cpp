@@ -15,6 +15,7 @@ namespace cubeforge::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+volatile std::sig_atomic_t g_resumed = 0;
 
 void on_interrupt(int) {
   if (g_interrupted.exchange(true)) {
@@ -23,6 +24,8 @@ void on_interrupt(int) {
     std::raise(SIGINT);
   }
 }
+
+void on_resume(int) { g_resumed = 1; }
 
 }  // namespace
 
@@ -33,10 +36,12 @@ void install_interrupt_handler() { std::signal(SIGINT, on_interrupt); }
 void pause_if_testing(const char* stage) {
   const char* wanted = std::getenv("CUBEFORGE_TEST_PAUSE_AT");
   if (!wanted || std::strcmp(wanted, stage) != 0) return;
+  g_resumed = 0;
+  std::signal(SIGUSR1, on_resume);
   std::fprintf(stderr, "paused at %s\n", stage);
   std::fflush(stderr);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!g_interrupted.load() && std::chrono::steady_clock::now() < deadline)
+  while (!g_interrupted.load() && !g_resumed && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 

@@ -16,9 +16,10 @@ void install_interrupt_handler();
 
 // Test hook, for tests that interrupt a run at a given stage: with
 // CUBEFORGE_TEST_PAUSE_AT=STAGE in the environment, a run reaching STAGE
-// (meshing, cleanup, export, rename) says "paused at STAGE" on stderr and
-// waits until it is interrupted, at most 30 seconds, then goes on. Without the
-// variable it does nothing.
+// (text, meshing, cleanup, export, rename) says "paused at STAGE" on stderr
+// and waits until it is interrupted, or resumed with SIGUSR1 (a test that
+// changes a file the run reads), at most 30 seconds, then goes on. Without
+// the variable it does nothing.
 void pause_if_testing(const char* stage);
 
 }  // namespace cubeforge::cli

@@ -1,4 +1,6 @@
 // cubeforge-cli: the command-line face of the engine.
+#include <pthread.h>
+
 #include <cstdio>
 #include <new>
 #include <vector>
@@ -7,8 +9,67 @@
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/blas_kernels.h"
 
+namespace {
+
+// A process started under a small stack limit (ulimit -s 64) gets that much
+// for its main thread, and glibc gives every thread it starts the same by
+// default; reading a file, a parser or an importer then ends in SIGSEGV. So
+// the command runs on a thread whose stack is sized here, and threads started
+// later (the pool's, OpenBLAS's) get at least kThreadStackBytes by default.
+// Both are only raised, never lowered.
+constexpr size_t kCommandStackBytes = size_t(16) << 20;
+constexpr size_t kThreadStackBytes = size_t(8) << 20;
+
+int run_command(int argc, char** argv);
+
+struct CommandThread {
+  int argc;
+  char** argv;
+  int exit_code = 0;
+};
+
+void* command_thread(void* arg) {
+  auto* command = static_cast<CommandThread*>(arg);
+  command->exit_code = run_command(command->argc, command->argv);
+  return nullptr;
+}
+
+void raise_default_thread_stack() {
+  pthread_attr_t defaults;
+  if (pthread_getattr_default_np(&defaults) != 0) return;
+  size_t size = 0;
+  if (pthread_attr_getstacksize(&defaults, &size) == 0 && size < kThreadStackBytes &&
+      pthread_attr_setstacksize(&defaults, kThreadStackBytes) == 0)
+    pthread_setattr_default_np(&defaults);
+  pthread_attr_destroy(&defaults);
+}
+
+// The command's exit code, run on a thread of its own stack size (or here,
+// when no such thread can be started).
+int run_on_sized_stack(int argc, char** argv) {
+  raise_default_thread_stack();
+  CommandThread command{argc, argv};
+  pthread_attr_t attributes;
+  pthread_t thread;
+  bool started = pthread_attr_init(&attributes) == 0 &&
+                 pthread_attr_setstacksize(&attributes, kCommandStackBytes) == 0 &&
+                 pthread_create(&thread, &attributes, command_thread, &command) == 0;
+  pthread_attr_destroy(&attributes);
+  if (!started) return run_command(argc, argv);
+  pthread_join(thread, nullptr);
+  return command.exit_code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   cubeforge::cpu::reexec_with_matching_blas_kernels(argv);
+  return run_on_sized_stack(argc, argv);
+}
+
+namespace {
+
+int run_command(int argc, char** argv) {
   CLI::App app{"cubeforge: text-to-3D with the Cube 3D model family"};
   app.require_subcommand(1);
   std::vector<cubeforge::cli::Action> actions;
@@ -41,3 +102,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace

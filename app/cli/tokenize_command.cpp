@@ -38,6 +38,22 @@ int run_tokenize(const TokenizeOptions& o) {
     print_error("tokenize", input.error());
     return 1;
   }
+  // The encoder sees the mesh as the reference prepares it: rescaled to 0.96
+  // of [-1, 1]^3 and sampled by area with face normals.
+  auto transform = unit_cube_transform(*input);
+  if (!transform.ok()) {
+    std::fprintf(stderr, "tokenize: '%s': %s\n", escape_untrusted(o.mesh).c_str(), transform.error().to_string().c_str());
+    return 1;
+  }
+  Mesh rescaled = *input;
+  apply_transform(rescaled, *transform);
+  GridSpec iou_grid;
+  iou_grid.resolution = o.iou_resolution;
+  // What measuring the reconstruction will cost, before the model is loaded.
+  if (Status coverage = check_inside_grid_coverage(rescaled, iou_grid); !coverage.ok()) {
+    std::fprintf(stderr, "tokenize: '%s': %s\n", escape_untrusted(o.mesh).c_str(), coverage.error().to_string().c_str());
+    return 1;
+  }
   std::optional<MeshFileFormat> out_format;
   if (!o.out.empty()) {
     auto format = mesh_file_format_from_path(o.out);
@@ -66,15 +82,6 @@ int run_tokenize(const TokenizeOptions& o) {
     return kExitCancelled;
   };
 
-  // The encoder sees the mesh as the reference prepares it: rescaled to 0.96
-  // of [-1, 1]^3 and sampled by area with face normals.
-  auto transform = unit_cube_transform(*input);
-  if (!transform.ok()) {
-    std::fprintf(stderr, "tokenize: '%s': %s\n", mesh_shown.c_str(), transform.error().to_string().c_str());
-    return 1;
-  }
-  Mesh rescaled = *input;
-  apply_transform(rescaled, *transform);
   SurfaceSamplingOptions sampling;
   sampling.count = o.samples;
   sampling.seed = std::stoull(o.seed_text);  // checked by seed_number()
@@ -105,8 +112,6 @@ int run_tokenize(const TokenizeOptions& o) {
     print_error("tokenize", rebuilt.error());
     return 1;
   }
-  GridSpec iou_grid;
-  iou_grid.resolution = o.iou_resolution;
   double iou = 0.0;
   if (!rebuilt->mesh.empty()) {
     auto measured = mesh_iou(rescaled, rebuilt->mesh, iou_grid);

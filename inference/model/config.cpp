@@ -117,6 +117,48 @@ void add_linear(std::vector<ExpectedTensor>& list, const std::string& prefix, in
   if (bias) add(list, prefix + ".bias", {out});
 }
 
+// YAML, like JSON, resolves a key given twice to one of its values without a
+// word (yaml-cpp: the first); a config.yaml that says n_embd twice is
+// ambiguous, so it is refused, at every level. The walk is iterative, and
+// bounded by the text's size: aliases could make a small document a very
+// wide graph to walk.
+Status check_unique_keys(const YAML::Node& root, const std::string& file, size_t text_size) {
+  struct Pending {
+    YAML::Node node;
+    std::string path;
+  };
+  std::vector<Pending> pending = {{root, ""}};
+  uint64_t visited = 0;
+  const uint64_t most = 4 * uint64_t(text_size) + 1024;
+  while (!pending.empty()) {
+    Pending item = std::move(pending.back());
+    pending.pop_back();
+    if (++visited > most)
+      return make_error(ErrorCode::kCorruptFile, "'" + file + "': its aliases expand to more than " + std::to_string(most) +
+                                                     " nodes; a configuration needs none of that");
+    if (item.node.IsSequence()) {
+      size_t index = 0;
+      for (const YAML::Node& element : item.node) pending.push_back({element, item.path + "[" + std::to_string(index++) + "]"});
+    } else if (item.node.IsMap()) {
+      std::map<std::string, int> lines;  // scalar key -> its line
+      for (auto it = item.node.begin(); it != item.node.end(); ++it) {
+        const std::string path = item.path.empty() ? it->first.as<std::string>("?") : item.path + "." + it->first.as<std::string>("?");
+        if (it->first.IsScalar()) {
+          const int line = it->first.Mark().line + 1;
+          auto [previous, inserted] = lines.emplace(it->first.Scalar(), line);
+          if (!inserted)
+            return make_error(ErrorCode::kCorruptFile,
+                              "'" + file + "': key '" + path + "' is given twice (lines " + std::to_string(previous->second) +
+                                  " and " + std::to_string(line) +
+                                  "); a YAML mapping holds each key once: keep the one you mean");
+        }
+        pending.push_back({it->second, path});
+      }
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path) {
@@ -132,6 +174,7 @@ Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const st
     return make_error(ErrorCode::kCorruptFile, "'" + file + "' is not valid YAML: " + e.what());
   }
   if (!root.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "' is not a YAML mapping");
+  CUBEFORGE_TRY(check_unique_keys(root, file, text.size()));
   const YAML::Node gpt = root["gpt_model"];
   const YAML::Node shape = root["shape_model"];
   if (!gpt || !gpt.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "' has no 'gpt_model' section");

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <optional>
+#include <string>
 
 #include "inference/core/system_info.h"
 #include "inference/core/thread_pool.h"
@@ -72,14 +75,32 @@ const char* stage_name(Stage stage) {
 }
 
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
-  float largest = 0.f;
+  auto number = [](double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return std::string(text);
+  };
+  auto refused = [&](const std::string& why) {
+    std::string message = "bounding box ";
+    message.append(number(size[0])).append(" x ").append(number(size[1])).append(" x ").append(number(size[2]));
+    return make_error(ErrorCode::kInvalidArgument, message.append(": ").append(why));
+  };
+  float largest = 0.f, smallest = std::numeric_limits<float>::max();
   for (float v : size) {
-    if (!(v > 0.f) || !std::isfinite(v))
-      return make_error(ErrorCode::kInvalidArgument, "bounding box sides must be positive numbers; got " +
-                                                         std::to_string(size[0]) + " x " + std::to_string(size[1]) +
-                                                         " x " + std::to_string(size[2]));
+    // 3e38 is a finite float, but no size: every side is checked against a range, not just for being a number.
+    if (!(v >= kMinBoundingBoxSide && v <= kMaxBoundingBoxSide))
+      return refused(std::string("sides must be numbers from ")
+                         .append(number(kMinBoundingBoxSide))
+                         .append(" to ")
+                         .append(number(kMaxBoundingBoxSide))
+                         .append(" (any unit: only their proportions matter)"));
     largest = std::max(largest, v);
+    smallest = std::min(smallest, v);
   }
+  if (smallest * kBoundingBoxMostElongated < largest)
+    return refused(std::string("the smallest side is under 1/")
+                       .append(number(kBoundingBoxMostElongated))
+                       .append(" of the largest, thinner than a cell of the finest grid; no shape fits it"));
   return std::array<float, 3>{kBoundingBoxMaxSide * size[0] / largest, kBoundingBoxMaxSide * size[1] / largest,
                               kBoundingBoxMaxSide * size[2] / largest};
 }

@@ -108,6 +108,13 @@ struct GenerationResult {
 };
 
 // The reference's bounding-box normalisation: largest side becomes 1.925.
+// Sides are sizes in any unit, each from kMinBoundingBoxSide to
+// kMaxBoundingBoxSide, the smallest at least 1/kBoundingBoxMostElongated
+// of the largest (a thinner side is under a cell of the finest grid, 2^10
+// cells across); anything else is an error naming the box.
+inline constexpr float kMinBoundingBoxSide = 1e-6f;
+inline constexpr float kMaxBoundingBoxSide = 1e6f;
+inline constexpr float kBoundingBoxMostElongated = 1000.f;
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size);
 
 // Runs the whole pipeline: generate_shape_tokens() then mesh_shape_tokens().

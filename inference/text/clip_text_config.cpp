@@ -2,6 +2,8 @@
 // config.json (kept apart from the encoder so the parser can be fuzzed alone).
 #include <nlohmann/json.hpp>
 
+#include "inference/core/strict_json.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/text/clip_text_encoder.h"
 
 namespace cubeforge {
@@ -11,7 +13,7 @@ Result<int> read_positive_int(const nlohmann::json& config, const char* key, int
   if (!config.contains(key)) return fallback;
   const nlohmann::json& value = config.at(key);
   if (!value.is_number_integer() || value.get<int64_t>() <= 0 || value.get<int64_t>() > (int64_t(1) << 24)) {
-    return make_error(ErrorCode::kCorruptFile, std::string(file) + ": text_config." + key + " is " + value.dump() +
+    return make_error(ErrorCode::kCorruptFile, std::string(file) + ": text_config." + key + " is " + json_excerpt(value) +
                                                    "; expected a positive integer");
   }
   return int(value.get<int64_t>());
@@ -20,8 +22,14 @@ Result<int> read_positive_int(const nlohmann::json& config, const char* key, int
 }  // namespace
 
 Result<ClipTextConfig> ClipTextConfig::from_json(std::string_view json_text, std::string_view file_name) {
-  const nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
+  // Strict and depth-bounded: a key given twice is an error, and a value
+  // nested without end never reaches the recursive dump() of a message.
+  auto parsed = parse_json_strictly(json_text);
+  if (!parsed.ok())
+    return make_error(ErrorCode::kCorruptFile, std::string(file_name) + ": " + parsed.error().message +
+                                                   "; expected a Hugging Face CLIP config.json");
+  const nlohmann::json& root = *parsed;
+  if (!root.is_object()) {
     return make_error(ErrorCode::kCorruptFile,
                       std::string(file_name) + ": not a JSON object; expected a Hugging Face CLIP config.json");
   }
@@ -50,13 +58,13 @@ Result<ClipTextConfig> ClipTextConfig::from_json(std::string_view json_text, std
     const nlohmann::json& eps = text->at("layer_norm_eps");
     if (!eps.is_number() || !(eps.get<double>() > 0.0 && eps.get<double>() < 1.0)) {
       return make_error(ErrorCode::kCorruptFile, std::string(file_name) + ": text_config.layer_norm_eps is " +
-                                                     eps.dump() + "; expected a small positive number");
+                                                     json_excerpt(eps) + "; expected a small positive number");
     }
     config.layer_norm_eps = eps.get<float>();
   }
   if (text->contains("hidden_act")) {
     const nlohmann::json& act = text->at("hidden_act");
-    const std::string name = act.is_string() ? act.get<std::string>() : act.dump();
+    const std::string name = act.is_string() ? act.get<std::string>() : json_excerpt(act);
     if (name == "quick_gelu") {
       config.hidden_act = ClipActivation::kQuickGelu;
     } else if (name == "gelu") {

@@ -241,5 +241,34 @@ TEST(ModelConfig, EpsAndRopeThetaMustBePositiveNumbers) {
   }
 }
 
+// yaml-cpp takes the first of two equal keys: a config.yaml saying n_embd
+// twice was read as the first and blamed on the weights, or accepted.
+TEST(ModelConfig, AKeyGivenTwiceIsRefusedAtAnyLevel) {
+  auto text = read_file_text(testing::builtin_model_dir() / "config.yaml");
+  ASSERT_TRUE(text.ok());
+  ASSERT_TRUE(parse_model_config_yaml_text(*text, "config.yaml").ok());
+  std::string twice = *text;
+  twice.insert(twice.find("  n_embd:"), "  n_embd: 64\n");
+  auto parsed = parse_model_config_yaml_text(twice, "config.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("key 'gpt_model.n_embd' is given twice (lines"), std::string::npos)
+      << parsed.error().message;
+  parsed = parse_model_config_yaml_text(*text + "extra:\n  list:\n    - {a: 1, a: 2}\n", "config.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("key 'extra.list[0].a' is given twice"), std::string::npos)
+      << parsed.error().message;
+  // Aliases are walked within a bound set by the text's size, not expanded without end.
+  std::string laughs = *text + "l0: &l0 [x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 12; ++i) {
+    const std::string name = std::to_string(i), previous = "*l" + std::to_string(i - 1);
+    laughs.append("l").append(name).append(": &l").append(name).append(" [");
+    for (int copy = 0; copy < 4; ++copy) laughs.append(copy ? ", " : "").append(previous);
+    laughs.append("]\n");
+  }
+  parsed = parse_model_config_yaml_text(laughs, "config.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("aliases expand to more than"), std::string::npos) << parsed.error().message;
+}
+
 }  // namespace
 }  // namespace cubeforge

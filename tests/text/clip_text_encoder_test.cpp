@@ -256,6 +256,39 @@ TEST(ClipTextConfig, ReadsTextConfigWithDefaultsAndRejectsBadValues) {
                                              "config.json");
   EXPECT_FALSE(bad_heads.ok());
   EXPECT_FALSE(ClipTextConfig::from_json("[1,2", "config.json").ok());
+
+  // Strict JSON: nesting bounded, keys once.
+  auto deep = ClipTextConfig::from_json(
+      "{\"text_config\": {\"vocab_size\": " + std::string(100000, '[') + std::string(100000, ']') + "}}", "config.json");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.error().message.find("nested more than 64 levels deep (in text_config.vocab_size"), std::string::npos)
+      << deep.error().message;
+  auto twice = ClipTextConfig::from_json(R"({"text_config": {"hidden_size": 768, "hidden_size": 64}})", "config.json");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("key 'hidden_size' appears twice in text_config"), std::string::npos)
+      << twice.error().message;
+  // A long value is shown cut short.
+  auto long_value = ClipTextConfig::from_json("{\"vocab_size\": \"" + std::string(100000, 'x') + "\"}", "config.json");
+  ASSERT_FALSE(long_value.ok());
+  EXPECT_LT(long_value.error().message.size(), 300u);
+}
+
+// A configuration claiming 2^24 layers allocated gigabytes of empty layers
+// before the first tensor was looked for; the file bounds the claim.
+TEST_F(WeightVariants, ALayerCountBeyondTheFileIsRefusedBeforeAllocating) {
+  SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
+  const auto clip_dir = testing::oracle_clip_dir();
+  auto source = SafetensorsFile::open(clip_dir / "model.safetensors");
+  ASSERT_TRUE(source.ok());
+  auto config = read_file_text(clip_dir / "config.json");
+  ASSERT_TRUE(config.ok());
+  auto claimed = ClipTextConfig::from_json(*config, "config.json");
+  ASSERT_TRUE(claimed.ok());
+  claimed->num_hidden_layers = 1 << 24;
+  auto encoder = ClipTextEncoder::from_safetensors(std::make_shared<const SafetensorsFile>(std::move(*source)), *claimed);
+  ASSERT_FALSE(encoder.ok());
+  EXPECT_NE(encoder.error().message.find("num_hidden_layers = 16777216 but"), std::string::npos)
+      << encoder.error().message;
 }
 
 TEST(ClipTextEncoder, RejectsMalformedTokens) {
