@@ -330,7 +330,9 @@ Action add_generate_command(CLI::App& app) {
       ->check(whole_number_in(0, std::numeric_limits<int>::max(), "0 turns it off"));
   cmd->add_option("--top-p", o->top_p, "Nucleus sampling mass (1: off)")
       ->check(number_in(0.0, 1.0, true, "1 turns it off"));
-  cmd->add_option("--bbox", o->bbox, "Bounding box size X Y Z (scaled so the largest side is 1.925)")->expected(3);
+  cmd->add_option("--bbox", o->bbox, "Bounding box size X Y Z (scaled so the largest side is 1.925)")
+      ->expected(3)
+      ->check(number_in(kMinBoundingBoxSide, kMaxBoundingBoxSide, false, "only the ratios of the sides matter"));
   cmd->add_option("--resolution", o->resolution, "Grid resolution: (2^R + 1)^3 points")
       ->check(whole_number_in(2, 10, "8 is the reference's"));
   cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)")

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include "inference/core/system_info.h"
@@ -74,10 +75,14 @@ const char* stage_name(Stage stage) {
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
   float largest = 0.f;
   for (float v : size) {
-    if (!(v > 0.f) || !std::isfinite(v))
-      return make_error(ErrorCode::kInvalidArgument, "bounding box sides must be positive numbers; got " +
-                                                         std::to_string(size[0]) + " x " + std::to_string(size[1]) +
-                                                         " x " + std::to_string(size[2]));
+    if (!(v >= kMinBoundingBoxSide && v <= kMaxBoundingBoxSide)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "bounding box sides must be numbers from %g to %g (only their ratios matter); got %g x %g x %g",
+                    double(kMinBoundingBoxSide), double(kMaxBoundingBoxSide), double(size[0]), double(size[1]),
+                    double(size[2]));
+      return make_error(ErrorCode::kInvalidArgument, text);
+    }
     largest = std::max(largest, v);
   }
   return std::array<float, 3>{kBoundingBoxMaxSide * size[0] / largest, kBoundingBoxMaxSide * size[1] / largest,

@@ -108,6 +108,12 @@ struct GenerationResult {
 };
 
 // The reference's bounding-box normalisation: largest side becomes 1.925.
+// Only the ratios matter, so each side must lie in [kMinBoundingBoxSide,
+// kMaxBoundingBoxSide]: wide enough for millimetres and kilometres, narrow
+// enough that no product or ratio of sides overflows, underflows or turns
+// denormal (3e38 times 1.925 is infinite as a float).
+inline constexpr float kMinBoundingBoxSide = 1e-6f;
+inline constexpr float kMaxBoundingBoxSide = 1e6f;
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size);
 
 // Runs the whole pipeline: generate_shape_tokens() then mesh_shape_tokens().
