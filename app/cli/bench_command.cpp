@@ -80,7 +80,7 @@ Result<LoadedFile> load_file(const BenchOptions& o) {
     } else {
       CUBEFORGE_ASSIGN_OR_RETURN(loaded.config, infer_gpt_config(file));
     }
-    loaded.description = dir.string();
+    loaded.description = readable_untrusted(dir.string());
     loaded.file = std::make_shared<const SafetensorsFile>(std::move(file));
     return loaded;
   }

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
 #include "app/cli/prompt_list.h"
@@ -78,8 +79,18 @@ int run_calibrate(const CalibrateOptions& o) {
   if (!folder) return 2;
   const std::filesystem::path out = o.out.empty() ? *folder / kKvBasesFile : std::filesystem::path(o.out);
   if (!output_writable(out.string(), o.force, "calibrate-kv")) return 1;
+  install_interrupt_handler();
   auto model = load_model_or_report(*folder, "calibrate-kv");
   if (!model) return 1;
+  // Checked again now that the model's files are known inputs.
+  if (!output_writable(out.string(), o.force, "calibrate-kv")) return 1;
+  const std::string out_shown = readable_untrusted(out.string());
+  auto report_cancel = [&] {
+    auto kind = file_kind(out);
+    std::fprintf(stderr, "calibrate-kv: cancelled (%s); '%s' %s\n", cancelling_signal_name(), out_shown.c_str(),
+                 kind.ok() && *kind == FileKind::kRegular ? "was left as it was" : "was not written");
+    return cancelled_exit_code();
+  };
   const GptConfig& config = model->config().gpt;
   const int rank = o.rank > 0 ? o.rank : config.width;
   if (rank > config.width) {
@@ -89,10 +100,12 @@ int run_calibrate(const CalibrateOptions& o) {
 
   KvCalibration calibration(config);
   for (const std::string& prompt : *prompts) {
+    pause_if_testing("calibration");
+    if (interrupted().load()) return report_cancel();
     const Status status = calibrate_on(*model, prompt, o.guidance, calibration);
     if (!status.ok()) {
-      std::fprintf(stderr, "calibrate-kv: '%s': %s\n", escape_untrusted(prompt).c_str(),
-                   escape_untrusted(status.error().to_string()).c_str());
+      std::fprintf(stderr, "calibrate-kv: '%s': %s\n", readable_untrusted(prompt).c_str(),
+                   status.error().to_string().c_str());
       return 1;
     }
   }
@@ -101,8 +114,13 @@ int run_calibrate(const CalibrateOptions& o) {
     print_error("calibrate-kv", bases.error());
     return 1;
   }
-  const Status written = write_kv_bases(out, *bases, config.width);
+  if (interrupted().load()) return report_cancel();
+  WriteOptions write = output_write_options(o.force);
+  write.cancel = &interrupted();
+  write.before_rename = [] { pause_if_testing("rename"); };
+  const Status written = write_kv_bases(out, *bases, config.width, write);
   if (!written.ok()) {
+    if (written.error().code == ErrorCode::kCancelled) return report_cancel();
     print_error("calibrate-kv", written.error());
     return 1;
   }
@@ -126,7 +144,7 @@ int run_calibrate(const CalibrateOptions& o) {
     return 0;
   }
   std::printf("wrote %s: %d-vector key and value bases for %zu layers from %zu captions (%lld cached rows per layer)\n",
-              escape_untrusted(out.string()).c_str(), rank, bases->size(), prompts->size(), static_cast<long long>(calibration.rows()));
+              out_shown.c_str(), rank, bases->size(), prompts->size(), static_cast<long long>(calibration.rows()));
   for (const auto& k : kept)
     std::printf("  rank %4d keeps %.4f of the keys' and %.4f of the values' squared norm\n", k["rank"].get<int>(),
                 k["keys"].get<double>(), k["values"].get<double>());

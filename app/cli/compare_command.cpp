@@ -219,7 +219,7 @@ int run_compare(const CompareOptions& o) {
     return 0;
   }
   std::printf("%s: %zu captions, %d tokens each, against stored weights and the exact cache\n",
-              escape_untrusted(exact_model.folder().string()).c_str(), prompts->size(), exact_model.shape_tokens());
+              readable_untrusted(exact_model.folder().string()).c_str(), prompts->size(), exact_model.shape_tokens());
   std::printf("%-28s %12s %12s %10s %10s %9s %9s\n", "variant", "logit err", "(max)", "agreement", "first div",
               "IoU", "(min)");
   for (size_t i = 0; i < variants.size(); ++i) {

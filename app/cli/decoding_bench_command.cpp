@@ -58,7 +58,7 @@ Result<LoadedGpt> load_gpt(const DecodingBenchOptions& o) {
     CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt gpt, DualStreamGpt::load(dir / "shape_gpt.safetensors", &config.gpt));
     loaded.gpt.emplace(std::move(gpt));
     loaded.tokens = config.shape.latents;
-    loaded.description = escape_untrusted(dir.string());
+    loaded.description = readable_untrusted(dir.string());
     return loaded;
   }
   CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig config, preset_model_config(o.shape));

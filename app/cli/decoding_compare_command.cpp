@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "app/cli/bench_statistics.h"
@@ -26,6 +25,7 @@
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
+#include "app/cli/prompt_list.h"
 #include "inference/core/system_info.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/geometry/occupancy_grid.h"
@@ -119,15 +119,12 @@ Result<PromptFigures> measure_prompt(const CubeModel& model, const CubeModel& re
 std::optional<std::vector<std::string>> read_prompts(const DecodingCompareOptions& o) {
   std::vector<std::string> prompts = o.prompts;
   if (!o.prompts_file.empty()) {
-    std::ifstream in(o.prompts_file);
-    if (!in) {
-      std::fprintf(stderr, "%s: cannot read the prompts file '%s'\n", kCommand, escape_untrusted(o.prompts_file).c_str());
+    auto from_file = read_prompts_file(o.prompts_file);
+    if (!from_file.ok()) {
+      std::fprintf(stderr, "%s: %s\n", kCommand, from_file.error().to_string().c_str());
       return std::nullopt;
     }
-    for (std::string line; std::getline(in, line);) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();  // files written on Windows
-      if (!line.empty() && line[0] != '#') prompts.push_back(line);
-    }
+    prompts.insert(prompts.end(), from_file->begin(), from_file->end());
   }
   if (prompts.empty()) {
     std::fprintf(stderr, "%s: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE\n", kCommand);
@@ -162,7 +159,7 @@ int run_decoding_compare(const DecodingCompareOptions& o) {
   const CubeModel& reference = reference_loaded ? *reference_loaded : *model;
   if (reference.gpt().config().block_diffusion() && !o.against_no_cache) {
     std::fprintf(stderr, "%s: the reference '%s' is a block-diffusion model; give an autoregressive one with "
-                 "--reference\n", kCommand, escape_untrusted(reference_folder.string()).c_str());
+                 "--reference\n", kCommand, readable_untrusted(reference_folder.string()).c_str());
     return 2;
   }
   if (reference.shape_tokens() != model->shape_tokens()) {
@@ -175,8 +172,8 @@ int run_decoding_compare(const DecodingCompareOptions& o) {
   for (const std::string& prompt : *prompts) {
     auto figures = measure_prompt(*model, reference, prompt, o);
     if (!figures.ok()) {
-      if (figures.error().code == ErrorCode::kCancelled) return kExitCancelled;
-      std::fprintf(stderr, "%s: '%s': %s\n", kCommand, escape_untrusted(prompt).c_str(),
+      if (figures.error().code == ErrorCode::kCancelled) return cancelled_exit_code();
+      std::fprintf(stderr, "%s: '%s': %s\n", kCommand, readable_untrusted(prompt).c_str(),
                    figures.error().to_string().c_str());
       return 1;
     }
@@ -250,13 +247,13 @@ int run_decoding_compare(const DecodingCompareOptions& o) {
     return 0;
   }
   std::printf("%s (%s) against %s of %s, %d round(s), resolution %d, IoU grid %d\n",
-              escape_untrusted(model->folder().string()).c_str(), settings.dump().c_str(),
+              readable_untrusted(model->folder().string()).c_str(), settings.dump().c_str(),
               o.against_no_cache ? "the same decoding without a cache" : "sequential decoding",
-              escape_untrusted(reference.folder().string()).c_str(), o.rounds, o.resolution, o.iou_resolution);
+              readable_untrusted(reference.folder().string()).c_str(), o.rounds, o.resolution, o.iou_resolution);
   std::printf("%-32s %11s %10s %9s %9s %6s %10s %6s\n", "prompt", "evaluations", "tokens/ev", "token ms", "ref ms",
               "IoU", "watertight", "agree");
   for (const PromptFigures& r : rows)
-    std::printf("%-32.32s %11d %10.2f %9.1f %9.1f %6.3f %10s %5.0f%%\n", escape_untrusted(r.prompt).c_str(),
+    std::printf("%-32.32s %11d %10.2f %9.1f %9.1f %6.3f %10s %5.0f%%\n", readable_untrusted(r.prompt, 32).c_str(),
                 r.stats.model_evaluations, r.stats.tokens_per_evaluation(), r.token_ms, r.reference_token_ms, r.iou,
                 r.watertight ? "yes" : "no", 100.0 * r.tokens_agreeing / std::max(1, r.tokens));
   std::printf("mean: %.1f evaluations (%.2fx fewer), %.2f tokens per evaluation, tokens %.1f ms against %.1f ms "

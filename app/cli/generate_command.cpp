@@ -150,6 +150,9 @@ int run_generate(GenerateOptions o) {
     print_error("generate", kv.error());
     return 2;
   }
+  // Checked again now that the model's files are known inputs: neither output may replace one.
+  if (!output_writable(o.out, o.force, "generate")) return 1;
+  if (!o.trace.empty() && !output_writable(o.trace, o.force, "generate")) return 1;
   // Named intermediates are recorded by the CPU backend, which alone runs
   // parallel decoding and the KV ranks kv_on_cuda refuses: a run that asks for
   // them chooses it (bf16, fp8 and int8 caches, budgets and ranks that are
@@ -204,25 +207,28 @@ int run_generate(GenerateOptions o) {
   };
   auto result = generate_shape(*model, request, on_event, &interrupted());
   progress.finish();
+  const std::string out_shown = readable_untrusted(o.out);
+  auto report_cancel = [&] {
+    auto kind = file_kind(o.out);
+    std::fprintf(stderr, "generate: cancelled (%s); '%s' %s\n", cancelling_signal_name(), out_shown.c_str(),
+                 kind.ok() && *kind == FileKind::kRegular ? "was left as it was" : "was not written");
+    return cancelled_exit_code();
+  };
   // Written whatever the outcome but a cancel: a trace is most wanted when a run goes wrong.
   const bool cancelled = !result.ok() && result.error().code == ErrorCode::kCancelled;
   if (!o.trace.empty() && !cancelled) {
-    Status written = trace.write(o.trace, {{"prompt", o.prompt}, {"model", model->folder().string()}});
+    WriteOptions trace_write = output_write_options(o.force);
+    trace_write.cancel = &interrupted();
+    Status written = trace.write(o.trace, {{"prompt", o.prompt}, {"model", model->folder().string()}}, trace_write);
     if (!written.ok()) {
+      if (written.error().code == ErrorCode::kCancelled) return report_cancel();
       print_error("generate", written.error());
       return 1;
     }
     if (!o.json)
-      std::fprintf(stderr, "generate: wrote the trace %s (%zu tensors)\n", escape_untrusted(o.trace).c_str(),
+      std::fprintf(stderr, "generate: wrote the trace %s (%zu tensors)\n", readable_untrusted(o.trace).c_str(),
                    trace.tensors().size());
   }
-  const std::string out_shown = escape_untrusted(o.out);
-  auto report_cancel = [&] {
-    auto kind = file_kind(o.out);
-    std::fprintf(stderr, "generate: cancelled; '%s' %s\n", out_shown.c_str(),
-                 kind.ok() && *kind == FileKind::kRegular ? "was left as it was" : "was not written");
-    return kExitCancelled;
-  };
   if (!result.ok()) {
     if (result.error().code == ErrorCode::kCancelled) return report_cancel();
     print_error("generate", result.error());

@@ -1,11 +1,19 @@
-// cubeforge-cli: the command-line face of the engine.
+// cubeforge-cli: the command-line face of the engine. What every command
+// shares is set up here: a file this run reads is never replaced by one it
+// writes (file_io.h), a write past `ulimit -f` is an error rather than a
+// signal, and the option parser's messages, which quote the user's values,
+// reach the terminal escaped (untrusted_text.h).
 #include <pthread.h>
 
 #include <cstdio>
+#include <iostream>
 #include <new>
+#include <sstream>
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "app/cli/interrupt.h"
+#include "inference/core/file_io.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/blas_kernels.h"
 
@@ -64,6 +72,8 @@ int run_on_sized_stack(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   cubeforge::cpu::reexec_with_matching_blas_kernels(argv);
+  cubeforge::cli::ignore_file_size_signal();
+  cubeforge::protect_inputs_from_writes();
   return run_on_sized_stack(argc, argv);
 }
 
@@ -84,7 +94,15 @@ int run_command(int argc, char** argv) {
   actions.push_back(cubeforge::cli::add_quantize_command(app));
   actions.push_back(cubeforge::cli::add_calibrate_kv_command(app));
   actions.push_back(cubeforge::cli::add_compare_command(app));
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Help goes out as written; errors quote option values, which may hold anything.
+    std::ostringstream err;
+    const int code = app.exit(e, std::cout, err);
+    std::cerr << cubeforge::escape_untrusted_lines(err.str()) << std::flush;
+    return code;
+  }
   // Each registered action checks whether its own subcommand was chosen.
   try {
     for (auto& action : actions) {

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <random>
@@ -24,6 +23,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
+#include "app/cli/prompt_list.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/occupancy_grid.h"
@@ -160,15 +160,12 @@ Result<ObjectFigures> measure_random_object(const ShapeTokenizer& shape, uint64_
 std::optional<std::vector<std::string>> read_prompts(const MeshingBenchOptions& o) {
   std::vector<std::string> prompts = o.prompts;
   if (!o.prompts_file.empty()) {
-    std::ifstream in(o.prompts_file);
-    if (!in) {
-      std::fprintf(stderr, "bench-meshing: cannot read the prompts file '%s'\n", o.prompts_file.c_str());
+    auto from_file = read_prompts_file(o.prompts_file);
+    if (!from_file.ok()) {
+      std::fprintf(stderr, "bench-meshing: %s\n", from_file.error().to_string().c_str());
       return std::nullopt;
     }
-    for (std::string line; std::getline(in, line);) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();  // files written on Windows
-      if (!line.empty() && line[0] != '#') prompts.push_back(line);
-    }
+    prompts.insert(prompts.end(), from_file->begin(), from_file->end());
   }
   if (prompts.empty()) {
     std::fprintf(stderr,

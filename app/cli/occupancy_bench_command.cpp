@@ -23,6 +23,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/option_checks.h"
 #include "inference/core/system_info.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/occupancy_grid.h"
 #include "inference/model/config.h"
@@ -92,7 +93,7 @@ Result<ShapeTokenizer> load_tokenizer(const OccupancyBenchOptions& o, std::strin
     return random_shape_tokenizer(o.shape, o.seed);
   }
   const std::filesystem::path dir = o.model_dir.empty() ? default_model_folder() : std::filesystem::path(o.model_dir);
-  name = dir.string();
+  name = readable_untrusted(dir.string());
   std::optional<ModelConfig> yaml;
   if (std::filesystem::exists(dir / "config.yaml")) {
     CUBEFORGE_ASSIGN_OR_RETURN(yaml, parse_model_config_yaml(dir / "config.yaml"));

@@ -71,15 +71,15 @@ int run_tokenize(const TokenizeOptions& o) {
   install_interrupt_handler();
   auto model = load_model_or_report(*folder, "tokenize");
   if (!model) return 1;
-  const std::string mesh_shown = escape_untrusted(o.mesh), out_shown = escape_untrusted(o.out);
+  const std::string mesh_shown = readable_untrusted(o.mesh), out_shown = readable_untrusted(o.out);
   auto report_cancel = [&] {
     std::string what;
     if (!o.out.empty()) {
       auto kind = file_kind(o.out);
       what = "; '" + out_shown + (kind.ok() && *kind == FileKind::kRegular ? "' was left as it was" : "' was not written");
     }
-    std::fprintf(stderr, "tokenize: cancelled%s\n", what.c_str());
-    return kExitCancelled;
+    std::fprintf(stderr, "tokenize: cancelled (%s)%s\n", cancelling_signal_name(), what.c_str());
+    return cancelled_exit_code();
   };
 
   SurfaceSamplingOptions sampling;

@@ -3,7 +3,9 @@
 // tensor in A's recording order: relative error ‖a − b‖ / ‖b‖, max |a − b|,
 // the first values of each, and the first tensor over the tolerance. Exit
 // status 0 when every shared tensor is within the tolerance, 1 when one is
-// not, 2 when the files cannot be compared.
+// not, 2 when the files cannot be compared. Tensor names come from the files:
+// the table shows them escaped and cut (untrusted_text.h), the JSON escaped
+// whole.
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <iostream>
 
 #include "app/cli/commands.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/tensor/trace_file.h"
 
 namespace cubeforge::cli {
@@ -39,7 +42,7 @@ nlohmann::json number_json(double value) { return std::isfinite(value) ? nlohman
 void print_json(const TraceDiffOptions& o, const TraceComparison& c) {
   nlohmann::json tensors = nlohmann::json::array();
   for (const TensorComparison& t : c.tensors)
-    tensors.push_back({{"name", t.name},
+    tensors.push_back({{"name", escape_untrusted(t.name)},
                        {"shape_a", t.shape_a},
                        {"shape_b", t.shape_b},
                        {"comparable", t.comparable},
@@ -48,18 +51,24 @@ void print_json(const TraceDiffOptions& o, const TraceComparison& c) {
                        {"first_a", t.first_a},
                        {"first_b", t.first_b},
                        {"within_tolerance", t.within_tolerance}});
+  auto escaped = [](const std::vector<std::string>& names) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const std::string& name : names) list.push_back(escape_untrusted(name));
+    return list;
+  };
   nlohmann::json report = {
-      {"a", o.a},
-      {"b", o.b},
+      {"a", escape_untrusted(o.a)},
+      {"b", escape_untrusted(o.b)},
       {"tolerance", c.tolerance},
       {"compared", c.tensors.size()},
-      {"first_over_tolerance", c.first_over_tolerance ? nlohmann::json(c.tensors[*c.first_over_tolerance].name)
-                                                      : nlohmann::json()},
+      {"first_over_tolerance", c.first_over_tolerance
+                                   ? nlohmann::json(escape_untrusted(c.tensors[*c.first_over_tolerance].name))
+                                   : nlohmann::json()},
       {"tensors", tensors},
-      {"only_in_a", c.only_in_a},
-      {"only_in_b", c.only_in_b},
+      {"only_in_a", escaped(c.only_in_a)},
+      {"only_in_b", escaped(c.only_in_b)},
   };
-  std::cout << report.dump() << std::endl;
+  std::cout << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
 }
 
 void print_table(const TraceComparison& c) {
@@ -69,11 +78,11 @@ void print_table(const TraceComparison& c) {
     std::string shape = shape_to_string(t.shape_a);
     if (t.shape_b != t.shape_a) shape += " vs " + shape_to_string(t.shape_b);
     std::printf("%-5s %-10.3g %-10.3g %s %s: %s / %s\n", status, t.relative_error, t.max_abs_difference,
-                t.name.c_str(), shape.c_str(), values_text(t.first_a).c_str(), values_text(t.first_b).c_str());
+                readable_untrusted(t.name).c_str(), shape.c_str(), values_text(t.first_a).c_str(), values_text(t.first_b).c_str());
   }
   auto list = [](const char* label, const std::vector<std::string>& names) {
     if (names.empty()) return;
-    std::printf("%zu tensors only in %s, first %s\n", names.size(), label, names.front().c_str());
+    std::printf("%zu tensors only in %s, first %s\n", names.size(), label, readable_untrusted(names.front()).c_str());
   };
   list("A", c.only_in_a);
   list("B", c.only_in_b);
@@ -81,9 +90,10 @@ void print_table(const TraceComparison& c) {
     const TensorComparison& t = c.tensors[*c.first_over_tolerance];
     if (t.comparable)
       std::printf("first over the tolerance %g: %s (relative error %.3g, max |a-b| %.3g)\n", c.tolerance,
-                  t.name.c_str(), t.relative_error, t.max_abs_difference);
+                  readable_untrusted(t.name).c_str(), t.relative_error, t.max_abs_difference);
     else
-      std::printf("first over the tolerance %g: %s (sizes differ: %s vs %s)\n", c.tolerance, t.name.c_str(),
+      std::printf("first over the tolerance %g: %s (sizes differ: %s vs %s)\n", c.tolerance,
+                  readable_untrusted(t.name).c_str(),
                   shape_to_string(t.shape_a).c_str(), shape_to_string(t.shape_b).c_str());
   } else {
     std::printf("all %zu shared tensors within the tolerance %g\n", c.tensors.size(), c.tolerance);
@@ -110,7 +120,7 @@ int run_trace_diff(const TraceDiffOptions& o) {
     std::fprintf(stderr,
                  "trace-diff: '%s' and '%s' share no tensor names; compare two traces of the same model, or a "
                  "trace and a reference dump that names its tensors as the trace does\n",
-                 o.a.c_str(), o.b.c_str());
+                 readable_untrusted(o.a).c_str(), readable_untrusted(o.b).c_str());
     return 2;
   }
   if (o.json)

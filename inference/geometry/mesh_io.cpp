@@ -327,6 +327,7 @@ class ConfinedIOSystem : public Assimp::DefaultIOSystem {
       return nullptr;
     }
     if (!require_regular_file(*path, "").ok()) return nullptr;  // a FIFO would block the reader
+    remember_input_file(*path);  // so that no output of this run replaces it
     return DefaultIOSystem::Open(path->c_str(), mode);
   }
   const std::vector<std::string>& refused() const { return refused_; }

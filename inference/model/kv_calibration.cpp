@@ -140,7 +140,8 @@ Result<std::vector<KvLayerBasis>> KvCalibration::bases(int rank) const {
   return bases;
 }
 
-Status write_kv_bases(const std::filesystem::path& file, std::span<const KvLayerBasis> bases, int64_t width) {
+Status write_kv_bases(const std::filesystem::path& file, std::span<const KvLayerBasis> bases, int64_t width,
+                      const WriteOptions& options) {
   std::vector<TensorToWrite> tensors;
   for (size_t l = 0; l < bases.size(); ++l)
     for (const auto* kind : {"keys", "values"}) {
@@ -148,7 +149,7 @@ Status write_kv_bases(const std::filesystem::path& file, std::span<const KvLayer
       tensors.push_back({"layers." + std::to_string(l) + "." + kind, DType::kF32,
                          {int64_t(rows.size()) / width, width}, std::as_bytes(std::span(rows))});
     }
-  return write_safetensors(file, tensors, {{"cubeforge.kind", "kv_bases"}});
+  return write_safetensors(file, tensors, {{"cubeforge.kind", "kv_bases"}}, options);
 }
 
 }  // namespace cubeforge

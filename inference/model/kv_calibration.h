@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "inference/core/file_io.h"
 #include "inference/core/result.h"
 #include "inference/model/config.h"
 #include "inference/model/gpt.h"
@@ -51,7 +52,8 @@ class KvCalibration {
 
 // Writes bases as LowRankKv reads them: layers.L.keys and layers.L.values,
 // F32 [rank, width].
-Status write_kv_bases(const std::filesystem::path& file, std::span<const KvLayerBasis> bases, int64_t width);
+Status write_kv_bases(const std::filesystem::path& file, std::span<const KvLayerBasis> bases, int64_t width,
+                      const WriteOptions& options = {});
 
 // Eigenvalues and eigenvectors of the symmetric matrix `a` [n, n] (cyclic
 // Jacobi rotations, in double): the eigenvalues by decreasing value, the

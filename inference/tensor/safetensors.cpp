@@ -643,7 +643,7 @@ Result<std::vector<std::byte>> safetensors_image(std::span<const TensorToWrite> 
 }
 
 Status write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
-                         const std::map<std::string, std::string>& metadata) {
+                         const std::map<std::string, std::string>& metadata, const WriteOptions& options) {
   const std::string file_name = path.string();
   CUBEFORGE_ASSIGN_OR_RETURN(std::vector<TensorEntry> entries, entries_to_write(tensors, file_name));
   CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsLayout layout, lay_out_safetensors(std::move(entries), metadata, file_name));
@@ -655,7 +655,7 @@ Status write_safetensors(const std::filesystem::path& path, std::span<const Tens
               [&](size_t a, size_t b) { return layout.tensors[a].begin < layout.tensors[b].begin; });
     for (size_t t : order) CUBEFORGE_TRY(sink(tensors[t].data));
     return ok_status();
-  });
+  }, options);
 }
 
 }  // namespace cubeforge

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inference/core/file_io.h"
 #include "inference/core/result.h"
 #include "inference/tensor/dtype.h"
 
@@ -174,8 +175,9 @@ Result<std::vector<std::byte>> safetensors_image(std::span<const TensorToWrite> 
                                                  std::string_view file_name = "safetensors image");
 
 // Writes a safetensors file atomically (temporary file + rename in the same
-// directory). Names must be unique; byte sizes must match shapes.
+// directory) by the rules of file_io.h, with `options` (a cancel flag, what
+// to do with a read-only file). Names must be unique; byte sizes must match shapes.
 Status write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
-                         const std::map<std::string, std::string>& metadata = {});
+                         const std::map<std::string, std::string>& metadata = {}, const WriteOptions& options = {});
 
 }  // namespace cubeforge

@@ -8,6 +8,7 @@
 #include "app/desktop/core/app_settings.h"
 #include "inference/core/file_io.h"
 #include "test_folder.h"
+#include "tests/support/hostile_numbers.h"
 
 namespace cubeforge::app {
 namespace {
@@ -304,6 +305,47 @@ TEST(AppSettings, NumbersMustFitTheirSettings) {
   auto fine = settings_from_json(nlohmann::json::parse(R"({"seed": 18446744073709551615, "temperature": 0.7})"));
   ASSERT_TRUE(fine.ok()) << fine.error().to_string();
   EXPECT_EQ(fine->seed, UINT64_MAX);
+}
+
+// The class of clip/config.json's 1e-0256 in the settings file and in a
+// script's `set`: every setting that needs a positive number refuses each way
+// a number can fail as a float (1e-40 was a denormal temperature; 1e-256 a
+// temperature of 0), and a bounding box of 3e38 (whose normalisation
+// overflows) is out of range.
+TEST(AppSettings, NumbersAreCheckedAfterNarrowing) {
+  testing::TemporaryFolder folder;
+  const auto path = folder.path() / "settings.json";
+  for (const char* key : {"temperature", "top_p", "diffusion_threshold", "bbox"})
+    for (const auto& number : ::cubeforge::testing::not_positive_normal_floats()) {
+      const bool bbox = std::string(key) == "bbox";
+      const std::string value = bbox ? "[1, " + number.text + ", 1]" : number.text;
+      ASSERT_TRUE(write_file_atomically(path, "{\"" + std::string(key) + "\": " + value + "}").ok());
+      auto loaded = load_settings(path);
+      ASSERT_FALSE(loaded.ok()) << key << " = " << value;
+      EXPECT_NE(loaded.error().message.find(path.string()), std::string::npos) << loaded.error().message;
+      if (number.json) {
+        EXPECT_NE(loaded.error().message.find(std::string("setting '") + key + "'"), std::string::npos)
+            << loaded.error().message;
+      }
+      AppSettings settings;
+      const std::string text = bbox ? "1 " + number.text + " 1" : number.text;
+      Status set = set_setting(settings, key, text);
+      ASSERT_FALSE(set.ok()) << key << " " << text;
+      EXPECT_NE(set.error().message.find(std::string("setting '") + key + "'"), std::string::npos)
+          << set.error().message;
+    }
+  for (const char* huge : {R"({"use_bbox": true, "bbox": [3e38, 1, 1]})", R"({"bbox": [1e-30, 1, 1]})"}) {
+    auto refused = settings_from_json(nlohmann::json::parse(huge));
+    ASSERT_FALSE(refused.ok()) << huge;
+    EXPECT_NE(refused.error().message.find("'bbox' needs three sizes from 1e-06 to 1e+06"), std::string::npos)
+        << refused.error().message;
+  }
+  AppSettings settings;
+  EXPECT_FALSE(set_setting(settings, "bbox", "3e38 1 1").ok());
+  ASSERT_TRUE(set_setting(settings, "bbox", "2000 500 300").ok());  // millimetres are fine
+  EXPECT_EQ(settings.bbox, (std::array<float, 3>{2000, 500, 300}));
+  ASSERT_TRUE(set_setting(settings, "temperature", "1e-30").ok());  // small, but a normal float
+  EXPECT_EQ(settings.temperature, 1e-30f);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "inference/model/gpt.h"
 #include "inference/model/shape_tokenizer.h"
 #include "tests/support/hostile_files.h"
+#include "tests/support/hostile_numbers.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -268,6 +269,40 @@ TEST(ModelConfig, AKeyGivenTwiceIsRefusedAtAnyLevel) {
   parsed = parse_model_config_yaml_text(laughs, "config.yaml");
   ASSERT_FALSE(parsed.ok());
   EXPECT_NE(parsed.error().message.find("aliases expand to more than"), std::string::npos) << parsed.error().message;
+}
+
+// The class of clip/config.json's 1e-0256, in config.yaml: each float is
+// checked as the float it becomes (1e-40 was accepted as a denormal eps),
+// each size as the int it becomes.
+TEST(ModelConfig, NumbersAreCheckedAfterNarrowing) {
+  auto text = read_file_text(testing::builtin_model_dir() / "config.yaml");
+  ASSERT_TRUE(text.ok());
+  auto with = [&](const std::string& section, const std::string& key, const std::string& value) {
+    std::string changed = *text;
+    const size_t at = changed.find("  " + key + ": ", changed.find(section + ":")) + key.size() + 4;
+    return changed.replace(at, changed.find('\n', at) - at, value);
+  };
+  for (const auto& [section, key] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt_model", "eps"}, {"shape_model", "eps"}, {"gpt_model", "rope_theta"}})
+    for (const auto& number : testing::not_positive_normal_floats()) {
+      auto parsed = parse_model_config_yaml_text(with(section, key, number.text), "model/config.yaml");
+      ASSERT_FALSE(parsed.ok()) << section << "." << key << " = " << number.text;
+      const std::string& message = parsed.error().message;
+      EXPECT_NE(message.find("'model/config.yaml': " + section + "." + key + " = " + number.text), std::string::npos)
+          << message;
+      EXPECT_NE(message.find(number.reason), std::string::npos) << message;
+    }
+  for (const auto& [section, key] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt_model", "n_layer"}, {"gpt_model", "n_embd"}, {"shape_model", "num_codes"}})
+    for (const auto& number : testing::not_whole_numbers_that_fit()) {
+      auto parsed = parse_model_config_yaml_text(with(section, key, number.text), "model/config.yaml");
+      ASSERT_FALSE(parsed.ok()) << section << "." << key << " = " << number.text;
+      EXPECT_NE(parsed.error().message.find(section + "." + key + " = " + number.text), std::string::npos)
+          << parsed.error().message;
+    }
+  auto fine = parse_model_config_yaml_text(with("gpt_model", "rope_theta", "3.4e38"), "model/config.yaml");
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  EXPECT_EQ(fine->gpt.rope_theta, 3.4e38f);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "inference/core/file_io.h"
+#include "tests/support/hostile_numbers.h"
 
 namespace cubeforge {
 namespace {
@@ -278,6 +279,20 @@ TEST(Safetensors, AFileCutShortAfterOpeningIsAnErrorNotACrash) {
   EXPECT_EQ(*on_demand->read_f32("a"), a);
   EXPECT_EQ(*whole->read_f32("b"), b);
   std::filesystem::remove(path);
+}
+
+// Every number of the header is a whole number kept as int64 or uint64: the
+// class of values that are none (or do not fit) is refused wherever it stands.
+TEST(Safetensors, HeaderNumbersMustBeWholeAndFit) {
+  for (const auto& number : testing::not_whole_numbers_that_fit())
+    for (const char* header : {R"({"w":{"dtype":"F32","shape":[N],"data_offsets":[0,16]}})",
+                               R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[N,16]}})",
+                               R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,N]}})"}) {
+      std::string text = header;
+      text.replace(text.find('N'), 1, number.text);
+      const Error e = rejected(image(text, 16));
+      EXPECT_FALSE(e.message.empty()) << text;
+    }
 }
 
 TEST(Safetensors, MissingFileIsNotFound) {

@@ -4,9 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
+#include <cstdio>
 #include <sstream>
 #include <type_traits>
+#include <vector>
 
 #include "app/desktop/core/json_number.h"
 #include "inference/backend/token_backend.h"
@@ -90,7 +91,12 @@ Status check_ranges(const AppSettings& s) {
   if (s.top_k < 0) return bad("setting 'top_k' must be 0 (off) or positive");
   if (!(s.top_p > 0.f && s.top_p <= 1.f)) return bad("setting 'top_p' must be in (0, 1]");
   for (float side : s.bbox)
-    if (!(side > 0.f)) return bad("setting 'bbox' needs three positive sizes");
+    if (!(side >= kMinBoundingBoxSide && side <= kMaxBoundingBoxSide)) {
+      char range[96];
+      std::snprintf(range, sizeof range, "setting 'bbox' needs three sizes from %g to %g",
+                    double(kMinBoundingBoxSide), double(kMaxBoundingBoxSide));
+      return bad(range);
+    }
   return ok_status();
 }
 
@@ -126,26 +132,31 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
     auto found = json.find(key);
     if (found == json.end() || !failure.empty()) return;
     using Field = std::decay_t<decltype(field)>;
-    bool fits = true;
+    const std::string name = std::string("setting '") + key + "'";
+    auto wrong_kind = [&] {
+      failure = name + " should be " + kind_of(field) + ", not " +
+                (found->is_array() ? "a list of " + std::to_string(found->size()) + " values"
+                                   : std::string(found->type_name()));
+    };
     try {
       if constexpr (std::is_arithmetic_v<Field> && !std::is_same_v<Field, bool>) {
-        fits = json_number(*found, field);
+        if (!found->is_number()) return wrong_kind();
+        // Narrowed to the field's type and checked there; the ranges of each setting follow in check_ranges.
+        if (Status read = json_number(*found, field, name); !read.ok()) failure = read.error().message;
       } else if constexpr (std::is_same_v<Field, std::array<float, 3>>) {
-        fits = found->is_array() && found->size() == 3;
-        for (size_t i = 0; fits && i < 3; ++i) fits = json_number((*found)[i], field[i]);
+        if (!found->is_array() || found->size() != 3) return wrong_kind();
+        for (size_t i = 0; i < 3 && failure.empty(); ++i) {
+          if (!(*found)[i].is_number()) return wrong_kind();
+          if (Status read = json_number((*found)[i], field[i], name + "[" + std::to_string(i) + "]"); !read.ok())
+            failure = read.error().message;
+        }
       } else {
         found->get_to(field);
       }
     } catch (const nlohmann::json::exception&) {
       // In words, not the JSON library's exception text.
-      failure = std::string("setting '") + key + "' should be " + kind_of(field) + ", not " + found->type_name();
+      failure = name + " should be " + kind_of(field) + ", not " + found->type_name();
     }
-    if (fits || !failure.empty()) return;
-    if (found->is_number())
-      failure = std::string("setting '") + key + "' is " + found->dump() + ", not a number it can hold";
-    else
-      failure = std::string("setting '") + key + "' should be " + kind_of(field) + ", not " +
-                (found->is_array() ? "a list of " + std::to_string(found->size()) + " values" : std::string(found->type_name()));
   });
   if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);
   if (settings.recent_folders.size() > AppSettings::kMaxRecentFolders)
@@ -192,15 +203,24 @@ Status set_setting(AppSettings& settings, const std::string& key, const std::str
       failure = "setting '" + key + "' cannot be set from a script";
     } else if constexpr (std::is_same_v<Field, std::array<float, 3>>) {
       std::istringstream in(value);
+      std::vector<std::string> words;
+      for (std::string word; in >> word;) words.push_back(word);
+      if (words.size() != 3) {
+        failure = "setting 'bbox' takes three numbers: X Y Z";
+        return;
+      }
       std::array<float, 3> parsed{};
-      if (!(in >> parsed[0] >> parsed[1] >> parsed[2])) failure = "setting 'bbox' takes three numbers: X Y Z";
-      else field = parsed;
+      for (size_t i = 0; i < 3 && failure.empty(); ++i) {
+        auto number = narrow_number_text<float>(words[i], {}, {"", "setting 'bbox' [" + std::to_string(i) + "]"});
+        if (number.ok()) parsed[i] = *number;
+        else failure = number.error().message;
+      }
+      if (failure.empty()) field = parsed;
     } else {
-      Field parsed{};
-      const char* end = value.data() + value.size();
-      auto [ptr, error] = std::from_chars(value.data(), end, parsed);
-      if (error != std::errc() || ptr != end) failure = "setting '" + key + "' takes a number, not '" + value + "'";
-      else field = parsed;
+      // Narrowed to the field's type and checked there, as from the settings file.
+      auto number = narrow_number_text<Field>(value, {}, {"", "setting '" + key + "'"});
+      if (number.ok()) field = *number;
+      else failure = number.error().message;
     }
   });
   if (!known) return make_error(ErrorCode::kInvalidArgument, "unknown setting '" + key + "'");

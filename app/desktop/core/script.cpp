@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "inference/core/checked_number.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -26,10 +27,12 @@ std::vector<std::string> whitespace_words(const std::string& text) {
   return words;
 }
 
+// A position or a distance in window pixels (a word that is none is a widget's name).
 bool parse_number(const std::string& text, float& value) {
-  char* end = nullptr;
-  value = std::strtof(text.c_str(), &end);
-  return !text.empty() && end == text.c_str() + text.size();
+  constexpr NumberRange<float> kPixels{-1e6f, 1e6f};
+  auto number = narrow_number_text<float>(text, kPixels, {"", "script coordinate"});
+  if (number.ok()) value = *number;
+  return number.ok();
 }
 
 // GLFW's key codes for the names a chord may use.
