@@ -53,7 +53,9 @@ Error refused(const NumberSource& source, const std::string& shown, const std::s
               const std::string& accepted) {
   std::string message;
   if (!source.file.empty()) message = single_quoted(source.file) + ": ";
-  message += source.field + " = " + readable_untrusted(shown) + " " + problem + "; it must be " + accepted;
+  // A number's text is short; anything longer is shown as its start.
+  constexpr size_t kShownBytes = 64;
+  message += source.field + " = " + readable_untrusted(shown, kShownBytes) + " " + problem + "; it must be " + accepted;
   return make_error(ErrorCode::kCorruptFile, std::move(message));
 }
 

@@ -281,7 +281,10 @@ TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
                                    << dump("hidden") << "key tab\n"
                                    // The Generate panel's title bar dragged far off to the right.
                                    << "drag 60 16 3000 0\n"
-                                   << dump("moved") << "click reset-layout\n"
+                                   << dump("moved")
+                                   // Then into the middle, off the Reset layout button it now covers.
+                                   << "drag 1292 16 -700 0\n"
+                                   << dump("aside") << "click reset-layout\n"
                                    << dump("reset-layout") << "quit\n";
   const auto data = dir / "data";
   int code = run_app("--script '" + (dir / "input.txt").string() + "' --data-dir '" + data.string() +
@@ -321,6 +324,8 @@ TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
   const auto moved = read_dump(dir / "moved.json");
   EXPECT_GT(float(moved["panels"]["Generate"]["x"]), 400.f) << "the drag did not move the panel";
   EXPECT_LE(float(moved["panels"]["Generate"]["x"]) + float(moved["panels"]["Generate"]["width"]), 1600.f);
+  const auto aside = read_dump(dir / "aside.json");
+  EXPECT_NE(places(aside), places(start)) << "the second drag did not move the panel";
   EXPECT_EQ(places(read_dump(dir / "reset-layout.json")), places(start));
 }
 
