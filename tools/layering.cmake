@@ -1,4 +1,4 @@
-# The build's targets are the architecture (DESIGN.md "Layout"), and the build
+# The build's targets are the architecture (docs/design.md, "Layout"), and the build
 # refuses what the design forbids.
 #
 #   cubeforge_add_library(<name> ...)  one static library per source folder,
@@ -213,7 +213,7 @@ function(cubeforge_check_layering)
           cubeforge_area_allows(${area} ${dependency_folder} ok)
           if(NOT ok)
             message(FATAL_ERROR "${target} (${folder}/) links ${dependency} (${dependency_folder}/), which "
-                    "the design forbids (DESIGN.md \"Layout\"; CUBEFORGE_AREA_RULES in tools/layering.cmake)")
+                    "the design forbids (docs/design.md, \"Layout\"; CUBEFORGE_AREA_RULES in tools/layering.cmake)")
           endif()
         endforeach()
       endforeach()
