@@ -195,7 +195,7 @@ function(cubeforge_check_layering)
     foreach(dependency IN LISTS direct)
       if(dependency MATCHES "^cubeforge_" AND NOT TARGET ${dependency})
         message(FATAL_ERROR "${target} links ${dependency}, which is no target of this build; the libraries "
-                "are one per folder (inference/CMakeLists.txt: cubeforge_core, cubeforge_cpu, …, cubeforge_engine)")
+                "are those of inference/CMakeLists.txt and engine/CMakeLists.txt (cubeforge_core, cubeforge_cpu, …, cubeforge_engine)")
       endif()
     endforeach()
     cubeforge_visible_targets(${target} "${project_targets}" visible)

@@ -16,7 +16,8 @@
 // computes a step when the caller waits for it) and the CUDA backend
 // (inference/cuda/token_backend.h, graph-replayed steps writing tokens into a
 // pinned ring). Which one runs is decided by select_token_backend()
-// (select_backend.h); nothing else names a backend. Like ggml-backend's table
+// (select_backend.h); elsewhere only the CPU fallbacks of generate_tokens and
+// decode_tokens (no backend given) name one. Like ggml-backend's table
 // of operations, each member below is one operation of a backend; none is
 // optional.
 #pragma once

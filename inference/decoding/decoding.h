@@ -1,6 +1,6 @@
 // Decoding strategies: how the shape tokens come out of the GPT.
 //
-//   sequential  one token per model evaluation (generate_tokens in model/).
+//   sequential  one token per model evaluation (generate_tokens in backend/generate.h).
 //   jacobi      exact parallel decoding of an autoregressive model: each
 //               evaluation feeds the last token and guesses for the next ones
 //               (from an n-gram pool of this generation, or the previous
