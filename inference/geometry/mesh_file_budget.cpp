@@ -679,6 +679,17 @@ Status count_gltf(const std::filesystem::path& path, int fd, uint64_t size, bool
         return not_what_it_claims(path, "meshes[" + std::to_string(m) + "] has a primitive of mode " +
                                             std::to_string(primitive.mode) + "; glTF modes are 0 to 6");
       const uint64_t corners = primitive.indices != kNone ? indices : vertices;
+      // Assimp counts a strip's or loop's elements as corners minus one or two,
+      // unsigned (found by fuzzing: a strip without positions asked for 64 GiB).
+      const std::string part = "meshes[" + std::to_string(m) + "] has a primitive ";
+      if (primitive.position == kNone)
+        return not_what_it_claims(path, part + "without a POSITION attribute; every part of a mesh needs "
+                                               "its vertices' positions");
+      static constexpr uint64_t kLeastCorners[] = {1, 2, 2, 2, 3, 3, 3};  // points, lines, …, fans
+      if (corners < kLeastCorners[primitive.mode])
+        return not_what_it_claims(path, part + "of mode " + std::to_string(primitive.mode) + " with " +
+                                            std::to_string(corners) + " corners; that mode needs at least " +
+                                            std::to_string(kLeastCorners[primitive.mode]));
       const uint64_t faces = primitive.mode == 4                          ? corners / 3
                              : (primitive.mode == 5 || primitive.mode == 6) ? (corners >= 3 ? corners - 2 : 0)
                                                                             : 0;

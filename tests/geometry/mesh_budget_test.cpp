@@ -190,6 +190,22 @@ TEST_F(MeshBudgets, AccessorsMustLieInsideTheirViewsAndBuffers) {
   EXPECT_NE(refusal(write_glb(sparse)).find("accessors[0].sparse runs past its buffer views"), std::string::npos);
   sparse["accessors"][0]["sparse"]["values"]["byteOffset"] = 0;
   EXPECT_EQ(refusal(write_glb(sparse)), "");
+  // Found by fuzzing: Assimp asked for 64 GiB for a strip without positions
+  // (its corners minus two, unsigned).
+  nlohmann::json unplaced = cube_gltf();
+  unplaced["meshes"][0]["primitives"][0]["attributes"] = {{"NORMAL", 0}};
+  unplaced["meshes"][0]["primitives"][0]["mode"] = 5;
+  EXPECT_NE(refusal(write_glb(unplaced)).find("meshes[0] has a primitive without a POSITION attribute"),
+            std::string::npos)
+      << refusal(write_glb(unplaced));
+  nlohmann::json short_strip = cube_gltf();
+  short_strip["meshes"][0]["primitives"][0]["mode"] = 5;
+  short_strip["accessors"][1]["count"] = 2;
+  EXPECT_NE(refusal(write_glb(short_strip)).find("a primitive of mode 5 with 2 corners; that mode needs at least 3"),
+            std::string::npos)
+      << refusal(write_glb(short_strip));
+  short_strip["accessors"][1]["count"] = 3;
+  EXPECT_EQ(refusal(write_glb(short_strip)), "");
   nlohmann::json index = cube_gltf();
   index["nodes"][0]["mesh"] = -1;
   EXPECT_NE(refusal(write_glb(index)).find("nodes[0].mesh is not a whole number from 0"), std::string::npos);
