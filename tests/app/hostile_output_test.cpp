@@ -21,6 +21,7 @@
 #include "inference/core/file_io.h"
 #include "tests/support/hostile_files.h"
 #include "tests/support/hostile_numbers.h"
+#include "tests/app/run_cli.h"
 #include "tests/support/run_command.h"
 
 // A namespace of its own: the unity build compiles this file with hostile_input_test.cpp.
@@ -35,17 +36,8 @@ testing::CommandOutput cli(const std::string& arguments) {
   return testing::run_command("timeout -s KILL 300 " + kCli, arguments);
 }
 
-// Appended: GCC 12 misreads `literal + string` here as overlapping copies.
-std::string quoted(const std::filesystem::path& path) {
-  std::string text = "'";
-  text += path.string();
-  text += '\'';
-  return text;
-}
-
-std::string generate(const std::filesystem::path& out, const std::string& extra = "") {
-  return "generate --prompt 'a tall chair' --resolution 4 --out " + quoted(out) + " " + extra;
-}
+using testing::quoted;
+using testing::quick_generate;
 
 // The bytes of every file under `folder`, by path: what "unchanged" is checked against.
 std::map<std::string, std::string> contents(const std::filesystem::path& folder) {
@@ -85,10 +77,10 @@ TEST(HostileOutput, NoOutputReplacesAnInputOfTheSameRun) {
   const auto before = contents(folder.path());
   const std::string model_option = " --model " + quoted(model);
   for (const std::string& arguments : {
-           generate(folder / "x.glb", "--trace " + quoted(model / "shape_gpt.safetensors") + model_option),
-           generate(folder / "x.glb", "--trace " + quoted(model / "clip" / "model.safetensors") + model_option),
-           generate(folder / "config_link.obj", model_option),  // a hard link to config.yaml
-           generate(folder / "vocab_link.obj", model_option),   // a symbolic link to clip/vocab.json
+           quick_generate(folder / "x.glb", "--trace " + quoted(model / "shape_gpt.safetensors") + model_option),
+           quick_generate(folder / "x.glb", "--trace " + quoted(model / "clip" / "model.safetensors") + model_option),
+           quick_generate(folder / "config_link.obj", model_option),  // a hard link to config.yaml
+           quick_generate(folder / "vocab_link.obj", model_option),   // a symbolic link to clip/vocab.json
            "tokenize --resolution 4 --mesh " + quoted(folder / "cube.obj") + " --out " + quoted(folder / "cube.obj"),
            "calibrate-kv --prompt 'a tall chair' --out " + quoted(model / "shape_tokenizer.safetensors") + model_option,
        }) {
@@ -99,7 +91,7 @@ TEST(HostileOutput, NoOutputReplacesAnInputOfTheSameRun) {
     EXPECT_TRUE(temporaries(folder.path()).empty()) << arguments;
   }
   // A new file in the model folder is no input: the trace is written.
-  auto beside = cli(generate(folder / "x.glb", "--trace " + quoted(model / "trace.safetensors") + model_option));
+  auto beside = cli(quick_generate(folder / "x.glb", "--trace " + quoted(model / "trace.safetensors") + model_option));
   EXPECT_EQ(beside.exit_code, 0) << beside.out;
   EXPECT_TRUE(std::filesystem::exists(model / "trace.safetensors"));
 }
@@ -115,14 +107,14 @@ TEST(HostileOutput, ALinkAnotherUserPlantedInASharedFolderIsNotFollowed) {
   ASSERT_TRUE(write_file_atomically(folder / "victim.obj", std::string_view("precious")).ok());
   std::filesystem::create_symlink("../victim.obj", shared / "out.obj");
   ASSERT_EQ(::lchown((shared / "out.obj").c_str(), 65534, 65534), 0);
-  auto r = cli(generate(shared / "out.obj"));
+  auto r = cli(quick_generate(shared / "out.obj"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("symbolic link that another user (uid 65534) put in"), std::string::npos) << r.out;
   EXPECT_EQ(*read_file_text(folder / "victim.obj"), "precious");
   EXPECT_TRUE(temporaries(folder.path()).empty());
   // The same link of this user's own is written through, as before.
   ASSERT_EQ(::lchown((shared / "out.obj").c_str(), 0, 0), 0);
-  auto own = cli(generate(shared / "out.obj"));
+  auto own = cli(quick_generate(shared / "out.obj"));
   EXPECT_EQ(own.exit_code, 0) << own.out;
   EXPECT_NE(*read_file_text(folder / "victim.obj"), "precious");
 }
@@ -175,7 +167,7 @@ TEST(HostileOutput, UntrustedTextIsEscapedAndCutInEveryCommand) {
   }));
   // The header (20 MiB) is over its budget unless raised, which this run does to reach the name.
   ::setenv("CUBEFORGE_MAX_SAFETENSORS_HEADER_BYTES", std::to_string(32u << 20).c_str(), 1);
-  auto r = cli(generate(folder / "x.glb", "--model " + quoted(long_name)));
+  auto r = cli(quick_generate(folder / "x.glb", "--model " + quoted(long_name)));
   ::unsetenv("CUBEFORGE_MAX_SAFETENSORS_HEADER_BYTES");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_LT(r.out.size(), 4096u) << r.out.substr(0, 400);
@@ -255,7 +247,7 @@ TEST(HostileOutput, AWritePastTheFileSizeLimitIsAnErrorAndLeavesNothing) {
   ScratchFolder folder("hostile-out");
   const auto out = folder / "shape.obj";
   ASSERT_TRUE(write_file_atomically(out, std::string_view("OLD")).ok());
-  auto r = testing::run_command("ulimit -f 1; timeout -s KILL 300 " + kCli, generate(out));
+  auto r = testing::run_command("ulimit -f 1; timeout -s KILL 300 " + kCli, quick_generate(out));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("File too large (the limit on file size, ulimit -f"), std::string::npos) << r.out;
   EXPECT_EQ(*read_file_text(out), "OLD");
@@ -289,14 +281,14 @@ TEST(HostileOutput, NumbersFromModelFilesAreCheckedAfterNarrowing) {
     auto config = *read_file_text(model / "clip" / "config.json");
     config.replace(config.find("\"layer_norm_eps\": 1e-05"), 23, "\"layer_norm_eps\": " + number.text);
     ASSERT_TRUE(write_file_atomically(model / "clip" / "config.json", config).ok());
-    auto r = cli(generate(folder / "x.glb", "--model " + quoted(model)));
+    auto r = cli(quick_generate(folder / "x.glb", "--model " + quoted(model)));
     EXPECT_EQ(r.exit_code, 1) << number.text << ": " << r.out;
     EXPECT_NE(r.out.find("clip/config.json': text_config.layer_norm_eps = "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find(number.reason), std::string::npos) << r.out;
     EXPECT_FALSE(std::filesystem::exists(folder / "x.glb"));
   }
   // A bounding box of 3e38 overflowed when normalised.
-  auto bbox = cli(generate(folder / "x.glb", "--bbox 3e38 1 1"));
+  auto bbox = cli(quick_generate(folder / "x.glb", "--bbox 3e38 1 1"));
   EXPECT_NE(bbox.exit_code, 0) << bbox.out;
   EXPECT_NE(bbox.out.find("--bbox: must be a number from"), std::string::npos) << bbox.out;
 }
