@@ -21,6 +21,13 @@
 
 namespace cubeforge {
 
+Error node_hierarchy_too_deep(const std::string& subject) {
+  return make_error(ErrorCode::kUnsupported, "cannot import " + subject + ": its node hierarchy is more than " +
+                                                 std::to_string(kMaxMeshNodeDepth) +
+                                                 " nodes deep; the importer walks it by recursion, so cubeforge "
+                                                 "reads at most that");
+}
+
 namespace {
 
 // Closes a descriptor when it goes out of scope.
@@ -751,10 +758,7 @@ Status count_gltf(const std::filesystem::path& path, int fd, uint64_t size, bool
       const auto [node, depth] = pending.back();
       pending.pop_back();
       if (depth > kMaxMeshNodeDepth)
-        return make_error(ErrorCode::kUnsupported,
-                          "cannot import " + subject + ": its node hierarchy is more than " +
-                              std::to_string(kMaxMeshNodeDepth) +
-                              " nodes deep; the importer walks it by recursion, so cubeforge reads at most that");
+        return node_hierarchy_too_deep(subject);
       if (++placed_nodes > node_budget)  // a root listed by several scenes is placed each time
         return check_input_budget(InputBudget::kMeshNodes, placed_nodes, subject + ": its scene");
       const GltfNode& n = s.nodes[node];

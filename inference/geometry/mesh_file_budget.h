@@ -28,6 +28,9 @@ namespace cubeforge {
 // recursion. Not a budget (raising it could crash), and far beyond real files.
 inline constexpr int kMaxMeshNodeDepth = 256;
 
+// The refusal of a hierarchy deeper than kMaxMeshNodeDepth; `subject` names the file.
+Error node_hierarchy_too_deep(const std::string& subject);
+
 // What a file says it holds, as far as a format tells before importing.
 struct MeshFileClaims {
   uint64_t file_bytes = 0;    // the file and the buffer files it names

@@ -406,10 +406,7 @@ Status check_imported_scene(const aiScene& scene, const std::filesystem::path& p
     const auto [node, depth] = pending.back();
     pending.pop_back();
     if (depth > kMaxMeshNodeDepth)
-      return make_error(ErrorCode::kUnsupported,
-                        "cannot import " + subject + ": its node hierarchy is more than " +
-                            std::to_string(kMaxMeshNodeDepth) +
-                            " nodes deep; the importer walks it by recursion, so cubeforge reads at most that");
+      return node_hierarchy_too_deep(subject);
     ++nodes;
     for (unsigned i = 0; i < node->mNumMeshes; ++i) {
       if (node->mMeshes[i] >= scene.mNumMeshes) continue;  // the validation step names it
