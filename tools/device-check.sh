@@ -42,7 +42,7 @@
 #                         project from .deps/, each within the budget)
 #   sessions          50  ctest -L cuda-session: the CUDA token sessions against
 #                         the CPU backend (fixture, built-in model, head size 48)
-#   bench-v05         40  cubeforge-cli bench --backend cuda --shape v05 in every
+#   bench-v05         40  cubeforge-lab bench --backend cuda --shape v05 in every
 #                         mode of the ablation (KV cache + graph, eager, none)
 #   kernels           35  ctest -L cuda-kernels: every kernel family against its CPU reference
 #   interop           15  ctest -L cuda-interop: CUDA writes a mesh Vulkan draws
@@ -66,7 +66,7 @@ tree_link=/tmp/cubeforge-device-tree
 build_name=build-device
 # Every executable the cuda and vulkan labels run (the desktop app's window
 # tests need a display, which the machine lacks).
-device_targets=(test_cuda_kernels test_cuda cubeforge-cli test_engine_cuda test_engine_vulkan cubeforge-bench-viewport
+device_targets=(test_cuda_kernels test_cuda cubeforge-lab test_engine_cuda test_engine_vulkan cubeforge-bench-viewport
                 test_gallery cubeforge-gallery test_imgui_overlay)
 
 # ------------------------------------------------------------------ report mode
@@ -260,7 +260,7 @@ PYTHON
   "${runtime_env[@]}" CUBEFORGE_REQUIRE_CUDA=1 ctest --test-dir "$build" -L '^cuda-kernels$' -j "$(nproc)" \
     --timeout 120 > "$pack/required.log" 2>&1
   local required_rc=$?
-  "${runtime_env[@]}" "$build/app/cli/cubeforge-cli" bench --backend cpu --model assets/model --steps 8 --json \
+  "${runtime_env[@]}" "$build/app/lab/cubeforge-lab" bench --backend cpu --model assets/model --steps 8 --json \
     > "$pack/cli.log" 2>&1
   local cli_rc=$?
   set -e
@@ -280,10 +280,10 @@ PYTHON
     echo "  with CUBEFORGE_REQUIRE_CUDA=1: $(grep -E 'tests passed|tests failed' "$pack/required.log" | tail -1)"
   fi
   if [ $cli_rc -ne 0 ]; then
-    echo "  !!! the carried cubeforge-cli did not run here: $(tail -3 "$pack/cli.log")" >&2
+    echo "  !!! the carried cubeforge-lab did not run here: $(tail -3 "$pack/cli.log")" >&2
     problems=1
   else
-    echo "  the carried cubeforge-cli ran a CPU bench of the built-in model"
+    echo "  the carried cubeforge-lab ran a CPU bench of the built-in model"
   fi
   rm -rf "$pack"
 
@@ -489,7 +489,7 @@ ctest_stage() {
     --output-on-failure --timeout 60 -j "$parallel" --output-junit "$OUT/junit-$name.xml"
 }
 
-cli=$build/app/cli/cubeforge-cli
+cli=$build/app/lab/cubeforge-lab
 bench() { stage "$1" "$2" bench.log "" "${with_libraries[@]}" "$cli" bench --backend cuda "${@:3}" --json; }
 
 # ---- Correctness and the headline benchmark first.

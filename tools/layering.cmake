@@ -19,10 +19,11 @@
 # are held to their area's rule only.
 
 # What each top-level folder may include at all: inference uses nothing of the
-# others; the engine uses inference's mesh types only; the app uses both.
+# others; the engine uses inference's mesh types (and the options they name) only;
+# the app uses both.
 set(CUBEFORGE_AREA_RULES
   "inference=inference"
-  "engine=engine,inference/core,inference/geometry"
+  "engine=engine,inference/core,inference/options,inference/geometry"
   "app=app,engine,inference"
   "tests=tests,app,engine,inference")
 

@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 tools/setup.sh
 tools/build.sh >/dev/null
 cli=${CUBEFORGE_BUILD_DIR:-build}/app/cli/cubeforge-cli
+lab=${CUBEFORGE_BUILD_DIR:-build}/app/lab/cubeforge-lab
 desktop=${CUBEFORGE_BUILD_DIR:-build}/app/desktop/cubeforge
 
 model="" prompt="a tall chair" out="cubeforge.glb" force_cli=0
@@ -31,6 +32,6 @@ if [ "$force_cli" = 0 ] && [ -n "${DISPLAY:-}" ] && [ -x "$desktop" ]; then
 fi
 if [ -z "$model" ]; then
   echo "No model folder found: benchmarking a random-weight model instead. Pass --model DIR for real generation."
-  exec "$cli" bench --shape small --steps 32
+  exec "$lab" bench --shape small --steps 32
 fi
 exec "$cli" generate --model "$model" --prompt "$prompt" --out "$out"

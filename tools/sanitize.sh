@@ -21,9 +21,9 @@ if [ ! -f "$build_dir/build.ninja" ]; then
     -DCUBEFORGE_CUDA=OFF -DCUBEFORGE_VULKAN=OFF -DCUBEFORGE_FUZZ=OFF
 fi
 
-# The `cpu` label's executables, and the command-line tool they drive.
-targets=(cubeforge-cli test_core test_tensor test_cpu test_model test_text test_sampling test_geometry test_cli
-         test_pipeline test_builtin_model)
+# The `cpu` label's executables, and the command-line programs they drive.
+targets=(cubeforge-cli cubeforge-lab test_core test_options test_tensor test_cpu test_model test_text test_sampling
+         test_geometry test_planning test_cli test_pipeline test_builtin_model)
 cmake --build "$build_dir" --parallel "${CUBEFORGE_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1

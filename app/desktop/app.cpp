@@ -48,7 +48,7 @@ void App::start_generation() {
   preview.enabled = settings.progressive_preview;
   preview.every_tokens = settings.preview_every;
   preview.resolution = settings.preview_resolution;
-  if (!worker.generate(request, preview, kv_rank_of(settings))) {
+  if (!worker.generate(request, preview)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
@@ -78,7 +78,7 @@ void App::start_latency_demo() {
   // with the KV cache options chosen beside the exact cache.
   GenerationRequest request = make_request(settings);
   request.kv_cache = chosen_kv_options(settings);
-  if (!worker.run_latency_demo(request, runs, settings.kv_rank)) {
+  if (!worker.run_latency_demo(request, runs)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
@@ -97,7 +97,7 @@ void App::start_candidates(int count) {
     return;
   }
   GenerationRequest request = make_request(state.settings);
-  if (!worker.generate_candidates(request, count, kv_rank_of(state.settings))) {
+  if (!worker.generate_candidates(request, count)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }

@@ -192,6 +192,9 @@ struct LayoutState {
   PanelLayout layout;
   // Named widgets' places in the last frame, for scripts (`click generate`).
   std::map<std::string, Rect> targets;
+  // Named widgets greyed out in the last frame because the engine refuses
+  // what they would set, with the reason shown (for scripts' `dump`).
+  std::map<std::string, std::string> refusals;
 };
 
 // The script (--script) and where it has got to.

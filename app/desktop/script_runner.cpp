@@ -44,6 +44,7 @@ nlohmann::json window_state(App& app) {
   nlohmann::json targets = nlohmann::json::object();
   for (const auto& [name, rect] : state.layout.targets) targets[name] = rect_json(rect);
   out["targets"] = targets;
+  out["refused"] = state.layout.refusals;
   const engine::OrbitCamera& camera = state.view.camera;
   out["camera"] = {{"yaw", camera.yaw_degrees},
                    {"pitch", camera.pitch_degrees},

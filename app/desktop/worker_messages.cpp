@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "app/desktop/app.h"
+#include "app/desktop/core/option_labels.h"
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
 
@@ -27,7 +28,7 @@ void add_to_history(App& app, const worker_message::RunFinished& finished, const
   used.weights = weight_format_name(finished.weights);
   if (finished.request.use_kv_cache) {
     const KvCacheOptions& kv = finished.request.kv_cache;
-    used.kv_cache_format = cpu::kv_format_name(kv.format);
+    used.kv_cache_format = kv_format_name(kv.format);
     used.kv_budget = kv.budget;
     used.kv_rank = kv.low_rank ? kv.low_rank->rank() : 0;
   }
@@ -172,7 +173,7 @@ struct MessageHandler {
       const bool cancelled = finished.result.error().code == ErrorCode::kCancelled;
       generation.progress.finish(cancelled ? RunOutcome::kCancelled : RunOutcome::kFailed, elapsed_ms);
       if (cancelled) app.log("generation cancelled: " + generation.progress.status(elapsed_ms));
-      else app.log_error("generation failed: " + finished.result.error().to_string());
+      else app.log_error("generation failed: " + for_creator(finished.result.error()));
       // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
       if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
       return;

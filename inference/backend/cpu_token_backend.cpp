@@ -139,6 +139,9 @@ class CpuTokenBackend final : public TokenBackend {
     return "CPU (" + std::string(cpu::kernel_isa()) + " kernels, " + std::to_string(cpu::thread_count()) + " threads)";
   }
   const DualStreamGpt& model() const override { return model_; }
+  // The reference's backend: every decoding strategy, KV form, budget and
+  // rank, and traces (what no backend runs is check_decode_options' to say).
+  Status supports(const BackendRequest&) const override { return ok_status(); }
 
   Result<std::unique_ptr<TokenSession>> open_session(const TokenSessionOptions& options) const override {
     CUBEFORGE_TRY(check_token_session_options(model_, options));

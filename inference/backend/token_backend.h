@@ -36,31 +36,13 @@
 
 namespace cubeforge {
 
-// What the user asks for: auto picks CUDA when a usable device is present.
-enum class BackendChoice { kAuto, kCpu, kCuda };
-const char* backend_choice_name(BackendChoice choice);  // "auto", "cpu", "cuda"
-Result<BackendChoice> parse_backend_choice(std::string_view text);
-
 enum class BackendKind { kCpu, kCuda };
 const char* backend_kind_name(BackendKind kind);  // "cpu", "cuda"
 
-struct TokenSessionOptions {
+// A session: the decode options whole, and the sizes of this generation.
+struct TokenSessionOptions : DecodeOptions {
   int tokens = 0;       // N: steps the session runs (the guidance schedule's N)
   int cond_length = 0;  // S: condition rows per branch
-  float guidance_scale = 3.0f;  // > 0: two rows (conditional, unconditional)
-  SamplingOptions sampling;     // greedy by default
-  AttentionMode attention = AttentionMode::kCausal;
-  bool use_kv_cache = true;  // off: every step recomputes the whole sequence
-  // CUDA only: replay one recorded decode step per token (CUBEFORGE_CUDA_GRAPHS=0
-  // switches graphs off as well), and the f32 cache's precision (F32 or BF16;
-  // its prefill reads it too).
-  bool cuda_graphs = true;
-  DType kv_cache_type = DType::kF32;
-  // How the KV cache stores and keeps keys and values (stored form, eviction
-  // budget, low rank; gpt_kv_cache.h). The default is exact. The CUDA backend
-  // runs the bf16, fp8 and int8 forms, budgets, and the ranks
-  // kv_rank_runs_on_cuda takes without a budget (kv_cache_runs_on_cuda).
-  KvCacheOptions kv_cache;
   // CPU only: named intermediates (inference/tensor/trace.h) of the prefill,
   // as "prefill.<name>", and of the first `trace_decode_steps` decode steps,
   // as "decode.<t>.<name>" for the step producing token t; null: off.
@@ -70,8 +52,13 @@ struct TokenSessionOptions {
   // tokens instead of the sampled ones (teacher forcing; one per step).
   bool record_logits = false;
   std::vector<int> forced_tokens;
+};
 
-  int batch() const { return guidance_scale > 0.f ? 2 : 1; }
+// What a generation asks of the backend that runs its GPT, for supports().
+struct BackendRequest {
+  DecodeOptions decode;
+  DecodingMode decoding = DecodingMode::kSequential;
+  bool trace = false;  // named intermediates of the prefill and decode steps
 };
 
 // One step's logits: `combined` [V] after guidance (what the sampler sees),
@@ -123,6 +110,11 @@ class TokenBackend {
   virtual std::string description() const = 0;
   // The model the backend was opened for; it must outlive the backend.
   virtual const DualStreamGpt& model() const = 0;
+  // Whether this backend runs `request` on its model: ok, or a kUnsupported
+  // error whose Error::option names the option at fault and whose message
+  // says why. Backend choice, the command line and the app ask this;
+  // open_session refuses what it refuses.
+  virtual Status supports(const BackendRequest& request) const = 0;
   virtual Result<std::unique_ptr<TokenSession>> open_session(const TokenSessionOptions& options) const = 0;
   // Measures the memory the weights stream from (takes a second or so).
   virtual Result<BandwidthFigures> measure_bandwidth() const = 0;
@@ -132,24 +124,6 @@ class TokenBackend {
 
 // The CPU backend over a loaded model (always available).
 std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model);
-
-// Head sizes the CUDA backend runs: the multiples of 16 from 16 to 256. The
-// one statement of the rule for code that does not link the CUDA kernels
-// (the command-line tool, the app, backend choice); the kernels' own is
-// cuda::head_dim_supported (inference/cuda/cuda_api.h), checked equal to it.
-inline bool head_dim_runs_on_cuda(int head_dim) { return head_dim >= 16 && head_dim <= 256 && head_dim % 16 == 0; }
-
-// KV ranks the CUDA backend runs: its decode attention's head sizes, since
-// every query head attends over one head of R latents.
-inline bool kv_rank_runs_on_cuda(int rank) { return head_dim_runs_on_cuda(rank); }
-
-// KV cache options the CUDA backend runs (its open_session refuses the others):
-// any stored form (f32, bf16, fp8, int8), every position or a budget's (whose
-// int8 combination both backends refuse), full rank or a rank
-// kv_rank_runs_on_cuda takes without a budget.
-inline bool kv_cache_runs_on_cuda(const KvCacheOptions& kv) {
-  return !kv.low_rank || (kv_rank_runs_on_cuda(kv.low_rank->rank()) && kv.budget == 0);
-}
 
 // Checks options against the model: sizes, sampling values, forced tokens.
 Status check_token_session_options(const DualStreamGpt& model, const TokenSessionOptions& options);

@@ -25,9 +25,8 @@ using Stream = CUstream_st*;
 // ranks, a rank being the size of the one latent head): the multiples of 16
 // from 16 to 256, as llama.cpp's kernels cover 64 to 256. Kernels are built
 // for the powers of two up to 256 and run a size between them with the lanes
-// past it idle. The backend's head_dim_runs_on_cuda
-// (inference/backend/token_backend.h) states the same rule for code that
-// cannot see this library; tests/cuda checks that the two agree.
+// past it idle. The backend's supports() (token_backend.h) asks this; code
+// above the seam asks supports().
 constexpr int kHeadDimStep = 16;
 constexpr int kMaxHeadDim = 256;
 constexpr bool head_dim_supported(int head_dim) {

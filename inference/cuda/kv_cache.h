@@ -1,6 +1,6 @@
 // The stored forms of a CUDA KV cache, and the store of f32 rows into them.
 //
-// The forms are the CPU's (cpu::KvFormat, inference/cpu/kv_cache.h), with the
+// The forms are the CPU's (KvFormat, inference/cpu/kv_cache.h), with the
 // same codes and scales bit for bit, laid out per (batch row, head) so a head
 // streams its slots contiguously (G = heads, C = capacity, D = head_dim):
 //   kF32, kBF16  keys and values [batch, G, C, D] f32 or bf16 (rounded to nearest

@@ -93,21 +93,19 @@ struct LayerCache {
   }
 };
 
-// The form the session's options ask for: kv_cache's bf16, fp8 or int8, else
-// kv_cache_type. The CPU's bf16 form and kv_cache_type BF16 store the same
-// bits; they differ in what the prefill attends over (scratch_prefill()).
+// The form the session's options ask for.
 KvCacheForm session_cache_form(const TokenSessionOptions& options) {
   switch (options.kv_cache.format) {
-    case cpu::KvFormat::kBF16:
+    case KvFormat::kBF16:
       return KvCacheForm::kBF16;
-    case cpu::KvFormat::kFp8:
+    case KvFormat::kFp8:
       return KvCacheForm::kFp8;
-    case cpu::KvFormat::kInt8:
+    case KvFormat::kInt8:
       return KvCacheForm::kInt8;
-    case cpu::KvFormat::kF32:
+    case KvFormat::kF32:
       break;
   }
-  return options.kv_cache_type == DType::kBF16 ? KvCacheForm::kBF16 : KvCacheForm::kF32;
+  return KvCacheForm::kF32;
 }
 
 class CudaTokenBackend;
@@ -143,7 +141,7 @@ class CudaTokenSession final : public TokenSession {
   // The CPU's bf16, fp8 and int8 forms (kv_cache.format): the prefill writes
   // and attends over the f32 scratch cache, as the CPU's prefill attends over
   // the exact keys and values, and then stores them in the form.
-  bool scratch_prefill() const { return options_.kv_cache.format != cpu::KvFormat::kF32 || low_rank(); }
+  bool scratch_prefill() const { return options_.kv_cache.format != KvFormat::kF32 || low_rank(); }
   // A KV rank (options.kv_cache.low_rank): the cache is [B, 1, capacity, R].
   bool low_rank() const { return options_.kv_cache.low_rank != nullptr; }
   int rank() const { return low_rank() ? options_.kv_cache.low_rank->rank() : 0; }
@@ -201,7 +199,7 @@ class CudaTokenSession final : public TokenSession {
       args.value_cache = prefill_values_.data();
       args.cache_capacity = prefill_capacity_;
     } else {
-      args.cache_type = options_.kv_cache_type;
+      args.cache_type = DType::kF32;
       args.key_cache = cache.keys.data();
       args.value_cache = cache.values.data();
       args.cache_capacity = cache.capacity;
@@ -822,39 +820,19 @@ Result<StepLogits> CudaTokenSession::step_logits(int step) {
   return logits;
 }
 
-// The KV caches the device keeps: full rank, as f32 or bf16 (kv_cache_type)
-// or in the CPU's bf16, fp8 and int8 forms (kv_cache.format), every position
-// or a budget's (not with int8: check_kv_cache_options refuses that for both
-// backends).
-Status check_cuda_kv_cache(const TokenSessionOptions& options) {
-  const KvCacheOptions& kv = options.kv_cache;
-  if (kv.low_rank) {
-    const int rank = kv.low_rank->rank();
-    if (!kv_rank_runs_on_cuda(rank))
-      return make_error(ErrorCode::kUnsupported,
-                        "the CUDA backend runs KV ranks that are " + supported_head_dims() +
-                            " (its attention's head sizes); a rank of " + std::to_string(rank) +
-                            " runs on the CPU backend (--backend cpu)");
-    if (kv.budget > 0)
-      return make_error(ErrorCode::kUnsupported,
-                        "the CUDA backend runs a KV rank (" + std::to_string(rank) + ") or a KV budget (" +
-                            std::to_string(kv.budget) +
-                            "), not both; run them together on the CPU backend (--backend cpu)");
-    if (options.kv_cache_type != DType::kF32)
-      return make_error(ErrorCode::kInvalidArgument,
-                        "a KV rank stores its latents in the --kv-cache form; leave "
-                        "kv_cache_type at F32 (--kv-cache-type f32)");
-  }
-  const bool stored_form = kv.format != cpu::KvFormat::kF32;
-  if (stored_form && options.kv_cache_type != DType::kF32)
-    return make_error(ErrorCode::kInvalidArgument, std::string(kv.format == cpu::KvFormat::kBF16 ? "a " : "an ") +
-                                                       std::string(cpu::kv_format_name(kv.format)) +
-                                                       " KV cache replaces kv_cache_type " +
-                                                       std::string(dtype_name(options.kv_cache_type)) +
-                                                       "; leave kv_cache_type at F32 (--kv-cache-type f32)");
-  if (!kv.exact() && options.attention == AttentionMode::kReference)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)");
+// The shape of model the kernels take: head sizes, the sampler's vocabulary,
+// the width the vectorised loads need.
+Status model_runs_on_cuda(const GptConfig& c) {
+  if (!head_dim_supported(c.head_dim()))
+    return make_error(ErrorCode::kUnsupported, "the CUDA backend runs head dimensions that are " + supported_head_dims() +
+                                                   "; this model's is " + std::to_string(c.head_dim()));
+  if (c.codes > kMaxSamplingVocab)
+    return make_error(ErrorCode::kUnsupported, "the CUDA backend samples from at most " +
+                                                   std::to_string(kMaxSamplingVocab) + " codes; this model has " +
+                                                   std::to_string(c.codes));
+  if (c.width % 8 != 0)
+    return make_error(ErrorCode::kUnsupported, "the CUDA backend needs a width that is a multiple of 8; this model's is " +
+                                                   std::to_string(c.width));
   return ok_status();
 }
 
@@ -866,13 +844,11 @@ class CudaTokenBackend final : public TokenBackend {
   BackendKind kind() const override { return BackendKind::kCuda; }
   std::string description() const override { return "CUDA (" + device_ + ")"; }
   const DualStreamGpt& model() const override { return model_; }
+  Status supports(const BackendRequest& request) const override { return cuda::supports(model_.config(), request); }
 
   Result<std::unique_ptr<TokenSession>> open_session(const TokenSessionOptions& options) const override {
     CUBEFORGE_TRY(check_token_session_options(model_, options));
-    if (options.trace)
-      return make_error(ErrorCode::kUnsupported,
-                        "the CUDA backend records no named intermediates; trace a run on the CPU backend");
-    CUBEFORGE_TRY(check_cuda_kv_cache(options));
+    CUBEFORGE_TRY(supports(BackendRequest{options, DecodingMode::kSequential, options.trace != nullptr}));
     auto session = std::make_unique<CudaTokenSession>(weights_, options);
     CUBEFORGE_TRY(session->open());
     return std::unique_ptr<TokenSession>(std::move(session));
@@ -893,19 +869,38 @@ class CudaTokenBackend final : public TokenBackend {
 
 }  // namespace
 
+// The CUDA backend's one statement of what it runs. The KV cache: any stored
+// form (f32, bf16, fp8, int8), every position or a budget's, full rank or a
+// rank its decode attention takes as a head size (every query head attends
+// over one head of R latents) without a budget.
+Status supports(const GptConfig& config, const BackendRequest& request) {
+  CUBEFORGE_TRY(model_runs_on_cuda(config));
+  const DecodeOptions& decode = request.decode;
+  if (request.decoding != DecodingMode::kSequential)
+    return option_error(ErrorCode::kUnsupported, OptionKey::kDecoding,
+                        std::string("the CUDA backend decodes one token per step; ") +
+                            (request.decoding == DecodingMode::kJacobi ? "exact parallel decoding" : "block diffusion") +
+                            " runs on the CPU backend");
+  if (request.trace)
+    return option_error(ErrorCode::kUnsupported, OptionKey::kTrace,
+                        "the CUDA backend records no named intermediates; a trace runs on the CPU backend");
+  if (!decode.use_kv_cache) return ok_status();
+  const KvCacheOptions& kv = decode.kv_cache;
+  const int rank = kv.low_rank ? kv.low_rank->rank() : kv.rank;
+  if (rank > 0 && !head_dim_supported(rank))
+    return option_error(ErrorCode::kUnsupported, OptionKey::kKvRank,
+                        "the CUDA backend runs KV ranks that are " + supported_head_dims() +
+                            " (its attention's head sizes); a rank of " + std::to_string(rank) +
+                            " runs on the CPU backend");
+  if (rank > 0 && kv.budget > 0)
+    return option_error(ErrorCode::kUnsupported, OptionKey::kKvBudget,
+                        "the CUDA backend runs a KV rank (" + std::to_string(rank) + ") or a KV budget (" +
+                            std::to_string(kv.budget) + "), not both; together they run on the CPU backend");
+  return ok_status();
+}
+
 Result<std::shared_ptr<TokenBackend>> open_token_backend(const DualStreamGpt& model) {
-  const GptConfig& c = model.config();
-  const int head_dim = c.head_dim();
-  if (!head_dim_runs_on_cuda(head_dim))
-    return make_error(ErrorCode::kUnsupported, "the CUDA backend runs head dimensions that are " + supported_head_dims() +
-                                                   "; this model's is " + std::to_string(head_dim));
-  if (c.codes > kMaxSamplingVocab)
-    return make_error(ErrorCode::kUnsupported, "the CUDA backend samples from at most " +
-                                                   std::to_string(kMaxSamplingVocab) + " codes; this model has " +
-                                                   std::to_string(c.codes));
-  if (c.width % 8 != 0)
-    return make_error(ErrorCode::kUnsupported, "the CUDA backend needs a width that is a multiple of 8; this model's is " +
-                                                   std::to_string(c.width));
+  CUBEFORGE_TRY(model_runs_on_cuda(model.config()));
   CUBEFORGE_TRY(load_gemm_library());
   CUBEFORGE_ASSIGN_OR_RETURN(GptWeights weights, upload_gpt_weights(model));
   return std::shared_ptr<TokenBackend>(std::make_shared<CudaTokenBackend>(model, std::move(weights), device_summary()));

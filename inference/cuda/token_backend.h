@@ -37,6 +37,11 @@ DeviceCheck check_device(std::size_t bytes_needed);
 // margin for one generation's cache and scratch.
 std::size_t device_bytes_needed(const DualStreamGpt& model);
 
+// Whether the CUDA backend runs `request` on a model of `config`, asked
+// before any device is touched (the opened backend's supports() answers the
+// same): ok, or a kUnsupported error naming the option at fault.
+Status supports(const GptConfig& config, const BackendRequest& request);
+
 Result<std::shared_ptr<TokenBackend>> open_token_backend(const DualStreamGpt& model);
 
 }  // namespace cubeforge::cuda

@@ -32,55 +32,6 @@
 
 namespace cubeforge {
 
-enum class DecodingMode { kSequential, kJacobi, kDiffusion };
-const char* decoding_mode_name(DecodingMode mode);
-std::optional<DecodingMode> parse_decoding_mode(std::string_view name);
-
-struct JacobiOptions {
-  int max_guesses = 4;  // tokens guessed past the last accepted one, at most
-  // The cost of one more position in an evaluation, as a fraction of a
-  // one-token evaluation. Guesses are made only while the acceptance seen so
-  // far makes them pay at this price; otherwise the strategy decodes one
-  // token per evaluation and tries one guess now and then. The default is the
-  // CPU session's (`cubeforge-cli bench-decoding` measures it); 0 guesses at
-  // every evaluation.
-  float position_cost = 0.75f;
-  int probe_interval = 32;  // evaluations without guesses between two probes
-};
-
-// Block diffusion's key-value cache (Fast-dLLM):
-//   none    every evaluation recomputes every position up to the current
-//           block's end;
-//   prefix  the finished blocks' keys and values are kept (each block is
-//           evaluated once more with its final tokens at the next block's
-//           first evaluation); exact for a block-causal model;
-//   dual    also the rest of the current block: the block decodes in
-//           sub-blocks, the whole block is evaluated once at each sub-block's
-//           start, and the sub-block's further evaluations reuse the other
-//           positions' keys and values from then (the masked suffix
-//           included), as Fast-dLLM v2's sub-block cache. Approximate.
-enum class DiffusionCache { kNone, kPrefix, kDual };
-const char* diffusion_cache_name(DiffusionCache cache);
-std::optional<DiffusionCache> parse_diffusion_cache(std::string_view name);
-
-struct DiffusionOptions {
-  // Confidence rule: accept every masked position whose confidence (the
-  // probability of its most likely code) exceeds the threshold, and at least
-  // the most confident one. Factor rule (factor > 0): sort by confidence and
-  // accept the top n while confidence_n >= 1 - factor / (n + 1), at least one.
-  float threshold = 0.9f;
-  float factor = 0.f;
-  DiffusionCache cache = DiffusionCache::kDual;
-  int block_size = 0;      // 0: the model's
-  int sub_block_size = 0;  // dual cache; 0: half the block
-};
-
-struct DecodingOptions {
-  DecodingMode mode = DecodingMode::kSequential;
-  JacobiOptions jacobi;
-  DiffusionOptions diffusion;
-};
-
 struct DecodingStats {
   DecodingMode mode = DecodingMode::kSequential;
   int model_evaluations = 0;             // GPT passes that produced logits (the first included)
@@ -102,6 +53,9 @@ struct DecodedTokens {
 // attention), sequential an autoregressive model.
 Status check_decoding(const GptConfig& config, const DecodingOptions& options, const SamplingOptions& sampling,
                       AttentionMode attention);
+// What parallel decoding needs of the decode options on any backend: the
+// exact KV cache, and no trace; ok for sequential decoding.
+Status check_parallel_decoding(const DecodeOptions& decode, const DecodingOptions& options, bool traced);
 
 // Greedy exact parallel decoding of `count` tokens. The session is fresh.
 // TokenEvent::step is the evaluation that accepted the token.

@@ -27,12 +27,6 @@ namespace cubeforge {
 
 class TraceSink;
 
-// How one-token decode attends in the single-stream blocks.
-enum class AttentionMode {
-  kCausal,     // correct causal attention (identical to the uncached forward)
-  kReference,  // reproduces the reference's KV-cache decode: the query sees cache slot 0 only
-};
-
 class DualStreamGpt {
  public:
   // Loads shape_gpt.safetensors; `config` null infers sizes from the tensors.

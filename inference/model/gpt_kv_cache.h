@@ -11,7 +11,7 @@
 //           the decode steps so far (summed over heads) leaves. One choice
 //           per layer and row, shared by its heads.
 //   rank    keys and values projected onto the first R vectors of a per-layer
-//           orthonormal basis (`cubeforge-cli calibrate-kv` writes them from
+//           orthonormal basis (`cubeforge-lab calibrate-kv` writes them from
 //           the SVD of cached keys and values). Attention runs in the reduced
 //           space, which for an orthonormal basis gives exactly what attending
 //           to the projected keys and values would: q·Pᵀ(P k) = (P q)·(P k)
@@ -58,20 +58,6 @@ class LowRankKv {
   std::vector<Layer> layers_;
 };
 
-struct KvCacheOptions {
-  cpu::KvFormat format = cpu::KvFormat::kF32;
-  int budget = 0;                            // H2O: shape slots per layer and row; 0: all
-  std::shared_ptr<const LowRankKv> low_rank;  // null: full keys and values
-
-  // The default: every position, float32, full rank (exact against the reference).
-  bool exact() const { return format == cpu::KvFormat::kF32 && budget == 0 && !low_rank; }
-};
-
-// The cache file beside a model's GPT.
-inline constexpr const char* kKvBasesFile = "kv_bases.safetensors";
-
-// Why the options cannot run, or ok.
-Status check_kv_cache_options(const KvCacheOptions& options);
 
 // One layer's cache for one batch row.
 class LayerKvCache {

@@ -83,7 +83,7 @@ Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
   auto refused = [&](const std::string& why) {
     std::string message = "bounding box ";
     message.append(number(size[0])).append(" x ").append(number(size[1])).append(" x ").append(number(size[2]));
-    return make_error(ErrorCode::kInvalidArgument, message.append(": ").append(why));
+    return option_error(ErrorCode::kInvalidArgument, OptionKey::kBoundingBox, message.append(": ").append(why));
   };
   float largest = 0.f, smallest = std::numeric_limits<float>::max();
   for (float v : size) {
@@ -179,11 +179,22 @@ Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::stri
 }
 
 Status check_latent_selection(int64_t latent_top_k, bool coarse_to_fine, int64_t latents) {
-  CUBEFORGE_TRY(check_latent_top_k(latent_top_k, latents));
-  if (latent_top_k > 0 && !coarse_to_fine)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "latent top-k chooses latents from the coarser levels of coarse-to-fine evaluation, which a "
-                      "dense grid does not have; use top-k 0 with a dense grid");
+  MeshingOptions meshing;
+  meshing.latent_top_k = latent_top_k;
+  meshing.coarse_to_fine = coarse_to_fine;
+  CUBEFORGE_TRY(check_meshing_options(meshing));
+  if (Status fits = check_latent_top_k(latent_top_k, latents); !fits.ok())
+    return option_error(fits.error().code, OptionKey::kLatentTopK, fits.error().message);
+  return ok_status();
+}
+
+Status check_generation_request(const CubeModel& model, const GenerationRequest& request) {
+  CUBEFORGE_TRY(check_decode_options(request.decode()));
+  CUBEFORGE_TRY(check_meshing_options(request.meshing()));
+  CUBEFORGE_TRY(check_latent_selection(request.latent_top_k, request.coarse_to_fine, model.shape().config().latents));
+  CUBEFORGE_TRY(check_decoding(model.gpt().config(), request.decoding, request.sampling, request.attention));
+  CUBEFORGE_TRY(check_parallel_decoding(request.decode(), request.decoding, request.trace != nullptr));
+  if (request.bbox) CUBEFORGE_TRY(normalize_bbox(*request.bbox));
   return ok_status();
 }
 
@@ -248,10 +259,8 @@ Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLa
 
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
                                         const MeshingOptions& options, const GenerationEventSink& events,
-                                        const std::atomic<bool>* cancel) {
-  if (options.resolution < 2 || options.resolution > 10)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "resolution " + std::to_string(options.resolution) + " is outside 2..10 (8 is the reference's)");
+                                        const std::atomic<bool>* cancel, TraceSink* trace) {
+  CUBEFORGE_TRY(check_meshing_options(options));
   const int expected = model.shape_tokens();
   if (int(tokens.size()) != expected)
     return make_error(ErrorCode::kInvalidArgument, "the shape tokenizer needs " + std::to_string(expected) +
@@ -264,12 +273,12 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
 
   StageClock decode_clock(events, Stage::kShapeDecode);
   std::vector<int64_t> ids(tokens.begin(), tokens.end());
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids, nullptr, options.trace));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids, nullptr, trace));
   CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
-  if (options.trace) {
+  if (trace) {
     const std::vector<float> probe = occupancy_probe_points();
     std::vector<float> probe_logits(probe.size() / 3 * size_t(shape.config().out_dim));
-    CUBEFORGE_TRY(shape.occupancy(prepared, probe, probe_logits, probe.size() / 3, nullptr, options.trace));
+    CUBEFORGE_TRY(shape.occupancy(prepared, probe, probe_logits, probe.size() / 3, nullptr, trace));
   }
   result.timings.shape_decode_ms = decode_clock.finish();
   if (cancelled(cancel)) return cancelled_error("before meshing");
@@ -357,16 +366,7 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   if (request.backend == BackendChoice::kCuda &&
       (!request.token_backend || request.token_backend->kind() != BackendKind::kCuda))
     return make_error(ErrorCode::kInvalidArgument, "CUDA was asked for but no CUDA token backend was opened");
-  if (!(request.guidance_scale >= 0.f) || !std::isfinite(request.guidance_scale))
-    return make_error(ErrorCode::kInvalidArgument, "guidance must be a number >= 0");
-  if (!request.sampling.greedy && !(request.sampling.temperature > 0.f))
-    return make_error(ErrorCode::kInvalidArgument, "temperature must be > 0");
-  if (!(request.sampling.top_p > 0.f && request.sampling.top_p <= 1.f))
-    return make_error(ErrorCode::kInvalidArgument, "top-p must be in (0, 1]");
-  if (request.resolution < 2 || request.resolution > 10)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "resolution " + std::to_string(request.resolution) + " is outside 2..10 (8 is the reference's)");
-  CUBEFORGE_TRY(check_latent_selection(request.latent_top_k, request.coarse_to_fine, model.shape().config().latents));
+  CUBEFORGE_TRY(check_generation_request(model, request));
   CUBEFORGE_TRY(check_address_space_for_grid(request.resolution, request.coarse_to_fine));
   std::optional<std::array<float, 3>> bbox;
   if (request.bbox) {
@@ -393,16 +393,10 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   if (cancelled(cancel)) return cancelled_error("before the first token");
 
   TokenGenerationOptions options;
-  options.guidance_scale = request.guidance_scale;
-  options.sampling = request.sampling;
+  static_cast<DecodeOptions&>(options) = request.decode();
   options.sampling.seed = request.seed;
-  options.attention = request.attention;
-  options.use_kv_cache = request.use_kv_cache;
-  options.kv_cache = request.kv_cache;
   options.trace = request.trace;
   options.trace_decode_steps = request.trace_decode_steps;
-  options.cuda_graphs = request.cuda_graphs;
-  options.kv_cache_type = request.kv_cache_type;
   const int count = model.shape_tokens();
   std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
   std::optional<StageClock> decode_clock;
@@ -446,18 +440,12 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
 Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const GenerationRequest& request,
                                            const GenerationResult& tokens, const GenerationEventSink& events,
                                            const std::atomic<bool>* cancel) {
-  MeshingOptions meshing;
-  meshing.resolution = request.resolution;
-  meshing.coarse_to_fine = request.coarse_to_fine;
-  meshing.latent_top_k = request.latent_top_k;
-  meshing.vertex_mapping = request.vertex_mapping;
-  meshing.remove_floaters = request.remove_floaters;
-  meshing.target_faces = request.target_faces;
   // The shape decoder's part of a generation's trace (inference/tensor/trace.h).
   std::optional<ScopedTraceSink> shape_trace;
   if (request.trace) shape_trace.emplace(*request.trace, "shape");
-  meshing.trace = shape_trace ? &*shape_trace : nullptr;
-  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, tokens_to_mesh(model, tokens.tokens, meshing, events, cancel));
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result,
+                             tokens_to_mesh(model, tokens.tokens, request.meshing(), events, cancel,
+                                            shape_trace ? &*shape_trace : nullptr));
   StageTimings timings = tokens.timings;
   timings.shape_decode_ms = result.timings.shape_decode_ms;
   timings.occupancy_ms = result.timings.occupancy_ms;

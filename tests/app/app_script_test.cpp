@@ -911,5 +911,52 @@ TEST(AppDataFolder, ABrokenDataFolderIsReportedAndTheAppRuns) {
   EXPECT_EQ(log->find('\x1b'), std::string::npos) << "a raw escape sequence reached the log";
 }
 
+// What the loaded model cannot honour is greyed out with the engine's reason,
+// worded for the control at fault (the planning's can_run, the seam's
+// supports): a block-diffusion model takes each position's most likely code,
+// so "Vary with the seed" cannot be switched on; with a smaller KV cache the
+// reference's attention quirk cannot be chosen. An autoregressive model lets
+// the same click switch sampling on.
+TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
+  const auto dir = folder_.path();
+  const auto diffusion_model = dir / "diffusion";
+  ASSERT_TRUE(::cubeforge::testing::make_oracle_block_diffusion_model(diffusion_model));
+  std::ofstream(dir / "refusals.txt") << "model " << diffusion_model.string() << "\n"
+                                      << "click vary-with-seed\n"
+                                      << "idle 2\n"
+                                      << "dump " << (dir / "diffusion.json").string() << "\n"
+                                      << "model " << model_.string() << "\n"
+                                      << "set kv_cache_format fp8\n"
+                                      << "click section-shape\n"
+                                      << "click section-speed\n"
+                                      << "idle 2\n"
+                                      << "click attention-reference\n"
+                                      << "click vary-with-seed\n"
+                                      << "idle 2\n"
+                                      << "dump " << (dir / "autoregressive.json").string() << "\n"
+                                      << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "refusals.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto diffusion = read_dump(dir / "diffusion.json");
+  EXPECT_EQ(diffusion["settings"]["sampling"], false) << "a greyed-out checkbox took the click";
+  ASSERT_TRUE(diffusion["refused"].contains("vary-with-seed")) << diffusion["refused"];
+  const std::string why = diffusion["refused"]["vary-with-seed"];
+  EXPECT_EQ(why.rfind("Vary with the seed: ", 0), 0u) << why;
+  EXPECT_NE(why.find("most likely code"), std::string::npos) << why;
+  EXPECT_EQ(why.find("--"), std::string::npos) << "a command-line flag in the app: " << why;
+
+  const auto autoregressive = read_dump(dir / "autoregressive.json");
+  EXPECT_EQ(autoregressive["settings"]["sampling"], true) << "the autoregressive model samples";
+  EXPECT_FALSE(autoregressive["refused"].contains("vary-with-seed")) << autoregressive["refused"];
+  EXPECT_EQ(autoregressive["settings"]["attention"], "causal") << "a greyed-out radio button took the click";
+  ASSERT_TRUE(autoregressive["refused"].contains("attention-reference")) << autoregressive["refused"];
+  const std::string quirk = autoregressive["refused"]["attention-reference"];
+  EXPECT_NE(quirk.find("exact KV cache"), std::string::npos) << quirk;
+}
+
 }  // namespace
 }  // namespace cubeforge::app

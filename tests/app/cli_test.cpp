@@ -205,10 +205,22 @@ TEST(Cli, UnknownExtensionIsRejectedBeforeWork) {
   EXPECT_NE(r.out.find("shape.xyz"), std::string::npos) << r.out;
 }
 
-TEST(Cli, HelpListsTheCommands) {
-  auto r = run_cli("--help");
-  EXPECT_EQ(r.exit_code, 0);
-  for (const char* command : {"generate", "tokenize", "bench", "bench-occupancy", "trace-diff"}) EXPECT_NE(r.out.find(command), std::string::npos);
+// The product's commands on cubeforge-cli, the measuring ones on cubeforge-lab,
+// and neither program runs the other's.
+TEST(Cli, HelpListsTheCommandsOfEachProgram) {
+  auto cli = testing::run_command(CUBEFORGE_CLI_PATH, "--help");
+  auto lab = testing::run_command(CUBEFORGE_LAB_PATH, "--help");
+  EXPECT_EQ(cli.exit_code, 0) << cli.out;
+  EXPECT_EQ(lab.exit_code, 0) << lab.out;
+  for (const char* command : {"generate", "tokenize", "quantize"}) {
+    EXPECT_NE(cli.out.find(command), std::string::npos) << command;
+    EXPECT_NE(testing::run_command(CUBEFORGE_LAB_PATH, command).exit_code, 0) << command;
+  }
+  for (std::string_view command : testing::kLabCommands) {
+    EXPECT_NE(lab.out.find("  " + std::string(command)), std::string::npos) << command;
+    EXPECT_EQ(cli.out.find("  " + std::string(command) + " "), std::string::npos) << command;
+    EXPECT_NE(testing::run_command(CUBEFORGE_CLI_PATH, std::string(command)).exit_code, 0) << command;
+  }
 }
 
 // The benchmark's figures are not checked (timing belongs to benchmarks, not
@@ -300,7 +312,8 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
   EXPECT_NE(too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << too_many.out;
   auto dense = run_cli("generate --prompt 'a cup' --latent-top-k 8 --dense --out x.glb");
   EXPECT_EQ(dense.exit_code, 2);
-  EXPECT_NE(dense.out.find("--dense"), std::string::npos) << dense.out;
+  EXPECT_NE(dense.out.find("generate: --latent-top-k: "), std::string::npos) << dense.out;
+  EXPECT_NE(dense.out.find("dense grid"), std::string::npos) << dense.out;
   for (const char* command : {"generate --prompt 'a cup' --out x.glb", "bench-occupancy", "bench-meshing --prompt x"}) {
     auto negative = run_cli(std::string(command) + " --latent-top-k -3");
     EXPECT_NE(negative.exit_code, 0) << command;

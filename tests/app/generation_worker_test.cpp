@@ -281,7 +281,7 @@ TEST(GenerationWorker, RunsWithTheWeightsAndKvCacheChosenAndSaysSo) {
   GenerationRequest request;
   request.prompt = "a red dragon";
   request.resolution = 4;
-  request.kv_cache.format = cpu::KvFormat::kInt8;
+  request.kv_cache.format = KvFormat::kInt8;
   ASSERT_TRUE(worker.generate(request, PreviewOptions{}));
   auto messages = wait_for(worker);
   auto started = only<worker_message::RunStarted>(messages);
@@ -301,7 +301,9 @@ TEST(GenerationWorker, RunsWithTheWeightsAndKvCacheChosenAndSaysSo) {
   EXPECT_EQ(finished[0].result->tokens, direct->tokens);
 
   // A rank without bases in the folder: the engine's error, naming the command that makes them.
-  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, 4));
+  GenerationRequest ranked = request;
+  ranked.kv_cache.rank = 4;
+  ASSERT_TRUE(worker.generate(ranked, PreviewOptions{}));
   auto refused = only<worker_message::RunFinished>(wait_for(worker));
   ASSERT_EQ(refused.size(), 1u);
   ASSERT_FALSE(refused[0].result.ok());
@@ -352,8 +354,9 @@ TEST(GenerationWorker, ReadsTheKvRankBasesFromTheModelFolder) {
   GenerationRequest request;
   request.prompt = "a red dragon";
   request.resolution = 4;
-  request.kv_cache.format = cpu::KvFormat::kBF16;
-  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, 4));
+  request.kv_cache.format = KvFormat::kBF16;
+  request.kv_cache.rank = 4;
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}));
   auto messages = wait_for(worker);
   auto started = only<worker_message::RunStarted>(messages);
   ASSERT_EQ(started.size(), 1u);
@@ -373,7 +376,8 @@ TEST(GenerationWorker, ReadsTheKvRankBasesFromTheModelFolder) {
   EXPECT_EQ(finished[0].result->tokens, direct->tokens);
 
   // More than the bases hold: the engine's error.
-  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, max_rank + 1));
+  request.kv_cache.rank = int(max_rank) + 1;
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}));
   auto refused = only<worker_message::RunFinished>(wait_for(worker));
   ASSERT_EQ(refused.size(), 1u);
   ASSERT_FALSE(refused[0].result.ok());
@@ -393,7 +397,7 @@ TEST_F(WorkerOnFixture, LatencyDemoRunsTheChosenKvCacheBesideTheExactOne) {
   EXPECT_TRUE(runs_listed[2].chosen_kv_cache);
   for (size_t i = 0; i < runs_listed.size(); ++i) EXPECT_EQ(runs_listed[i].chosen_kv_cache, i == 2);
   GenerationRequest chosen = request();
-  chosen.kv_cache.format = cpu::KvFormat::kFp8;
+  chosen.kv_cache.format = KvFormat::kFp8;
   chosen.kv_cache.budget = 8;
   ASSERT_TRUE(worker_.run_latency_demo(chosen, runs_listed));
   auto messages = wait_for(worker_);

@@ -6,6 +6,7 @@
 // the machine's speed. The wall-clock cap only guards against a hang.
 #include <gtest/gtest.h>
 
+#include "tests/support/programs.h"
 #include "tests/support/hostile_input_cases.h"
 #include "tests/support/measured_run.h"
 #include "tests/support/sanitizer_build.h"
@@ -29,7 +30,7 @@ TEST_P(HostileBudget, EndsAsACorrectRunWithinItsBudget) {
     GTEST_SKIP() << "sanitizer builds need more stack than the case gives";
   testing::ScratchFolder folder("hostile-budget");
   std::vector<std::string> argv = c.build(folder.path());
-  argv.insert(argv.begin(), CUBEFORGE_CLI_PATH);
+  argv.insert(argv.begin(), testing::is_lab_command(argv.front()) ? CUBEFORGE_LAB_PATH : CUBEFORGE_CLI_PATH);
   testing::RunLimits limits;
   limits.wall_seconds = 60;
   limits.resident_bytes = uint64_t(testing::kSanitizerBuild ? 4 : 1) << 30;

@@ -11,14 +11,16 @@
 #include <vector>
 
 #include "tests/support/hostile_input_cases.h"
+#include "tests/support/programs.h"
 #include "tests/support/measured_run.h"
 
 int main(int argc, char** argv) {
   using namespace cubeforge::testing;
-  std::string cli = CUBEFORGE_CLI_PATH;
+  std::string cli = CUBEFORGE_CLI_PATH, lab = CUBEFORGE_LAB_PATH;
   std::vector<std::string> only;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--cli") == 0) cli = argv[i + 1];
+    else if (std::strcmp(argv[i], "--lab") == 0) lab = argv[i + 1];
     else if (std::strcmp(argv[i], "--only") == 0) only.push_back(argv[i + 1]);
   }
   std::printf("| case | outcome | time (s) | peak memory (MB) | read (MB) | as expected |\n");
@@ -28,7 +30,7 @@ int main(int argc, char** argv) {
     if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
     ScratchFolder folder("hostile-table");
     std::vector<std::string> argv_run = c.build(folder.path());
-    argv_run.insert(argv_run.begin(), cli);
+    argv_run.insert(argv_run.begin(), is_lab_command(argv_run.front()) ? lab : cli);
     RunLimits limits;
     limits.wall_seconds = 20;
     limits.stack_bytes = c.stack_bytes;

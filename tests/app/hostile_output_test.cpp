@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "inference/core/file_io.h"
+#include "tests/support/programs.h"
 #include "tests/support/hostile_files.h"
 #include "tests/support/hostile_numbers.h"
 #include "tests/app/run_cli.h"
@@ -33,7 +34,7 @@ using testing::ScratchFolder;
 const std::string kCli = CUBEFORGE_CLI_PATH;
 
 testing::CommandOutput cli(const std::string& arguments) {
-  return testing::run_command("timeout -s KILL 300 " + kCli, arguments);
+  return testing::run_command("timeout -s KILL 300 " + testing::program_for(arguments), arguments);
 }
 
 using testing::quoted;
@@ -233,7 +234,7 @@ TEST(HostileOutput, SigtermAndSighupAreHandledAsCtrlCIs) {
   // calibrate-kv's bases, at their rename.
   const auto bases = folder / "kv_bases.safetensors";
   ASSERT_TRUE(write_file_atomically(bases, std::string_view("OLD")).ok());
-  testing::SpawnedProcess run({kCli, "calibrate-kv", "--prompt", "a tall chair", "--out", bases.string()},
+  testing::SpawnedProcess run({CUBEFORGE_LAB_PATH, "calibrate-kv", "--prompt", "a tall chair", "--out", bases.string()},
                               {"CUBEFORGE_TEST_PAUSE_AT=rename"});
   ASSERT_TRUE(run.wait_for_output("paused at rename", 300)) << run.output();
   run.signal(SIGTERM);

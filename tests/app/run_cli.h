@@ -1,15 +1,17 @@
-// cubeforge-cli run as a user would, for the tests of test_cli (whose
-// CMakeLists names the binary in CUBEFORGE_CLI_PATH).
+// cubeforge-cli and cubeforge-lab run as a user would, for the tests of
+// test_cli (whose CMakeLists names the binaries in CUBEFORGE_CLI_PATH and
+// CUBEFORGE_LAB_PATH); a measuring command runs on cubeforge-lab.
 #pragma once
 
 #include <filesystem>
 #include <string>
 
+#include "tests/support/programs.h"
 #include "tests/support/run_command.h"
 
 namespace cubeforge::testing {
 
-inline CommandOutput run_cli(const std::string& arguments) { return run_command(CUBEFORGE_CLI_PATH, arguments); }
+inline CommandOutput run_cli(const std::string& arguments) { return run_command(program_for(arguments), arguments); }
 
 // `path` in single quotes, for a command line. Appended: GCC 12 misreads
 // `literal + string` here as overlapping copies.

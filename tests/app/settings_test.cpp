@@ -242,30 +242,28 @@ TEST(AppSettings, RequestCarriesTheSettings) {
 
 // The KV cache options reach the request when the cache is on; without the
 // cache there is nothing to store, and the request keeps the exact options
-// (the engine refuses KV options without a cache). The rank goes to the worker.
+// (the engine refuses KV options without a cache). Planning reads the rank's bases.
 TEST(AppSettings, RequestCarriesTheKvCacheOptionsWhenTheCacheIsOn) {
   AppSettings settings;
   EXPECT_TRUE(make_request(settings).kv_cache.exact());
-  EXPECT_EQ(kv_rank_of(settings), 0);
   settings.kv_cache_format = "bf16";
   settings.kv_budget = 12;
   settings.kv_rank = 6;
   GenerationRequest request = make_request(settings);
   EXPECT_TRUE(request.use_kv_cache);
-  EXPECT_EQ(request.kv_cache.format, cpu::KvFormat::kBF16);
+  EXPECT_EQ(request.kv_cache.format, KvFormat::kBF16);
   EXPECT_EQ(request.kv_cache.budget, 12);
+  EXPECT_EQ(request.kv_cache.rank, 6);
   EXPECT_EQ(request.kv_cache.low_rank, nullptr);
-  EXPECT_EQ(kv_rank_of(settings), 6);
   EXPECT_FALSE(engine_options_exact(settings));
   settings.kv_cache = false;
   request = make_request(settings);
   EXPECT_FALSE(request.use_kv_cache);
   EXPECT_TRUE(request.kv_cache.exact());
-  EXPECT_EQ(kv_rank_of(settings), 0);
   EXPECT_TRUE(engine_options_exact(settings)) << "without the cache only the weights can differ";
   settings.weights = "bf16";
   EXPECT_FALSE(engine_options_exact(settings));
-  EXPECT_EQ(chosen_kv_options(settings).format, cpu::KvFormat::kBF16) << "the latency demo's chosen cache";
+  EXPECT_EQ(chosen_kv_options(settings).format, KvFormat::kBF16) << "the latency demo's chosen cache";
   EXPECT_EQ(chosen_kv_options(settings).budget, 12);
 }
 

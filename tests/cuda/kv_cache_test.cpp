@@ -57,14 +57,14 @@ QkNormRopeArgs exact_rope_args(int batch, int heads, int head_dim, const float* 
   return rope;
 }
 
-cpu::KvFormat cpu_format(KvCacheForm form) {
+KvFormat cpu_format(KvCacheForm form) {
   switch (form) {
     case KvCacheForm::kBF16:
-      return cpu::KvFormat::kBF16;
+      return KvFormat::kBF16;
     case KvCacheForm::kFp8:
-      return cpu::KvFormat::kFp8;
+      return KvFormat::kFp8;
     default:
-      return cpu::KvFormat::kInt8;
+      return KvFormat::kInt8;
   }
 }
 
@@ -469,7 +469,7 @@ class BudgetLayer {
   BudgetLayer(KvCacheForm form, int batch, int heads, int head_dim, int fixed, int budget, int positions)
       : form_(form), B_(batch), H_(heads), D_(head_dim), fixed_(fixed), budget_(budget),
         C_(fixed + std::min(budget, positions)) {
-    options_.format = form == KvCacheForm::kF32 ? cpu::KvFormat::kF32 : cpu_format(form);
+    options_.format = form == KvCacheForm::kF32 ? KvFormat::kF32 : cpu_format(form);
     options_.budget = budget;
     for (int b = 0; b < B_; ++b) cpu_.emplace_back(options_, 0, fixed, positions, heads, head_dim);
   }
@@ -757,7 +757,7 @@ TEST_F(KvCacheKernels, LowRankStoreAndSharedHeadAttentionEqualTheCpu) {
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_basis_device, upload(key_basis, "key basis"));
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_basis_device, upload(value_basis, "value basis"));
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(form, kBatch, 1, rank, kCapacity));
-      const cpu::KvFormat cpu_form = form == KvCacheForm::kF32 ? cpu::KvFormat::kF32 : cpu_format(form);
+      const KvFormat cpu_form = form == KvCacheForm::kF32 ? KvFormat::kF32 : cpu_format(form);
       std::vector<cpu::KvStore> stores;
       for (int b = 0; b < kBatch; ++b) stores.emplace_back(cpu_form, kCapacity, 1, rank);
       std::vector<float> latent_key(static_cast<std::size_t>(rank)), latent_value(static_cast<std::size_t>(rank));

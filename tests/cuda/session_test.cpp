@@ -16,9 +16,10 @@
 
 #include "cuda_test_support.h"
 #include "inference/backend/generate.h"
-#include "inference/backend/select_backend.h"
+#include "inference/planning/select_backend.h"
 #include "inference/core/file_io.h"
 #include "inference/cuda/decode_graph.h"
+#include "inference/cuda/token_backend.h"
 #include "inference/model/gpt_kv_cache.h"
 #include "inference/model/kv_calibration.h"
 #include "inference/model/random_weights.h"
@@ -191,7 +192,7 @@ TEST_F(CudaSessionOracle, Bf16CacheTokenAgreementIsReported) {
   TokenGenerationOptions options;
   options.guidance_scale = c.guidance;
   const Run exact = run(*cpu_, c, tokens, options);  // what the f32 cache gives (the tests above)
-  options.kv_cache_type = DType::kBF16;
+  options.kv_cache.format = KvFormat::kBF16;
   const Run half = run(*cuda_, c, tokens, options);
   ASSERT_EQ(half.tokens.size(), exact.tokens.size());
   int agree = 0;
@@ -409,8 +410,8 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
   const TokenBackend& cpu = *both.cpu;
   const std::vector<float>& cond = both.cond;
   const std::vector<float>& uncond = both.uncond;
-  for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kFp8, cpu::KvFormat::kInt8}) {
-    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache");
+  for (const KvFormat format : {KvFormat::kBF16, KvFormat::kFp8, KvFormat::kInt8}) {
+    SCOPED_TRACE(std::string(kv_format_name(format)) + " KV cache");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
@@ -418,11 +419,11 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     // The stored form is read: the decode steps' logits are not the exact cache's.
     TokenGenerationOptions exact = options;
-    exact.kv_cache.format = cpu::KvFormat::kF32;
+    exact.kv_cache.format = KvFormat::kF32;
     TokenTrace exact_trace;
     ASSERT_NO_FATAL_FAILURE(expect_other_logits(cpu, cond, uncond, exact, gpu_trace, &exact_trace));
-    // The prefill is not: token 0's logits are the exact cache's (a bf16 form
-    // is not kv_cache_type BF16, whose prefill reads the rounded keys).
+    // The prefill is not: token 0's logits are the exact cache's (the prefill
+    // attends over the exact keys and values, then stores them in the form).
     const std::size_t vocab = exact_trace.combined_logits.size() / kBuiltinTokens;
     ASSERT_EQ(gpu_trace.combined_logits.size(), exact_trace.combined_logits.size());
     EXPECT_LT(relative_error(std::vector<float>(gpu_trace.combined_logits.begin(),
@@ -446,8 +447,8 @@ TEST(CudaSessionBuiltinModel, KvBudgetsGiveTheCpuTokensAndLogits) {
   const TokenBackend& cpu = *both.cpu;
   const std::vector<float>& cond = both.cond;
   const std::vector<float>& uncond = both.uncond;
-  for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kFp8}) {
-    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, budget 4");
+  for (const KvFormat format : {KvFormat::kF32, KvFormat::kFp8}) {
+    SCOPED_TRACE(std::string(kv_format_name(format)) + " KV cache, budget 4");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
@@ -496,13 +497,13 @@ TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
   const std::vector<float>& uncond = both.uncond;
   const auto low_rank = random_kv_bases(both.model->gpt().config(), 16);
   ASSERT_TRUE(low_rank);
-  for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kInt8}) {
-    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, rank 16");
+  for (const KvFormat format : {KvFormat::kF32, KvFormat::kInt8}) {
+    SCOPED_TRACE(std::string(kv_format_name(format)) + " KV cache, rank 16");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
     options.kv_cache.low_rank = low_rank;
-    ASSERT_TRUE(kv_cache_runs_on_cuda(options.kv_cache));
+    ASSERT_TRUE(cuda::supports(both.model->gpt().config(), {options}).ok());
     const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options);
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     TokenGenerationOptions whole = options;
@@ -511,12 +512,42 @@ TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
   }
 }
 
-// The head sizes the backend's rule names (head_dim_runs_on_cuda, what the
-// tool and the app ask) are the ones the kernels run (head_dim_supported).
-TEST(CudaHeadDims, TheBackendRuleIsTheKernels) {
-  for (int head_dim = -16; head_dim <= 1024; ++head_dim)
-    EXPECT_EQ(head_dim_runs_on_cuda(head_dim), head_dim_supported(head_dim)) << head_dim;
-  for (int head_dim = 16; head_dim <= 256; head_dim += 16) EXPECT_TRUE(head_dim_runs_on_cuda(head_dim)) << head_dim;
+// What the backend says it supports (what backend choice, the tool and the
+// app ask) is what the kernels run: KV ranks are the attention's head sizes
+// (head_dim_supported), and a refusal names the option at fault.
+TEST(CudaSupports, KvRanksAreTheKernelsHeadSizes) {
+  const GptConfig config = cubeforge::testing::small_gpt_config(64);
+  for (int rank = 1; rank <= 1024; ++rank) {
+    BackendRequest request;
+    request.decode.kv_cache.rank = rank;
+    const Status answer = cuda::supports(config, request);
+    EXPECT_EQ(answer.ok(), head_dim_supported(rank)) << rank;
+    if (!answer.ok()) {
+      EXPECT_EQ(error_option(answer.error()), OptionKey::kKvRank) << rank;
+    }
+  }
+  for (int rank = 16; rank <= 256; rank += 16) {
+    BackendRequest request;
+    request.decode.kv_cache.rank = rank;
+    request.decode.kv_cache.budget = 8;
+    const Status answer = cuda::supports(config, request);
+    ASSERT_FALSE(answer.ok()) << rank;
+    EXPECT_EQ(error_option(answer.error()), OptionKey::kKvBudget);
+  }
+}
+
+TEST(CudaSupports, ParallelDecodingAndTracesRunOnTheCpu) {
+  const GptConfig config = cubeforge::testing::small_gpt_config(64);
+  for (const DecodingMode mode : {DecodingMode::kJacobi, DecodingMode::kDiffusion}) {
+    const Status answer = cuda::supports(config, BackendRequest{{}, mode, false});
+    ASSERT_FALSE(answer.ok()) << decoding_mode_name(mode);
+    EXPECT_EQ(error_option(answer.error()), OptionKey::kDecoding);
+    EXPECT_NE(answer.error().message.find("CPU backend"), std::string::npos) << answer.error().message;
+  }
+  const Status traced = cuda::supports(config, BackendRequest{{}, DecodingMode::kSequential, true});
+  ASSERT_FALSE(traced.ok());
+  EXPECT_EQ(error_option(traced.error()), OptionKey::kTrace);
+  EXPECT_TRUE(cuda::supports(config, BackendRequest{}).ok());
 }
 
 // A model whose head size lies between the powers of two the kernels are
@@ -553,11 +584,11 @@ TEST(CudaSessionHeadDims, AModelWithHeadDim48GivesTheCpuTokensAndLogits) {
   TokenGenerationOptions no_cache = graph;
   no_cache.use_kv_cache = false;
   TokenGenerationOptions fp8 = graph;
-  fp8.kv_cache.format = cpu::KvFormat::kFp8;
+  fp8.kv_cache.format = KvFormat::kFp8;
   TokenGenerationOptions rank = graph;
   rank.kv_cache.low_rank = random_kv_bases(config, 48);
   ASSERT_TRUE(rank.kv_cache.low_rank);
-  ASSERT_TRUE(kv_cache_runs_on_cuda(rank.kv_cache));
+  ASSERT_TRUE(cuda::supports(config, {rank}).ok());
   for (const auto& [name, options] : {std::pair{"graph", graph}, std::pair{"no KV cache", no_cache},
                                       std::pair{"fp8 KV cache", fp8}, std::pair{"KV rank 48", rank}}) {
     SCOPED_TRACE(name);
@@ -568,8 +599,7 @@ TEST(CudaSessionHeadDims, AModelWithHeadDim48GivesTheCpuTokensAndLogits) {
 
 // Ranks the decode attention cannot take, and a rank with a budget, stay on
 // the CPU backend: refused, naming the value and the CPU backend. A budget
-// with the int8 cache is refused as the CPU refuses it; a stored form
-// replaces kv_cache_type, which must stay F32.
+// with the int8 cache is refused as the CPU refuses it.
 TEST(CudaSessionBuiltinModel, OtherKvRanksRunOnTheCpu) {
   CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   auto exact = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
@@ -581,9 +611,9 @@ TEST(CudaSessionBuiltinModel, OtherKvRanksRunOnTheCpu) {
   TokenSessionOptions options;
   options.tokens = 4;
   options.cond_length = exact->gpt().condition_length(77);
-  options.kv_cache.format = cpu::KvFormat::kFp8;
+  options.kv_cache.format = KvFormat::kFp8;
   options.kv_cache.low_rank = random_kv_bases(config, 4);
-  EXPECT_FALSE(kv_cache_runs_on_cuda(options.kv_cache));
+  EXPECT_FALSE(cuda->backend->supports({options}).ok());
   auto rank = cuda->backend->open_session(options);
   ASSERT_FALSE(rank.ok());
   EXPECT_NE(rank.error().message.find("rank of 4"), std::string::npos) << rank.error().to_string();
@@ -591,28 +621,18 @@ TEST(CudaSessionBuiltinModel, OtherKvRanksRunOnTheCpu) {
   EXPECT_NE(rank.error().message.find("CPU backend"), std::string::npos) << rank.error().to_string();
   options.kv_cache.low_rank = random_kv_bases(config, 16);
   options.kv_cache.budget = 8;
-  EXPECT_FALSE(kv_cache_runs_on_cuda(options.kv_cache));
+  EXPECT_FALSE(cuda->backend->supports({options}).ok());
   auto with_budget = cuda->backend->open_session(options);
   ASSERT_FALSE(with_budget.ok());
   EXPECT_NE(with_budget.error().message.find("KV rank (16) or a KV budget (8)"), std::string::npos)
       << with_budget.error().to_string();
   EXPECT_NE(with_budget.error().message.find("CPU backend"), std::string::npos) << with_budget.error().to_string();
   options.kv_cache.low_rank = nullptr;
-  options.kv_cache.format = cpu::KvFormat::kInt8;
+  options.kv_cache.format = KvFormat::kInt8;
   options.kv_cache.budget = 8;
   auto int8_budget = cuda->backend->open_session(options);
   ASSERT_FALSE(int8_budget.ok());
   EXPECT_NE(int8_budget.error().message.find("INT8"), std::string::npos) << int8_budget.error().to_string();
-  options.kv_cache.budget = 0;
-  options.kv_cache_type = DType::kBF16;
-  for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kInt8}) {
-    options.kv_cache.format = format;
-    auto both = cuda->backend->open_session(options);
-    ASSERT_FALSE(both.ok()) << cpu::kv_format_name(format) << " with kv_cache_type BF16";
-    EXPECT_NE(both.error().message.find(std::string(cpu::kv_format_name(format)) + " KV cache replaces kv_cache_type"),
-              std::string::npos)
-        << both.error().to_string();
-  }
 }
 
 // The whole pipeline over the seam: generate_shape with the CUDA backend, on

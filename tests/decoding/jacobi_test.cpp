@@ -96,12 +96,14 @@ TEST_F(JacobiOnFixture, RefusesSamplingAndBlockDiffusionModels) {
   Status s = check_decoding(model_->config(), options, sampling, AttentionMode::kCausal);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("greedy"), std::string::npos) << s.error().message;
+  EXPECT_EQ(error_option(s.error()), OptionKey::kSampling);
   GptConfig diffusion = model_->config();
   diffusion.diffusion_block_size = 4;
   diffusion.mask_token_id = diffusion.padding_id();
   s = check_decoding(diffusion, options, SamplingOptions{}, AttentionMode::kCausal);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("--decoding diffusion"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("decodes by blocks"), std::string::npos) << s.error().message;
+  EXPECT_EQ(error_option(s.error()), OptionKey::kDecoding) << "the front end names its decoding control";
   options.mode = DecodingMode::kSequential;
   EXPECT_FALSE(check_decoding(diffusion, options, SamplingOptions{}, AttentionMode::kCausal).ok());
 }

@@ -153,45 +153,46 @@ TEST_F(GptKvCache, EvictionKeepsConditionBosAndRecentWindow) {
 TEST_F(GptKvCache, StoredFormsHoldTheExactRows) {
   std::optional<GptSession> exact_session;
   const auto exact = run({}, 40, &exact_session);
-  for (cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kFp8, cpu::KvFormat::kInt8}) {
+  for (KvFormat format : {KvFormat::kBF16, KvFormat::kFp8, KvFormat::kInt8}) {
     KvCacheOptions kv;
     kv.format = format;
     std::optional<GptSession> session;
     const auto logits = run(kv, 40, &session);
-    ASSERT_FALSE(logits.empty()) << cpu::kv_format_name(format);
+    ASSERT_FALSE(logits.empty()) << kv_format_name(format);
     // Per-value errors are bounded in tests/cpu; here, that every row lands
     // where the exact cache has it: relative errors of the whole cache at
     // the formats' scale (half a step: bf16 2^-8, fp8 2^-4, int8 1/254 of a
     // block's range), with room for what earlier layers' changed attention
     // does to later layers' rows.
-    const double bound = format == cpu::KvFormat::kBF16 ? 1e-2 : format == cpu::KvFormat::kFp8 ? 6e-2 : 2e-2;
+    const double bound = format == KvFormat::kBF16 ? 1e-2 : format == KvFormat::kFp8 ? 6e-2 : 2e-2;
     for (int layer = 0; layer < 3; ++layer) {
       std::vector<float> k, v, k0, v0;
       ASSERT_TRUE(session->read_cache(layer, 1, &k, &v).ok());
       ASSERT_TRUE(exact_session->read_cache(layer, 1, &k0, &v0).ok());
-      EXPECT_LT(relative_error(k, k0), bound) << cpu::kv_format_name(format) << " layer " << layer;
-      EXPECT_LT(relative_error(v, v0), bound) << cpu::kv_format_name(format) << " layer " << layer;
+      EXPECT_LT(relative_error(k, k0), bound) << kv_format_name(format) << " layer " << layer;
+      EXPECT_LT(relative_error(v, v0), bound) << kv_format_name(format) << " layer " << layer;
     }
     const double error = relative_error(logits, exact);
-    EXPECT_GT(error, 0.0) << cpu::kv_format_name(format);
-    EXPECT_LT(error, bound) << cpu::kv_format_name(format);
-    EXPECT_LT(session->kv_cache_bytes(), exact_session->kv_cache_bytes() * (format == cpu::KvFormat::kBF16 ? 0.51 : 0.3));
+    EXPECT_GT(error, 0.0) << kv_format_name(format);
+    EXPECT_LT(error, bound) << kv_format_name(format);
+    EXPECT_LT(session->kv_cache_bytes(), exact_session->kv_cache_bytes() * (format == KvFormat::kBF16 ? 0.51 : 0.3));
   }
 }
 
 TEST_F(GptKvCache, OptionsThatCannotRunSayWhy) {
   Status status;
   KvCacheOptions kv;
-  kv.format = cpu::KvFormat::kInt8;
+  kv.format = KvFormat::kInt8;
   kv.budget = 8;
   EXPECT_TRUE(run(kv, 3, nullptr, &status).empty());
   EXPECT_NE(status.error().message.find("INT8"), std::string::npos) << status.error().to_string();
   kv = {};
   kv.budget = 1;
   EXPECT_TRUE(run(kv, 3, nullptr, &status).empty());
-  EXPECT_NE(status.error().message.find("2 or more"), std::string::npos) << status.error().to_string();
+  EXPECT_NE(status.error().message.find("give 2 to"), std::string::npos) << status.error().to_string();
+  EXPECT_EQ(error_option(status.error()), OptionKey::kKvBudget);
   kv = {};
-  kv.format = cpu::KvFormat::kFp8;
+  kv.format = KvFormat::kFp8;
   GptSession session(*model_, 1, 2, 4, AttentionMode::kReference, kv);
   std::vector<float> cond(size_t(2 * 64)), bos(64), logits(size_t(model_->config().vocab_size()));
   const Status reference = session.prefill(cond, bos, 1, logits);

@@ -10,17 +10,12 @@
 #include <vector>
 
 #include "app/desktop/core/json_number.h"
-#include "inference/backend/token_backend.h"
 #include "inference/core/file_io.h"
-#include "inference/model/gpt_kv_cache.h"
-#include "inference/model/weight_formats.h"
+#include "inference/options/engine_options.h"
 
 namespace cubeforge::app {
 
 namespace {
-
-// The largest KV budget or rank a setting takes (the command line's bound).
-constexpr int kMaxKvSize = 1 << 20;
 
 // One table of fields drives the JSON writer, the reader and `set`, so a new
 // setting cannot be written but forgotten on read.
@@ -66,11 +61,11 @@ Status check_ranges(const AppSettings& s) {
   auto bad = [](const std::string& what) { return make_error(ErrorCode::kInvalidArgument, what); };
   if (!parse_backend_choice(s.backend).ok())
     return bad("setting 'backend' must be auto, cpu or cuda, not '" + s.backend + "'");
-  if (s.attention != "causal" && s.attention != "reference")
+  if (!parse_attention_mode(s.attention))
     return bad("setting 'attention' must be causal or reference, not '" + s.attention + "'");
   if (!weight_format_from_name(s.weights))
     return bad("setting 'weights' must be stored, bf16, q8 or q4, not '" + s.weights + "'");
-  if (!cpu::kv_format_from_name(s.kv_cache_format))
+  if (!kv_format_from_name(s.kv_cache_format))
     return bad("setting 'kv_cache_format' must be f32, bf16, fp8 or int8, not '" + s.kv_cache_format + "'");
   if (s.kv_budget < 0 || s.kv_budget > kMaxKvSize)
     return bad("setting 'kv_budget' must be 0 (every position) or a number of positions up to " +
@@ -243,13 +238,13 @@ GenerationRequest make_request(const AppSettings& s) {
   request.prompt = s.prompt;
   request.seed = s.seed;
   request.guidance_scale = s.guidance;
-  request.sampling.greedy = !s.sampling;
+  request.sampling.greedy = !s.sampling;  // the knobs shape sampling; the switch turns it on
   request.sampling.temperature = s.temperature;
   request.sampling.top_k = s.top_k;
   request.sampling.top_p = s.top_p;
   if (s.use_bbox) request.bbox = s.bbox;
   request.resolution = s.resolution;
-  request.attention = s.attention == "reference" ? AttentionMode::kReference : AttentionMode::kCausal;
+  request.attention = parse_attention_mode(s.attention).value_or(AttentionMode::kCausal);
   request.use_kv_cache = s.kv_cache;
   if (s.kv_cache) request.kv_cache = chosen_kv_options(s);
   request.backend = parse_backend_choice(s.backend).ok() ? *parse_backend_choice(s.backend) : BackendChoice::kAuto;
@@ -261,29 +256,23 @@ GenerationRequest make_request(const AppSettings& s) {
 
 KvCacheOptions chosen_kv_options(const AppSettings& s) {
   KvCacheOptions kv;
-  kv.format = cpu::kv_format_from_name(s.kv_cache_format).value_or(cpu::KvFormat::kF32);
+  kv.format = kv_format_from_name(s.kv_cache_format).value_or(KvFormat::kF32);
   kv.budget = s.kv_budget;
+  kv.rank = s.kv_rank;
   return kv;
 }
-
-int kv_rank_of(const AppSettings& s) { return s.kv_cache ? s.kv_rank : 0; }
 
 bool kv_cache_exact(const AppSettings& s) {
   return !s.kv_cache || (s.kv_cache_format == "f32" && s.kv_budget == 0 && s.kv_rank == 0);
 }
 
-bool kv_cache_on_gpu(const AppSettings& s) {
-  return !s.kv_cache || s.kv_rank == 0 || (kv_rank_runs_on_cuda(s.kv_rank) && s.kv_budget == 0);
-}
-
 bool engine_options_exact(const AppSettings& s) { return s.weights == "stored" && kv_cache_exact(s); }
 
 std::string kv_options_conflict(const AppSettings& s) {
-  const KvCacheOptions kv = chosen_kv_options(s);
-  if (Status checked = check_kv_cache_options(kv); !checked.ok()) return checked.error().message;
-  // The engine refuses this when the prefill runs (gpt.cpp); said here before any run.
-  if (s.attention == "reference" && (!kv.exact() || s.kv_rank > 0))
-    return "the reference's attention quirk runs with the exact KV cache only (f32, no budget, full rank)";
+  DecodeOptions decode;
+  decode.kv_cache = chosen_kv_options(s);
+  decode.attention = parse_attention_mode(s.attention).value_or(AttentionMode::kCausal);
+  if (Status checked = check_decode_options(decode); !checked.ok()) return checked.error().message;
   return "";
 }
 

@@ -84,13 +84,13 @@ Status set_setting(AppSettings& settings, const std::string& key, const std::str
 // Puts `folder` first in the recent list (no duplicates, bounded).
 void remember_folder(AppSettings& settings, const std::string& folder);
 
-// The generation request these settings describe. Its KV cache options are
-// the exact ones when the cache is off (there is nothing to store); the rank
-// is not in it: the worker reads the bases for kv_rank_of() from the model folder.
+// The generation request these settings describe, before planning
+// (inference/planning/plan.h reads the KV rank's bases and opens the
+// backend). Its KV cache options are the exact ones when the cache is off
+// (there is nothing to store).
 GenerationRequest make_request(const AppSettings& settings);
-int kv_rank_of(const AppSettings& settings);
-// The KV cache's storage and budget chosen, whether or not the cache is on
-// (the latency demo runs with and without it).
+// The KV cache's storage, budget and rank chosen, whether or not the cache is
+// on (the latency demo runs with and without it).
 KvCacheOptions chosen_kv_options(const AppSettings& settings);
 
 // Whether a generation decodes with the exact weights and KV cache (the
@@ -98,10 +98,6 @@ KvCacheOptions chosen_kv_options(const AppSettings& settings);
 bool engine_options_exact(const AppSettings& settings);
 // Whether the KV cache is off or exact (f32, every position, full rank).
 bool kv_cache_exact(const AppSettings& settings);
-// Whether the GPU runs the KV cache chosen, with any weight format: off, or
-// any stored form with every position or a budget's, at full rank or a rank
-// kv_rank_runs_on_cuda takes (a multiple of 16 up to 256) without a budget.
-bool kv_cache_on_gpu(const AppSettings& settings);
 // Why the KV cache options cannot run with the attention chosen, or with each
 // other, in the engine's words; empty when they can.
 std::string kv_options_conflict(const AppSettings& settings);

@@ -9,9 +9,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "app/desktop/core/option_labels.h"
 #include "inference/core/file_io.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/gpt_kv_cache.h"
+#include "inference/planning/plan.h"
 
 namespace cubeforge::app {
 
@@ -47,59 +49,29 @@ std::string kv_cache_label(const std::string& format, int budget, int rank) {
 std::string kv_cache_label(const GenerationRequest& request) {
   if (!request.use_kv_cache) return "none";
   const KvCacheOptions& kv = request.kv_cache;
-  return kv_cache_label(std::string(cpu::kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : 0);
+  return kv_cache_label(std::string(kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : 0);
 }
 
-Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
-  // Parallel decoding and the KV ranks kv_cache_runs_on_cuda refuses run on
-  // the CPU backend (the engine says so for an explicit CUDA); every weight
-  // format, cache form and budget runs on both.
-  const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !kv_cache_runs_on_cuda(request.kv_cache);
-  if (request.token_backend || request.backend == BackendChoice::kCpu ||
-      (request.backend == BackendChoice::kAuto && cpu_only))
-    return request;
-  if (backends_model_ != &model) {
-    backends_.clear();
-    backends_model_ = &model;
-  }
-  auto found = backends_.find(request.backend);
-  if (found == backends_.end()) {
-    CUBEFORGE_ASSIGN_OR_RETURN(BackendSelection selection, select_token_backend(request.backend, model.gpt()));
-    messages_.push(worker_message::Log{false, "backend: " + selection.reason});
-    found = backends_.emplace(request.backend, std::move(selection)).first;
-  }
-  request.token_backend = found->second.backend;
-  return request;
+Status GenerationWorker::can_run(const GenerationRequest& request) const {
+  auto loaded = model();
+  if (!loaded) return ok_status();
+  return cubeforge::can_run(*loaded, request_for_model(request, *loaded));
 }
 
-Result<GenerationRequest> GenerationWorker::with_kv_rank(const CubeModel& model, GenerationRequest request,
-                                                         int kv_rank) {
-  if (kv_rank > 0 && request.use_kv_cache) {
-    if (kv_bases_model_ != &model) {
-      kv_bases_.clear();
-      kv_bases_model_ = &model;
-    }
-    auto found = kv_bases_.find(kv_rank);
-    if (found == kv_bases_.end()) {
-      const auto path = model.folder() / kKvBasesFile;
-      CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
-      if (kind == FileKind::kMissing)
-        return make_error(ErrorCode::kNotFound, "a KV rank needs '" + path.string() +
-                                                    "'; write it with `cubeforge-cli calibrate-kv --model DIR "
-                                                    "--prompts FILE`, or set the KV rank to 0");
-      CUBEFORGE_ASSIGN_OR_RETURN(auto bases, LowRankKv::load(path, model.config().gpt, kv_rank));
-      found = kv_bases_.emplace(kv_rank, std::move(bases)).first;
-    }
-    request.kv_cache.low_rank = found->second;
-  }
-  CUBEFORGE_TRY(check_kv_cache_options(request.kv_cache));
-  return request;
+Status GenerationWorker::backend_supports(BackendChoice choice, const GenerationRequest& request) const {
+  auto loaded = model();
+  if (!loaded) return ok_status();
+  return choice_supports(choice, loaded->gpt(), request_for_model(request, *loaded).backend_request());
 }
 
-Result<GenerationRequest> GenerationWorker::prepare(const CubeModel& model, const GenerationRequest& request,
-                                                    int kv_rank) {
-  CUBEFORGE_ASSIGN_OR_RETURN(GenerationRequest with_rank, with_kv_rank(model, request, kv_rank));
-  return with_backend(model, std::move(with_rank));
+Result<GenerationRequest> GenerationWorker::plan(const CubeModel& model, const GenerationRequest& request) {
+  CUBEFORGE_ASSIGN_OR_RETURN(PlannedGeneration planned,
+                             plan_generation(model, request_for_model(request, model), &plan_cache_));
+  if (planned.backend_reason != last_backend_reason_) {
+    messages_.push(worker_message::Log{false, "backend: " + planned.backend_reason});
+    last_backend_reason_ = planned.backend_reason;
+  }
+  return std::move(planned.request);
 }
 
 GenerationWorker::GenerationWorker(int generation_threads) {
@@ -177,10 +149,8 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
       if (bases.ok()) summary.kv_bases_rank = (*bases)->max_rank();
       else summary.kv_bases_problem = bases.error().message;
     }
-    backends_.clear();  // opened for the previous model
-    backends_model_ = nullptr;
-    kv_bases_.clear();
-    kv_bases_model_ = nullptr;
+    plan_cache_ = PlanCache{};  // opened and read for the previous model
+    last_backend_reason_.clear();
     {
       std::lock_guard lock(model_mutex_);
       model_ = std::make_shared<const CubeModel>(std::move(*loaded));
@@ -296,11 +266,11 @@ Result<GenerationResult> GenerationWorker::mesh_in_passes(const CubeModel& model
   return result;
 }
 
-bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview, int kv_rank) {
+bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview) {
   auto loaded = model();
   if (!loaded) return false;
-  return start([this, loaded, request, preview, kv_rank] {
-    auto opened = prepare(*loaded, request, kv_rank);
+  return start([this, loaded, request, preview] {
+    auto opened = plan(*loaded, request);
     if (!opened.ok()) {
       worker_message::RunFinished failed;
       failed.label = "generate";
@@ -328,14 +298,14 @@ GenerationRequest candidate_request(GenerationRequest request, int index) {
   return request;
 }
 
-bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count, int kv_rank) {
+bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count) {
   auto loaded = model();
   if (!loaded || count < 1) return false;
-  return start([this, loaded, request, count, kv_rank] {
+  return start([this, loaded, request, count] {
     worker_message::CandidatesFinished done;
-    auto opened = prepare(*loaded, request, kv_rank);
+    auto opened = plan(*loaded, request);
     if (!opened.ok()) {
-      done.error = opened.error().to_string();
+      done.error = for_creator(opened.error());
       messages_.push(done);
       return;
     }
@@ -345,7 +315,7 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
       auto result = generate_shape(*loaded, request_for_model(one, *loaded), {}, &cancel_);
       if (!result.ok()) {
         done.cancelled = result.error().code == ErrorCode::kCancelled;
-        if (!done.cancelled) done.error = result.error().to_string();
+        if (!done.cancelled) done.error = for_creator(result.error());
         break;
       }
       one.token_backend = nullptr;  // the gallery must not keep a GPU's weights alive
@@ -419,19 +389,18 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
   return runs;
 }
 
-bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs,
-                                        int kv_rank) {
+bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs) {
   auto loaded = model();
   if (!loaded) return false;
-  return start([this, loaded, request, runs = std::move(runs), kv_rank] {
+  return start([this, loaded, request, runs = std::move(runs)] {
     // The exact cache's request opens the backend; the chosen cache runs on it
-    // when the CUDA backend keeps that form, else on the CPU.
+    // when that backend supports it, else on the CPU.
     GenerationRequest exact = request;
     exact.kv_cache = KvCacheOptions{};
-    auto opened = with_backend(*loaded, exact);
+    auto opened = plan(*loaded, exact);
     GenerationRequest chosen_request = request;
     chosen_request.use_kv_cache = true;
-    auto chosen = with_kv_rank(*loaded, chosen_request, kv_rank);
+    auto chosen = plan(*loaded, chosen_request);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
@@ -440,8 +409,8 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       bar.label = run.name;
       std::string unavailable = run.unavailable_reason;
       if (unavailable.empty() && run.cuda_graphs && !on_cuda)
-        unavailable = !opened.ok() ? opened.error().message : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
-      if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = chosen.error().message;
+        unavailable = !opened.ok() ? for_creator(opened.error()) : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
+      if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = for_creator(chosen.error());
       if (!unavailable.empty()) {
         bar.available = false;
         bar.unavailable_reason = unavailable;
@@ -458,9 +427,8 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       varied.cuda_graphs = run.cuda_graphs;
       varied.decoding = run.decoding;
       if (run.chosen_kv_cache) varied.kv_cache = chosen->kv_cache;
-      // Parallel decoding and the KV ranks CUDA does not run go to the CPU backend.
-      if (run.decoding.mode != DecodingMode::kSequential ||
-          (run.chosen_kv_cache && !kv_cache_runs_on_cuda(varied.kv_cache))) {
+      // What the opened backend does not run (parallel decoding, some KV ranks) runs on the CPU backend.
+      if (varied.token_backend && !varied.token_backend->supports(varied.backend_request()).ok()) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
@@ -483,7 +451,7 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
         bar.token_steps = finished.token_steps;
       } else {
         bar.available = false;
-        bar.unavailable_reason = finished.result.error().to_string();
+        bar.unavailable_reason = for_creator(finished.result.error());
       }
       messages_.push(std::move(finished));
       messages_.push(bar);

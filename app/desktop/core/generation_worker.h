@@ -35,7 +35,7 @@
 #include <variant>
 
 #include "app/desktop/core/message_queue.h"
-#include "inference/backend/select_backend.h"
+#include "inference/planning/plan.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
 
@@ -213,19 +213,25 @@ class GenerationWorker {
   // generation, when no model is loaded.
   // `weights`: the format the model decodes with (converted as it loads).
   bool load_model(const std::filesystem::path& folder, const WeightOptions& weights = {});
-  // `kv_rank` > 0: low-rank keys and values from the model folder's bases.
-  bool generate(const GenerationRequest& request, const PreviewOptions& preview, int kv_rank = 0);
+  // Each job plans its request first (inference/planning/plan.h).
+  bool generate(const GenerationRequest& request, const PreviewOptions& preview);
   // The runs with the cache that have chosen_kv_cache use the request's KV
-  // cache options and `kv_rank`; the others the exact cache.
-  bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs(),
-                        int kv_rank = 0);
+  // cache options; the others the exact cache.
+  bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs());
   // `count` seeds from request.seed on, each sampled (a greedy decode gives
   // every seed the same shape) and meshed at candidate_resolution(), to
   // compare side by side and pick one to refine.
-  bool generate_candidates(const GenerationRequest& request, int count, int kv_rank = 0);
+  bool generate_candidates(const GenerationRequest& request, int count);
   void cancel() { cancel_.store(true); }
 
   bool busy() const { return busy_.load(); }
+  // Whether `request` can run on the loaded model, as its decoding
+  // (request_for_model) and backend choice would run it: the planning's
+  // answer (inference/planning/plan.h) without opening anything. Ok without a
+  // model. Controls ask it to grey out what cannot run, with the reason.
+  Status can_run(const GenerationRequest& request) const;
+  // Whether `choice` runs `request` on the loaded model (ok without one).
+  Status backend_supports(BackendChoice choice, const GenerationRequest& request) const;
   bool has_model() const;
   std::optional<ModelSummary> model_summary() const;
   std::vector<WorkerMessage> drain() { return messages_.drain(); }
@@ -240,15 +246,10 @@ class GenerationWorker {
                                           const PreviewOptions& preview, int run,
                                           std::chrono::steady_clock::time_point started,
                                           const GenerationEventSink& sink);
-  // The request with its token backend opened (once per model and choice).
-  // Auto is the CPU for parallel decoding and for the KV ranks the CUDA
-  // backend does not run (kv_cache_runs_on_cuda): only the CPU backend runs them.
-  Result<GenerationRequest> with_backend(const CubeModel& model, GenerationRequest request);
-  // The request with the KV rank's bases (read once per model and rank) and
-  // its KV cache options checked.
-  Result<GenerationRequest> with_kv_rank(const CubeModel& model, GenerationRequest request, int kv_rank);
-  // Both, as a generation or the candidates run.
-  Result<GenerationRequest> prepare(const CubeModel& model, const GenerationRequest& request, int kv_rank);
+  // The request for this model (request_for_model), planned: every option
+  // checked, the KV bases read and the backend opened (once per model, kept
+  // in plan_cache_), its line logged when it changes.
+  Result<GenerationRequest> plan(const CubeModel& model, const GenerationRequest& request);
 
   MessageQueue<WorkerMessage> messages_;
   std::atomic<bool> busy_{false};
@@ -262,12 +263,9 @@ class GenerationWorker {
   int preview_estimate_resolution_ = 0;
   std::optional<double> coarse_pass_ms_;
   std::map<int, double> final_pass_ms_;  // by resolution, the last measured
-  // Token backends opened for the loaded model, by choice; touched only by jobs.
-  const CubeModel* backends_model_ = nullptr;
-  std::map<BackendChoice, BackendSelection> backends_;
-  // The KV rank's bases read for the loaded model, by rank; touched only by jobs.
-  const CubeModel* kv_bases_model_ = nullptr;
-  std::map<int, std::shared_ptr<const LowRankKv>> kv_bases_;
+  // Backends opened and KV bases read for the loaded model; touched only by jobs.
+  PlanCache plan_cache_;
+  std::string last_backend_reason_;
   std::jthread job_;  // last member: joined first on destruction
 };
 

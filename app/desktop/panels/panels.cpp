@@ -61,6 +61,11 @@ void remember_item(App& app, const std::string& name) {
   app.state.layout.targets[name] = Rect{min.x, min.y, max.x - min.x, max.y - min.y};
 }
 
+void remember_refusal(App& app, const std::string& name, const std::string& reason) {
+  if (reason.empty()) app.state.layout.refusals.erase(name);
+  else app.state.layout.refusals[name] = reason;
+}
+
 void flow_next(float width) {
   const float right = ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width;
   if (right <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();

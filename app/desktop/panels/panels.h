@@ -35,6 +35,8 @@ void draw_latency_panel(App& app);     // latency_panel.cpp: the latency demo's 
 bool begin_panel(App& app, Panel panel, ImGuiWindowFlags flags = 0);
 // Records the last item's rectangle under `name` (script `click NAME`).
 void remember_item(App& app, const std::string& name);
+// The named item just drawn is greyed out for `reason` (empty: it is not).
+void remember_refusal(App& app, const std::string& name, const std::string& reason);
 
 // Puts the next item on the same line when `width` more still fits the
 // panel, else on the next: rows of buttons that wrap instead of being cut off.

@@ -11,6 +11,7 @@
 #include <random>
 #include <span>
 
+#include "app/desktop/core/option_labels.h"
 #include "app/desktop/panels/panels.h"
 #include "inference/pipeline/cube_model.h"
 
@@ -39,6 +40,13 @@ void draw_model_section(App& app) {
       if (ImGui::Selectable(recent.c_str())) model.folder_field = recent;
     ImGui::EndCombo();
   }
+  if (const auto summary = app.worker.model_summary(); summary && summary->block_diffusion) {
+    ImGui::PushTextWrapPos(0.f);
+    ImGui::TextDisabled("This model decodes by blocks (block diffusion): every code whose confidence passes %.2f "
+                        "is accepted at once, several per model evaluation. It does not vary with the seed.",
+                        double(app.state.settings.diffusion_threshold));
+    ImGui::PopTextWrapPos();
+  }
   if (!app.worker.has_model() && model.loading_folder.empty()) {
     ImGui::TextWrapped("No model loaded. This build has no built-in model: enter a Cube 3D model folder "
                        "(shape_gpt.safetensors, shape_tokenizer.safetensors, config.yaml, clip/) and press Load.");
@@ -55,27 +63,41 @@ void draw_model_section(App& app) {
   }
 }
 
-// Why the GPU cannot run these settings' KV cache, or empty (it runs every weight format).
-std::string gpu_refuses(const AppSettings& settings) {
-  if (kv_cache_on_gpu(settings)) return "";
-  return "The GPU runs KV ranks that are multiples of 16 up to 256 without a budget; others run on the CPU (set "
-         "the rank to one of those, or 0, to use the GPU)";
+// Why the engine cannot run `changed` (these settings with one control
+// moved) when it can run the settings as they are, worded for the control at
+// fault; empty otherwise. Controls ask it for the value they would set, so
+// what the loaded model or backend cannot honour is greyed out with the reason.
+std::string refusal_of_change(const App& app, const AppSettings& changed) {
+  const Status answer = app.worker.can_run(make_request(changed));
+  if (answer.ok()) return "";
+  const Status now = app.worker.can_run(make_request(app.state.settings));
+  if (!now.ok() && now.error().message == answer.error().message) return "";
+  return for_creator(answer.error());
 }
 
-void draw_backend_section(AppSettings& settings) {
+// Why the GPU cannot run these settings (the CUDA backend's supports()), or empty.
+std::string gpu_refuses(const App& app) {
+  const Status answer = app.worker.backend_supports(BackendChoice::kCuda, make_request(app.state.settings));
+  return answer.ok() ? "" : "On the CPU: " + for_creator(answer.error());
+}
+
+void draw_backend_section(App& app) {
+  AppSettings& settings = app.state.settings;
   const CudaAvailability& cuda = cuda_backend_availability();
-  const std::string on_cpu_only = gpu_refuses(settings);
+  const std::string on_cpu_only = gpu_refuses(app);
   int backend = settings.backend == "cuda" ? 2 : settings.backend == "cpu" ? 1 : 0;
   if (!cuda.available && backend == 2) backend = 0;
   ImGui::RadioButton("Auto", &backend, 0);
   reason_tooltip(!cuda.available       ? "The CPU: " + cuda.why_not
                  : on_cpu_only.empty() ? "The GPU: " + cuda.device
-                                       : "The CPU: this KV rank runs there");
+                                       : on_cpu_only);
   flow_next(checkbox_width("CPU"));
   ImGui::RadioButton("CPU", &backend, 1);
   flow_next(checkbox_width("GPU (CUDA)"));
   ImGui::BeginDisabled(!cuda.available || !on_cpu_only.empty());
   ImGui::RadioButton("GPU (CUDA)", &backend, 2);
+  remember_item(app, "backend-gpu");
+  remember_refusal(app, "backend-gpu", !cuda.available ? cuda.why_not : on_cpu_only);
   ImGui::EndDisabled();
   reason_tooltip(!cuda.available ? cuda.why_not : on_cpu_only.empty() ? cuda.device : on_cpu_only);
   settings.backend = backend == 2 ? "cuda" : backend == 1 ? "cpu" : "auto";
@@ -95,14 +117,17 @@ void draw_backend_section(AppSettings& settings) {
   ImGui::RadioButton("Exact", &attention, 0);
   reason_tooltip("Correct causal attention: the same result as recomputing the whole sequence");
   flow_next(checkbox_width("As the reference"));
-  // The quirk reads the exact cache's slots (the engine refuses the others).
-  const bool exact_cache = settings.kv_cache_format == "f32" && settings.kv_budget == 0 && settings.kv_rank == 0;
-  ImGui::BeginDisabled(!exact_cache && attention == 0);
+  AppSettings as_reference = settings;
+  as_reference.attention = "reference";
+  const std::string reference_refused = attention == 0 ? refusal_of_change(app, as_reference) : "";
+  ImGui::BeginDisabled(!reference_refused.empty());
   ImGui::RadioButton("As the reference", &attention, 1);
+  remember_item(app, "attention-reference");
+  remember_refusal(app, "attention-reference", reference_refused);
   ImGui::EndDisabled();
-  reason_tooltip(exact_cache ? "Reproduces the reference implementation's cached decoding exactly, quirk included"
-                             : "Needs the exact KV cache (f32, every position, full rank): the reference's "
-                               "attention quirk reads its slots");
+  reason_tooltip(reference_refused.empty()
+                     ? "Reproduces the reference implementation's cached decoding exactly, quirk included"
+                     : reference_refused);
   settings.attention = attention == 1 ? "reference" : "causal";
 }
 
@@ -130,6 +155,7 @@ void choice_combo(App& app, const char* label, const char* name, std::string& va
     if (ImGui::Selectable(choice.label, &choice == current, why_not.empty() ? 0 : ImGuiSelectableFlags_Disabled))
       value = choice.name;
     remember_item(app, std::string(name) + "-" + choice.name);
+    remember_refusal(app, std::string(name) + "-" + choice.name, why_not);
     reason_tooltip(why_not.empty() ? choice.cost : why_not);
   }
   ImGui::EndCombo();
@@ -167,26 +193,29 @@ void draw_smaller_section(App& app) {
                       : "How the decoder's matrices are held: fewer bytes read per token. Changing it reloads the "
                         "model, converting them as it loads; both backends read them in that form.");
 
-  // The reference's quirk needs the exact cache; without the cache there is nothing to store.
+  // Without the cache there is nothing to store; otherwise the engine says
+  // what a smaller cache cannot run with (the reference's attention quirk).
+  AppSettings smaller = settings;
+  smaller.kv_cache_format = settings.kv_cache_format == "bf16" ? "fp8" : "bf16";
   const std::string cache_refused =
       !settings.kv_cache ? "Needs Faster decoding (the KV cache): without it there is no cache to make smaller"
-      : settings.attention == "reference"
-          ? "The reference's attention quirk runs with the exact KV cache only: choose Exact attention first"
-          : "";
+                         : refusal_of_change(app, smaller);
   ImGui::BeginDisabled(!cache_refused.empty());
   choice_combo(app, "KV cache", "kv-cache-format", settings.kv_cache_format, kKvChoices,
                [&](const Choice& choice) -> std::string {
-                 if (std::string(choice.name) != "int8" || settings.kv_budget == 0) return "";
-                 return "Set the KV budget to 0 first: eviction rewrites cache slots, which the int8 cache "
-                        "quantises in blocks of 32 that stay as they are";
+                 AppSettings chosen = settings;
+                 chosen.kv_cache_format = choice.name;
+                 return refusal_of_change(app, chosen);
                });
   ImGui::EndDisabled();
   reason_tooltip(!cache_refused.empty() ? cache_refused
                                         : "How the cached keys and values are stored: fewer bytes read per token");
 
-  const bool int8 = settings.kv_cache_format == "int8";
+  AppSettings with_budget = settings;
+  with_budget.kv_budget = 2;
+  const std::string budget_refused = settings.kv_budget == 0 ? refusal_of_change(app, with_budget) : "";
   const int positions = summary ? summary->shape_tokens : 1024;
-  ImGui::BeginDisabled(!cache_refused.empty() || (int8 && settings.kv_budget == 0));
+  ImGui::BeginDisabled(!cache_refused.empty() || !budget_refused.empty());
   int budget = settings.kv_budget;
   if (ImGui::SliderInt("KV budget", &budget, 0, std::max(positions, settings.kv_budget),
                        budget == 0 ? "every position" : "%d positions", ImGuiSliderFlags_AlwaysClamp)) {
@@ -195,10 +224,10 @@ void draw_smaller_section(App& app) {
     settings.kv_budget = budget;
   }
   remember_item(app, "kv-budget");
+  remember_refusal(app, "kv-budget", !cache_refused.empty() ? cache_refused : budget_refused);
   ImGui::EndDisabled();
   reason_tooltip(!cache_refused.empty() ? cache_refused
-                 : int8 ? "The int8 cache keeps every position: eviction rewrites slots that int8 quantises in "
-                          "blocks of 32. Choose f32, bf16 or fp8 for a budget."
+                 : !budget_refused.empty() ? budget_refused
                         : "Keep at most this many shape positions per layer: the newest half, then those attention "
                           "used most (H2O); the prompt and the first token always stay. 0: every position "
                           "(exact). Fewer: less memory and time per token; tokens may differ.");
@@ -221,12 +250,13 @@ void draw_smaller_section(App& app) {
                                 ? "This model folder's kv_bases.safetensors cannot be used (" +
                                       summary->kv_bases_problem + "). "
                                 : "Needs calibrated bases in the model folder (kv_bases.safetensors). ") +
-                "Write them with `cubeforge-cli calibrate-kv --model DIR --prompts FILE`, then load the model "
+                "Write them with `cubeforge-lab calibrate-kv --model DIR --prompts FILE`, then load the model "
                 "again.";
   reason_tooltip(rank_help);
 }
 
-void draw_sampling_section(AppSettings& settings) {
+void draw_sampling_section(App& app) {
+  AppSettings& settings = app.state.settings;
   ImGui::SliderFloat("Guidance", &settings.guidance, 0.f, 10.f, "%.2f");
   reason_tooltip("How strongly the prompt steers the shape (3 is the model's default)");
   // Button first, then a field sized to what is left, so both fit the panel.
@@ -236,9 +266,27 @@ void draw_sampling_section(AppSettings& settings) {
                           ImGui::GetStyle().ItemInnerSpacing.x);
   int64_t seed = static_cast<int64_t>(settings.seed);
   if (ImGui::InputScalar("Seed", ImGuiDataType_S64, &seed) && seed >= 0) settings.seed = static_cast<uint64_t>(seed);
+  AppSettings sampled = settings;
+  sampled.sampling = true;
+  const std::string sampling_refused = settings.sampling ? "" : refusal_of_change(app, sampled);
+  ImGui::BeginDisabled(!sampling_refused.empty());
   ImGui::Checkbox("Vary with the seed", &settings.sampling);
-  reason_tooltip("On: sample each token (the seed picks one of many shapes). Off: always the most likely "
-                 "token (greedy), the same shape for every seed.");
+  remember_item(app, "vary-with-seed");
+  remember_refusal(app, "vary-with-seed", sampling_refused);
+  ImGui::EndDisabled();
+  reason_tooltip(!sampling_refused.empty()
+                     ? sampling_refused
+                     : "On: sample each token (the seed picks one of many shapes). Off: always the most likely "
+                       "token (greedy), the same shape for every seed.");
+  if (settings.sampling) {
+    // Turned on before a model that cannot sample was loaded: say so where it is turned off.
+    const Status now = app.worker.can_run(make_request(settings));
+    if (!now.ok() && error_option(now.error()) == OptionKey::kSampling) {
+      ImGui::PushTextWrapPos(0.f);
+      ImGui::TextColored(ImVec4(1.f, 0.7f, 0.3f, 1.f), "%s", for_creator(now.error()).c_str());
+      ImGui::PopTextWrapPos();
+    }
+  }
   ImGui::BeginDisabled(!settings.sampling);
   ImGui::SliderFloat("Temperature", &settings.temperature, 0.05f, 2.f, "%.2f");
   reason_tooltip("Higher: more surprising shapes");
@@ -293,10 +341,10 @@ void draw_settings(App& app) {
     return open;
   };
   if (section("Shape", "section-shape", ImGuiTreeNodeFlags_DefaultOpen)) draw_shape_section(settings);
-  if (section("Variation", "section-variation", ImGuiTreeNodeFlags_DefaultOpen)) draw_sampling_section(settings);
+  if (section("Variation", "section-variation", ImGuiTreeNodeFlags_DefaultOpen)) draw_sampling_section(app);
   if (section("Preview", "section-preview", 0)) draw_preview_section(settings);
   if (section("Speed", "section-speed", 0)) {
-    draw_backend_section(settings);
+    draw_backend_section(app);
     draw_smaller_section(app);
   }
   // Without a model the section is where to start.

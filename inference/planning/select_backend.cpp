@@ -1,7 +1,7 @@
-// Backend choice (see select_backend.h). Compiled into its own library with
-// CUBEFORGE_HAVE_CUDA set when the build has the CUDA backend, so the rest of
-// inference/ never depends on it.
-#include "inference/backend/select_backend.h"
+// Backend choice (see select_backend.h). Compiled with CUBEFORGE_HAVE_CUDA set
+// when the build has the CUDA backend; below planning/, nothing in inference/
+// depends on it.
+#include "inference/planning/select_backend.h"
 
 #if CUBEFORGE_HAVE_CUDA
 #include "inference/cuda/token_backend.h"
@@ -27,7 +27,20 @@ CudaAvailability cuda_availability() {
   return availability;
 }
 
-Result<BackendSelection> select_token_backend(BackendChoice choice, const DualStreamGpt& model) {
+Status choice_supports(BackendChoice choice, const DualStreamGpt& model, const BackendRequest& request) {
+  if (choice != BackendChoice::kCuda) return ok_status();
+#if CUBEFORGE_HAVE_CUDA
+  return cuda::supports(model.config(), request);
+#else
+  (void)model;
+  (void)request;
+  return option_error(ErrorCode::kUnsupported, OptionKey::kBackend,
+                      std::string("the CUDA backend cannot run: ") + kBuiltWithoutCuda);
+#endif
+}
+
+Result<BackendSelection> select_token_backend(BackendChoice choice, const DualStreamGpt& model,
+                                              const BackendRequest& request) {
   BackendSelection selection;
   if (choice == BackendChoice::kCpu) {
     selection.backend = make_cpu_token_backend(model);
@@ -35,6 +48,13 @@ Result<BackendSelection> select_token_backend(BackendChoice choice, const DualSt
     return selection;
   }
 #if CUBEFORGE_HAVE_CUDA
+  if (Status supported = cuda::supports(model.config(), request); !supported.ok()) {
+    if (choice == BackendChoice::kCuda) return supported.take_error();
+    selection.backend = make_cpu_token_backend(model);
+    selection.reason = "auto: CPU, " + supported.error().message;
+    selection.fallback_for_request = true;
+    return selection;
+  }
   const cuda::DeviceCheck check = cuda::check_device(cuda::device_bytes_needed(model));
   if (check.usable) {
     auto opened = cuda::open_token_backend(model);
@@ -49,15 +69,17 @@ Result<BackendSelection> select_token_backend(BackendChoice choice, const DualSt
     return selection;
   }
   if (choice == BackendChoice::kCuda)
-    return make_error(check.out_of_memory ? ErrorCode::kOutOfMemory : ErrorCode::kUnsupported,
-                      "the CUDA backend cannot run: " + check.reason);
+    return option_error(check.out_of_memory ? ErrorCode::kOutOfMemory : ErrorCode::kUnsupported, OptionKey::kBackend,
+                        "the CUDA backend cannot run: " + check.reason);
   selection.backend = make_cpu_token_backend(model);
   selection.reason = "auto: CPU, " + check.reason;
   return selection;
 #else
+  (void)request;
   if (choice == BackendChoice::kCuda)
-    return make_error(ErrorCode::kUnsupported, std::string("the CUDA backend cannot run: ") + kBuiltWithoutCuda +
-                                                   "; rebuild with the CUDA toolkit, or run on the CPU");
+    return option_error(ErrorCode::kUnsupported, OptionKey::kBackend,
+                        std::string("the CUDA backend cannot run: ") + kBuiltWithoutCuda +
+                            "; rebuild with the CUDA toolkit, or run on the CPU");
   selection.backend = make_cpu_token_backend(model);
   selection.reason = std::string("auto: CPU, ") + kBuiltWithoutCuda;
   return selection;

@@ -1,4 +1,4 @@
-// `cubeforge-cli compare`: what each weight format and KV cache option costs
+// `cubeforge-lab compare`: what each weight format and KV cache option costs
 // in output, against the exact run (stored weights, float32 cache, every
 // position, full rank), over a set of captions.
 //
@@ -20,7 +20,7 @@
 #include <iostream>
 #include <map>
 
-#include "app/cli/commands.h"
+#include "app/lab/commands.h"
 #include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"

@@ -1,4 +1,4 @@
-// `cubeforge-cli bench`: prefill time, time per output token, tokens/s and
+// `cubeforge-lab bench`: prefill time, time per output token, tokens/s and
 // achieved weight bandwidth against this machine's measured memory bandwidth.
 //
 // Given weight formats or KV cache options (lists: every combination runs),
@@ -16,13 +16,13 @@
 #include <map>
 #include <optional>
 
-#include "app/cli/bench_statistics.h"
-#include "app/cli/commands.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
 #include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
 #include "inference/backend/generate.h"
-#include "inference/backend/select_backend.h"
+#include "inference/planning/select_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/kv_cache.h"
@@ -48,7 +48,6 @@ struct BenchOptions {
   std::string save_random;  // write the random GPT here (benchmarks of file-backed loading)
   std::string backend = "auto";
   std::vector<std::string> modes;  // no-cache, cache, graph; empty: the backend's default
-  std::string kv_cache_type = "f32";
   EngineFlagLists engine;  // CPU: weight formats and KV cache options; every combination runs
 };
 
@@ -299,11 +298,10 @@ int run_bench(const BenchOptions& o) {
   BackendChoice choice = *parse_backend_choice(o.backend);
   const std::vector<EngineFlags> combinations = o.engine.combinations();
   const EngineFlags& single = combinations.front();
-  // The CUDA backend streams every weight format and keeps f32, bf16, fp8 and
-  // int8 caches, every position or a budget's; one combination at a time, at
-  // full rank (this path reads no KV bases, so a rank is compared on the CPU).
-  const bool cuda_weights =
-      choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_on_cuda() && single.kv_rank == 0;
+  // On CUDA one combination at a time, at full rank (this path reads no KV
+  // bases, so a rank is compared on the CPU); the backend's supports() says
+  // whether it runs the rest once it is open.
+  const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_rank == 0;
   const bool compare_options = (combinations.size() != 1 || !single.exact()) && !cuda_weights;
   if (compare_options) {
     if (choice == BackendChoice::kCuda) {
@@ -370,9 +368,8 @@ int run_bench(const BenchOptions& o) {
   const GptConfig& c = model->config();
   const int batch = o.guidance ? 2 : 1;
   const int cond_length = model->condition_length(o.cond_tokens);
-  const DType cache_type = o.kv_cache_type == "bf16" ? DType::kBF16 : DType::kF32;
-  // One form on this path: f32 (or --kv-cache-type bf16 on CUDA), bf16, fp8 or int8 (CUDA only here).
-  const cpu::KvFormat kv_format = cpu::kv_format_from_name(single.kv_cache).value_or(cpu::KvFormat::kF32);
+  // One form on this path: f32, bf16, fp8 or int8.
+  const KvFormat kv_format = kv_format_from_name(single.kv_cache).value_or(KvFormat::kF32);
 
   auto cond_rows = random_condition_rows(*model, o, batch);
   if (!cond_rows.ok()) {
@@ -384,10 +381,8 @@ int run_bench(const BenchOptions& o) {
   // cached position it attends to (cond + shape in dual blocks, shape only in
   // single blocks), for each CFG row.
   double slot_bytes = 2.0 * double(c.width) * sizeof(float);
-  if (kv_format != cpu::KvFormat::kF32)
+  if (kv_format != KvFormat::kF32)
     slot_bytes = cpu::kv_bytes_per_slot(kv_format, c.heads, c.head_dim());  // codes and their scales
-  else if (on_cuda)
-    slot_bytes = 2.0 * double(c.width) * double(dtype_size(cache_type));
   auto kv_bytes_at = [&](int position) {
     const double per_slot = slot_bytes * batch;
     const int shape = single.kv_budget > 0 ? std::min(position + 1, single.kv_budget) : position + 1;
@@ -403,7 +398,6 @@ int run_bench(const BenchOptions& o) {
     options.guidance_scale = o.guidance ? 3.0f : 0.0f;
     options.use_kv_cache = mode != "no-cache";
     options.cuda_graphs = mode == "graph";
-    options.kv_cache_type = cache_type;
     if (options.use_kv_cache) {  // without a cache there is nothing to store or evict
       options.kv_cache.format = kv_format;
       options.kv_cache.budget = single.kv_budget;
@@ -501,7 +495,6 @@ int run_bench(const BenchOptions& o) {
       {"batch", batch},
       {"cond_tokens", cond_length},
       {"steps", o.steps},
-      {"kv_cache_type", on_cuda ? std::string(dtype_name(cache_type)) : std::string("F32")},
       {"kv_cache", single.kv_cache},
       {"kv_budget", single.kv_budget},
       {"load_ms", load_ms},
@@ -574,8 +567,6 @@ Action add_bench_command(CLI::App& app) {
                   "cache on the CPU)")
       ->delimiter(',')
       ->check(CLI::IsMember({"no-cache", "cache", "graph"}));
-  cmd->add_option("--kv-cache-type", options->kv_cache_type, "CUDA: KV cache precision, f32 or bf16")
-      ->check(CLI::IsMember({"f32", "bf16"}));
   cmd->add_option("--save-random", options->save_random,
                   "Also write the random GPT to DIR/shape_gpt.safetensors (to benchmark --model on it)");
   add_engine_flag_lists(cmd, options->engine);

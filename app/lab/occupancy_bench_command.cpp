@@ -1,4 +1,4 @@
-// `cubeforge-cli bench-occupancy`: occupancy queries per second and achieved
+// `cubeforge-lab bench-occupancy`: occupancy queries per second and achieved
 // arithmetic rate of the shape decoder, as meshing issues them (one slice per
 // thread), for the fused decoder at points, the fused decoder at grid indices
 // (its first layer from per-axis terms, as meshing runs it) and the
@@ -20,7 +20,7 @@
 #include <optional>
 #include <random>
 
-#include "app/cli/commands.h"
+#include "app/lab/commands.h"
 #include "app/cli/option_checks.h"
 #include "inference/core/system_info.h"
 #include "inference/core/untrusted_text.h"

@@ -1,4 +1,4 @@
-// `cubeforge-cli calibrate-kv`: the low-rank key and value bases that
+// `cubeforge-lab calibrate-kv`: the low-rank key and value bases that
 // `--kv-rank` reads, from the SVD of the keys and values the model caches
 // while generating calibration captions (inference/model/kv_calibration.h).
 // Each caption is generated greedily with guidance and the exact cache; the
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "app/cli/commands.h"
+#include "app/lab/commands.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"

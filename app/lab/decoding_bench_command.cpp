@@ -1,4 +1,4 @@
-// `cubeforge-cli bench-decoding`: exact parallel (Jacobi) decoding against
+// `cubeforge-lab bench-decoding`: exact parallel (Jacobi) decoding against
 // sequential greedy decoding of the same GPT and condition, in one run.
 //
 // It reports what one more position costs in an evaluation (evaluations of
@@ -16,8 +16,8 @@
 #include <iostream>
 #include <optional>
 
-#include "app/cli/bench_statistics.h"
-#include "app/cli/commands.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
 #include "app/cli/model_option.h"
 #include "inference/cpu/ops.h"
 #include "inference/decoding/decoding.h"

@@ -1,4 +1,4 @@
-// `cubeforge-cli bench-meshing`: what coarse-to-fine evaluation costs and
+// `cubeforge-lab bench-meshing`: what coarse-to-fine evaluation costs and
 // whether it finds the dense grid's surface, on shapes the model generates or
 // on random tokens of a random-weight shape tokenizer of the real sizes
 // (`--shape v05`).
@@ -19,8 +19,8 @@
 #include <optional>
 #include <random>
 
-#include "app/cli/bench_statistics.h"
-#include "app/cli/commands.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
 #include "app/cli/prompt_list.h"

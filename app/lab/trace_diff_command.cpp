@@ -1,4 +1,4 @@
-// `cubeforge-cli trace-diff A B`: compares two traces (generate --trace), or a
+// `cubeforge-lab trace-diff A B`: compares two traces (generate --trace), or a
 // trace and a reference dump whose tensors carry the same names, tensor by
 // tensor in A's recording order: relative error ‖a − b‖ / ‖b‖, max |a − b|,
 // the first values of each, and the first tensor over the tolerance. Exit
@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "app/cli/commands.h"
+#include "app/lab/commands.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/tensor/trace_file.h"
 

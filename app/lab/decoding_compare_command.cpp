@@ -1,4 +1,4 @@
-// `cubeforge-cli compare-decoding`: a decoding against sequential greedy
+// `cubeforge-lab compare-decoding`: a decoding against sequential greedy
 // decoding of an autoregressive model, prompt by prompt, in one run: model
 // evaluations and tokens per evaluation, the time of the tokens and of the
 // object, and how far the shape lands from the sequential one (the IoU of the
@@ -19,8 +19,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "app/cli/bench_statistics.h"
-#include "app/cli/commands.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
 #include "app/cli/decoding_arguments.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
@@ -29,6 +29,7 @@
 #include "inference/core/system_info.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/pipeline/generation_report.h"
 
 namespace cubeforge::cli {
 
@@ -199,7 +200,7 @@ int run_decoding_compare(const DecodingCompareOptions& o) {
     reference_watertight_count += r.reference_watertight;
   }
   const DecodingOptions decoding = o.decoding.options();
-  nlohmann::json settings = decoding_json(rows.front().stats, decoding);
+  nlohmann::json settings = to_json(rows.front().stats, decoding);
   for (const char* per_run : {"model_evaluations", "tokens_per_evaluation", "tokens_per_step", "positions_per_step",
                               "guessed", "guesses_accepted"})
     settings.erase(per_run);
