@@ -192,6 +192,9 @@ struct LayoutState {
   PanelLayout layout;
   // Named widgets' places in the last frame, for scripts (`click generate`).
   std::map<std::string, Rect> targets;
+  // Texts the panels showed in the last frame by name (a bar's overlay, a
+  // plot's title, a disabled button's reason), for `dump`.
+  std::map<std::string, std::string> texts;
 };
 
 // The script (--script) and where it has got to.

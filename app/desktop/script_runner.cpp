@@ -130,6 +130,8 @@ nlohmann::json window_state(App& app) {
     if (line.error) errors.push_back(line.text);
   out["errors"] = errors;
   out["error_popup"] = state.log.popup_messages;
+  out["model_status"] = state.model.status;
+  out["texts"] = state.layout.texts;
   return out;
 }
 

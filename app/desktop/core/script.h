@@ -28,7 +28,8 @@
 //   resize W H         resize the window and wait until the swapchain follows
 //   reset-layout       every panel back to its place
 //   dump PATH          write what the window shows as JSON (panel places,
-//                      camera, prompt, progress, log): what tests check
+//                      camera, prompt, progress, log, texts the panels show
+//                      by name): what tests check
 //
 // Blank lines and lines starting with '#' are ignored. Each command runs when
 // the app is idle (no load or generation running), so `wait` is explicit

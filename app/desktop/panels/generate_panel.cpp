@@ -1,5 +1,7 @@
 // The Generate panel: the prompt, Generate / Cancel / Latency demo, the model
 // load's progress or outcome, then the settings (settings_panel.cpp).
+#include <cstdio>
+
 #include "app/desktop/panels/panels.h"
 
 namespace cubeforge::app {
@@ -16,8 +18,12 @@ void draw_run_status(App& app) {
   const std::string status = progress.status(elapsed_ms);
   if (progress.outcome() == RunOutcome::kFailed) ImGui::TextColored(kErrorTextColour, "%s", status.c_str());
   else ImGui::TextWrapped("%s", status.c_str());
-  ImGui::ProgressBar(progress.fraction(elapsed_ms), ImVec2(-1, 0));
+  const float fraction = progress.fraction(elapsed_ms);
+  char overlay[16];
+  std::snprintf(overlay, sizeof overlay, "%.0f%%", 100.f * fraction);
+  ImGui::ProgressBar(fraction, ImVec2(-1, 0), overlay);
   remember_item(app, "run-progress");
+  remember_text(app, "run-progress", overlay);
   if (!generation.preview_shown.empty()) ImGui::TextDisabled("Showing the %s", generation.preview_shown.c_str());
 }
 
@@ -36,6 +42,7 @@ void draw_prompt_help(App& app) {
     ImGui::PopStyleColor();
     remember_item(app, "prompt-check");
   }
+  remember_text(app, "prompt-check", check.message);
   const std::vector<std::string> completions = complete_word(*card, prompt);
   for (size_t i = 0; i < completions.size(); ++i) {
     if (i > 0) flow_next(ImGui::CalcTextSize(completions[i].c_str()).x + 2 * ImGui::GetStyle().FramePadding.x);
@@ -76,7 +83,10 @@ void draw_generate_panel(App& app) {
   if (ImGui::Button("Generate")) app.start_generation();
   remember_item(app, "generate");
   ImGui::EndDisabled();
-  if (!app.worker.has_model()) reason_tooltip("load a model first (Settings > Model folder)");
+  if (!app.worker.has_model()) {
+    reason_tooltip("load a model first (Settings > Model folder)");
+    remember_text(app, "generate-disabled", "load a model first (Settings > Model folder)");
+  }
   flow_next(button_width("Cancel"));
   ImGui::BeginDisabled(!busy);
   if (ImGui::Button("Cancel")) app.worker.cancel();

@@ -20,6 +20,7 @@ void draw_hidden_hint() {
 
 void draw_panels(App& app) {
   LayoutState& layout = app.state.layout;
+  layout.texts.clear();  // this frame's panels record what they show
   if (layout.place_panels_next_frame) {
     layout.place_panels = true;
     layout.place_panels_next_frame = false;
@@ -59,6 +60,10 @@ bool begin_panel(App& app, Panel panel, ImGuiWindowFlags flags) {
 void remember_item(App& app, const std::string& name) {
   const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
   app.state.layout.targets[name] = Rect{min.x, min.y, max.x - min.x, max.y - min.y};
+}
+
+void remember_text(App& app, const std::string& name, const std::string& text) {
+  app.state.layout.texts[name] = text;
 }
 
 void flow_next(float width) {

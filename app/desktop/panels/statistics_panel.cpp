@@ -98,6 +98,7 @@ void draw_statistics_panel(App& app) {
   char overlay[64];
   std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
   ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
+  remember_text(app, "token-progress", overlay);
   if (!state.generation.weights.empty()) {
     ImGui::TextWrapped("Weights %s, KV cache %s", state.generation.weights.c_str(), state.generation.kv_cache.c_str());
     remember_item(app, "run-engine-options");
@@ -113,9 +114,11 @@ void draw_statistics_panel(App& app) {
   std::snprintf(label, sizeof label, "TPOT %.2f ms", tpot.empty() ? 0.f : tpot.back());
   ImGui::PlotLines("##tpot", tpot.data(), static_cast<int>(tpot.size()), 0, label, 0.f, FLT_MAX,
                    ImVec2(ImGui::GetContentRegionAvail().x, 48));
+  remember_text(app, "tpot-plot", label);
   std::snprintf(label, sizeof label, "%.1f tokens/s", rate.empty() ? 0.f : rate.back());
   ImGui::PlotLines("##rate", rate.data(), static_cast<int>(rate.size()), 0, label, 0.f, FLT_MAX,
                    ImVec2(ImGui::GetContentRegionAvail().x, 48));
+  remember_text(app, "rate-plot", label);
   draw_token_grid(progress);
   draw_stage_table(progress);
   ImGui::Text("Memory (RSS): %.0f MiB", resident_memory_mib());
