@@ -477,6 +477,35 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   EXPECT_EQ(completed["prompt_check"]["message"], "");
 }
 
+// After Cancel, the run's bars say it was cancelled instead of holding the
+// percentage where it stopped.
+TEST_F(AppScript, TheProgressSaysCancelledAfterCancel) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "cancel.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a tall chair\n"
+                                    << "set resolution 8\n"
+                                    << "generate\n"
+                                    << "click cancel\n"
+                                    << "wait\n"
+                                    << "idle 2\n"
+                                    << "dump " << (dir / "cancelled.json").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "cancel.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto cancelled = read_dump(dir / "cancelled.json");
+  ASSERT_EQ(cancelled["run"]["outcome"], "cancelled") << *log;
+  const std::string bar = cancelled["texts"].value("run-progress", "");
+  EXPECT_EQ(bar, "Cancelled") << "the run's bar after Cancel";
+  const std::string tokens = cancelled["texts"].value("token-progress", "");
+  EXPECT_EQ(tokens.rfind("cancelled at ", 0), 0u) << "the token bar after Cancel: " << tokens;
+}
+
 // A malformed history entry does not hide the others and is named in the
 // History panel in words; picking an entry while another prompt is typed
 // asks first, and "the shape only" keeps the typed prompt.

@@ -8,6 +8,20 @@ namespace cubeforge::app {
 
 namespace {
 
+// The run bar's overlay: how far while it runs, how it ended once it has (a
+// cancelled run's percentage would read as a run stuck there).
+std::string run_bar_text(RunOutcome outcome, float fraction) {
+  switch (outcome) {
+    case RunOutcome::kDone: return "Done";
+    case RunOutcome::kCancelled: return "Cancelled";
+    case RunOutcome::kFailed: return "Failed";
+    case RunOutcome::kRunning: break;
+  }
+  char text[16];
+  std::snprintf(text, sizeof text, "%.0f%%", 100.f * fraction);
+  return text;
+}
+
 // The run in words and one bar that only moves forward: which pass, about how
 // long is left, what the view shows meanwhile; how the last run ended.
 void draw_run_status(App& app) {
@@ -19,9 +33,8 @@ void draw_run_status(App& app) {
   if (progress.outcome() == RunOutcome::kFailed) ImGui::TextColored(kErrorTextColour, "%s", status.c_str());
   else ImGui::TextWrapped("%s", status.c_str());
   const float fraction = progress.fraction(elapsed_ms);
-  char overlay[16];
-  std::snprintf(overlay, sizeof overlay, "%.0f%%", 100.f * fraction);
-  ImGui::ProgressBar(fraction, ImVec2(-1, 0), overlay);
+  const std::string overlay = run_bar_text(progress.outcome(), fraction);
+  ImGui::ProgressBar(fraction, ImVec2(-1, 0), overlay.c_str());
   remember_item(app, "run-progress");
   remember_text(app, "run-progress", overlay);
   if (!generation.preview_shown.empty()) ImGui::TextDisabled("Showing the %s", generation.preview_shown.c_str());

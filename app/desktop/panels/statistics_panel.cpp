@@ -96,7 +96,9 @@ void draw_statistics_panel(App& app) {
   begin_panel(app, Panel::kStatistics);
   const int done = progress.tokens_done(), count = progress.token_count();
   char overlay[64];
-  std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
+  if (progress.outcome() == RunOutcome::kCancelled)
+    std::snprintf(overlay, sizeof overlay, "cancelled at %d/%d tokens", done, count);
+  else std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
   ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
   remember_text(app, "token-progress", overlay);
   if (!state.generation.weights.empty()) {
