@@ -78,6 +78,8 @@ struct GenerationState {
   PreviewCost last_preview_cost;
   std::optional<double> last_decode_ms_without_preview;
   std::optional<double> last_decode_ms_with_preview;
+  // The finished run's figures, as the log reports them; empty while it runs.
+  std::optional<double> run_tokens_per_second, run_mean_tpot_ms;
 };
 
 // Several seeds of one prompt side by side (a 2x2 grid), to pick one.

@@ -115,6 +115,8 @@ struct MessageHandler {
     state.generation.kv_cache = m.kv_cache;
     state.generation.run_started = Clock::now();
     state.generation.preview_shown.clear();
+    state.generation.run_tokens_per_second.reset();
+    state.generation.run_mean_tpot_ms.reset();
   }
 
   void operator()(worker_message::Event& m) { state.generation.progress.apply(m.event, m.elapsed_ms); }
@@ -199,12 +201,15 @@ struct MessageHandler {
     } else {
       generation.last_decode_ms_without_preview = result.timings.decode_ms;
     }
+    // The statistics' plots are titled with these figures from now on.
+    generation.run_tokens_per_second = result.tokens_per_second;
+    generation.run_mean_tpot_ms = generation.progress.mean_tpot_ms();
     char line[320];
     std::snprintf(line, sizeof line,
                   "%s done: %lld faces, total %.0f ms, first token %.1f ms, %.1f tokens/s, TPOT %.2f ms "
                   "(%s weights, KV cache %s)",
                   finished.label.c_str(), static_cast<long long>(result.stats.faces), finished.wall_ms,
-                  result.time_to_first_token_ms, result.tokens_per_second, generation.progress.mean_tpot_ms(),
+                  result.time_to_first_token_ms, *generation.run_tokens_per_second, *generation.run_mean_tpot_ms,
                   std::string(weight_format_name(finished.weights)).c_str(),
                   kv_cache_label(finished.request).c_str());
     app.log(line);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <array>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -504,6 +505,35 @@ TEST_F(AppScript, TheProgressSaysCancelledAfterCancel) {
   EXPECT_EQ(bar, "Cancelled") << "the run's bar after Cancel";
   const std::string tokens = cancelled["texts"].value("token-progress", "");
   EXPECT_EQ(tokens.rfind("cancelled at ", 0), 0u) << "the token bar after Cancel: " << tokens;
+}
+
+// The statistics' plots are titled with the finished run's mean TPOT and rate,
+// the figures the log reports for the run, not with the last token's.
+TEST_F(AppScript, TheStatisticsTitlesShowTheFinishedRunsFigures) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "figures.txt") << "model " << builtin.string() << "\n"
+                                     << "prompt a tall chair\n"
+                                     << "set resolution 4\n"
+                                     << "generate\n"
+                                     << "wait\n"
+                                     << "idle 2\n"
+                                     << "dump " << (dir / "done.json").string() << "\n"
+                                     << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "figures.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  std::smatch figures;
+  ASSERT_TRUE(std::regex_search(*log, figures, std::regex("generate done: .* ([0-9.]+) tokens/s, TPOT ([0-9.]+) ms")))
+      << *log;
+  const auto done = read_dump(dir / "done.json");
+  const std::string tpot_title = done["texts"].value("tpot-plot", ""), rate_title = done["texts"].value("rate-plot", "");
+  EXPECT_EQ(tpot_title.rfind("TPOT " + figures[2].str() + " ms", 0), 0u) << tpot_title << "\n" << *log;
+  EXPECT_EQ(rate_title.rfind(figures[1].str() + " tokens/s", 0), 0u) << rate_title << "\n" << *log;
 }
 
 // A malformed history entry does not hide the others and is named in the
