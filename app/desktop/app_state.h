@@ -160,6 +160,14 @@ struct AppLog {
   int errors = 0;
   std::vector<std::string> popup_messages;  // errors not yet seen in the popup
   bool popup_pending = false;
+  // Messages the popup has shown; it scrolls to the top of the first one
+  // after these (a message gives its cause first and its hints last).
+  size_t popup_shown = 0;
+  // Scripts see the popup only when they ask for it (its modal would take
+  // their clicks); whether it is open and its scroll as last drawn, for `dump`.
+  bool popup_in_scripts = false;
+  bool popup_open = false;
+  float popup_scroll = 0, popup_scroll_max = 0;
 
   void info(const std::string& text) { add(false, text); }
   void error(const std::string& text) { add(true, text); }

@@ -130,6 +130,9 @@ nlohmann::json window_state(App& app) {
     if (line.error) errors.push_back(line.text);
   out["errors"] = errors;
   out["error_popup"] = state.log.popup_messages;
+  out["error_popup_view"] = {{"open", state.log.popup_open},
+                             {"scroll", state.log.popup_scroll},
+                             {"scroll_max", state.log.popup_scroll_max}};
   out["model_status"] = state.model.status;
   out["texts"] = state.layout.texts;
   return out;
@@ -251,6 +254,9 @@ void run_command(App& app, const ScriptCommand& command) {
       break;
     case ScriptCommand::Kind::kResetLayout:
       app.reset_layout();
+      break;
+    case ScriptCommand::Kind::kErrorPopup:
+      state.log.popup_in_scripts = true;
       break;
     case ScriptCommand::Kind::kDump: {
       Status written = write_file_atomically(command.argument, window_state(app).dump(1) + "\n");

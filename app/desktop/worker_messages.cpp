@@ -94,18 +94,21 @@ struct MessageHandler {
     state.model.loading_folder.clear();
     // The model loaded before stays, and so does the weight format it decodes
     // with (else the app would try the failed conversion again and again).
-    if (const auto loaded = app.worker.model_summary()) {
+    const auto loaded = app.worker.model_summary();
+    if (loaded) {
       const std::string weights(weight_format_name(loaded->weights));
       if (state.settings.weights != weights)
         app.log("the weights stay " + weights + ", as the loaded model has them");
       state.settings.weights = weights;
     }
+    // Which model the next Generate uses, said with the failure.
+    const std::string in_use = loaded ? "the model in use is still " + loaded->folder : "no model is loaded";
     if (m.error.code == ErrorCode::kCancelled) {
-      state.model.status = "loading cancelled";
-      app.log("loading " + folder + " cancelled");
+      state.model.status = "Loading cancelled; " + in_use;
+      app.log("loading " + folder + " cancelled; " + in_use);
     } else {
-      state.model.status = "could not load " + folder;
-      app.log_error("model folder '" + folder + "': " + m.error.to_string());
+      state.model.status = "Could not load " + folder + "; " + in_use;
+      app.log_error("model folder '" + folder + "': " + m.error.to_string() + " (" + in_use + ")");
     }
   }
 

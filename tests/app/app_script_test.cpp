@@ -536,6 +536,46 @@ TEST_F(AppScript, TheStatisticsTitlesShowTheFinishedRunsFigures) {
   EXPECT_EQ(rate_title.rfind(figures[1].str() + " tokens/s", 0), 0u) << rate_title << "\n" << *log;
 }
 
+// A long error opens the popup at its top, where the cause is (a failed model
+// load's message ends with where to download models); the failure says which
+// model is still in use.
+TEST_F(AppScript, AFailedLoadOpensAtItsCauseAndSaysWhichModelStays) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  const auto missing = dir / "no-such-model";
+  std::ofstream(dir / "popup.txt") << "error-popup\n"
+                                   << "model " << builtin.string() << "\n"
+                                   << "wait\n"
+                                   << "model " << missing.string() << "\n"
+                                   << "wait\n"
+                                   << "idle 3\n"
+                                   << "dump " << (dir / "opened.json").string() << "\n"
+                                   << "click error-ok\n"
+                                   << "idle 2\n"
+                                   << "dump " << (dir / "closed.json").string() << "\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "popup.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 640x480");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 1) << "the failed load is an error\n" << *log;
+  const std::string in_use = "the model in use is still " + builtin.lexically_normal().string();
+  const auto opened = read_dump(dir / "opened.json");
+  ASSERT_EQ(opened["error_popup"].size(), 1u) << opened["error_popup"];
+  const std::string error = opened["error_popup"][0];
+  EXPECT_EQ(error.rfind("model folder '" + missing.string() + "'", 0), 0u) << error;
+  EXPECT_NE(error.find(in_use), std::string::npos) << error;
+  EXPECT_NE(opened["model_status"].get<std::string>().find(in_use), std::string::npos) << opened["model_status"];
+  EXPECT_EQ(opened["model"]["folder"], builtin.lexically_normal().string());
+  const auto& view = opened["error_popup_view"];
+  ASSERT_TRUE(view["open"]) << "the popup did not open";
+  ASSERT_GT(float(view["scroll_max"]), 0.f) << "the message fits: this check needs one that scrolls";
+  EXPECT_EQ(float(view["scroll"]), 0.f) << "the popup opened scrolled down, past the cause";
+  EXPECT_FALSE(read_dump(dir / "closed.json")["error_popup_view"]["open"]);
+}
+
 // A malformed history entry does not hide the others and is named in the
 // History panel in words; picking an entry while another prompt is typed
 // asks first, and "the shape only" keeps the typed prompt.
