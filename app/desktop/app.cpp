@@ -37,20 +37,27 @@ void App::keep_model_in_chosen_weights() {
   load_model(summary->folder);
 }
 
-void App::start_generation() {
+GenerationRequest App::request_from_settings() const {
+  GenerationRequest request = make_request(state.settings);
+  request.prompt = prompt_for_request(request.prompt);
+  return request;
+}
+
+void App::start_generation() { start_generation_of(request_from_settings()); }
+
+bool App::start_generation_of(const GenerationRequest& request) {
   if (!worker.has_model()) {
     log_error("no model loaded: choose a model folder in Settings first");
-    return;
+    return false;
   }
   const AppSettings& settings = state.settings;
-  GenerationRequest request = make_request(settings);
   PreviewOptions preview;
   preview.enabled = settings.progressive_preview;
   preview.every_tokens = settings.preview_every;
   preview.resolution = settings.preview_resolution;
   if (!worker.generate(request, preview, kv_rank_of(settings))) {
     log_error("a job is already running; wait for it or cancel it");
-    return;
+    return false;
   }
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
@@ -59,6 +66,7 @@ void App::start_generation() {
   state.generation.requested = Clock::now();
   log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
       std::to_string(request.resolution) + ")");
+  return true;
 }
 
 void App::start_latency_demo() {
@@ -76,7 +84,7 @@ void App::start_latency_demo() {
   std::vector<LatencyRun> runs = latency_demo_runs(choice);
   // The demo runs with and without the cache whatever the settings say, and
   // with the KV cache options chosen beside the exact cache.
-  GenerationRequest request = make_request(settings);
+  GenerationRequest request = request_from_settings();
   request.kv_cache = chosen_kv_options(settings);
   if (!worker.run_latency_demo(request, runs, settings.kv_rank)) {
     log_error("a job is already running; wait for it or cancel it");
@@ -96,7 +104,7 @@ void App::start_candidates(int count) {
     log_error("no model loaded: choose a model folder in Settings first");
     return;
   }
-  GenerationRequest request = make_request(state.settings);
+  GenerationRequest request = request_from_settings();
   if (!worker.generate_candidates(request, count, kv_rank_of(state.settings))) {
     log_error("a job is already running; wait for it or cancel it");
     return;

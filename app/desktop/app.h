@@ -79,6 +79,10 @@ struct App {
   void toggle_panels();
   void save_settings_now();
   void log(const std::string& text) { state.log.info(text); }
+  // The settings' request with the prompt as it goes to the model.
+  GenerationRequest request_from_settings() const;
+  // Starts `request` as the Generate button does; false (and logged) when it cannot.
+  bool start_generation_of(const GenerationRequest& request);
   void log_error(const std::string& text) { state.log.error(text); }
 };
 

@@ -218,6 +218,10 @@ struct ScriptState {
   int resize_frames_left = 0;  // `resize`: frames left to reach resize_to
 };
 
+// The prompt as it goes into a request: line breaks as spaces, and no
+// spaces around it (Shift+Enter breaks a line for the person, not the model).
+std::string prompt_for_request(const std::string& prompt);
+
 struct AppState {
   std::filesystem::path data_folder;  // settings, log, history
   AppSettings settings;

@@ -576,6 +576,52 @@ TEST_F(AppScript, AFailedLoadOpensAtItsCauseAndSaysWhichModelStays) {
   EXPECT_FALSE(read_dump(dir / "closed.json")["error_popup_view"]["open"]);
 }
 
+// Enter in the prompt box starts Generate and leaves the prompt without a
+// line break; Shift+Enter breaks the line and starts nothing; the line
+// breaks of a prompt do not reach the run (nor the log).
+TEST_F(AppScript, EnterGeneratesAndShiftEnterBreaksTheLine) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "enter.txt") << "model " << builtin.string() << "\n"
+                                   << "set resolution 4\n"
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "type a wide table\n"
+                                   << "key enter\n"
+                                   << "wait\n"
+                                   << dump("entered") << "click prompt\n"
+                                   << "key ctrl+end\n"
+                                   << "key shift+enter\n"
+                                   << "type with four legs\n"
+                                   << "idle 3\n"
+                                   << dump("broken")
+                                   // A line break at the end stays out of the run.
+                                   << "key shift+enter\n"
+                                   << "click generate\n"
+                                   << "wait\n"
+                                   << dump("trailing") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "enter.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto entered = read_dump(dir / "entered.json");
+  EXPECT_EQ(entered["prompt"], "a wide table") << "Enter went into the prompt";
+  EXPECT_EQ(entered["run"]["outcome"], "done") << "Enter did not generate\n" << *log;
+  EXPECT_NE(log->find("generating \"a wide table\" (seed"), std::string::npos) << *log;
+  EXPECT_EQ(log->find("\\x0A"), std::string::npos) << "a line break reached the log\n" << *log;
+  const auto broken = read_dump(dir / "broken.json");
+  EXPECT_EQ(broken["prompt"], "a wide table\nwith four legs");
+  EXPECT_EQ(broken["history"]["entries"], 1) << "Shift+Enter started a run\n" << *log;
+  const auto trailing = read_dump(dir / "trailing.json");
+  EXPECT_EQ(trailing["prompt"], "a wide table\nwith four legs\n");
+  EXPECT_EQ(trailing["history"]["entries"], 2) << *log;
+  EXPECT_NE(log->find("generating \"a wide table with four legs\" (seed"), std::string::npos) << *log;
+}
+
 // A malformed history entry does not hide the others and is named in the
 // History panel in words; picking an entry while another prompt is typed
 // asks first, and "the shape only" keeps the typed prompt.

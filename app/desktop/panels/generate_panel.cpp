@@ -80,17 +80,32 @@ void draw_prompt_help(App& app) {
   }
 }
 
+// The prompt box's keys, as in web tools: Enter asks for Generate and
+// Shift+Enter breaks the line (the multiline box would break it for both).
+// A line break pasted from the clipboard stays.
+int prompt_key_filter(ImGuiInputTextCallbackData* data) {
+  if (data->EventChar != '\n' || ImGui::GetIO().KeyShift) return 0;
+  if (!ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Enter)) &&
+      !ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_KeyPadEnter)))
+    return 0;
+  *static_cast<bool*>(data->UserData) = true;
+  return 1;  // the character is dropped
+}
+
 }  // namespace
 
 void draw_generate_panel(App& app) {
   AppState& state = app.state;
   begin_panel(app, Panel::kGenerate);
   const bool busy = app.worker.busy();
-  ImGui::TextUnformatted("Prompt (Ctrl+Enter generates)");
-  if (ImGui::InputTextMultiline("##prompt", &state.settings.prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 4),
-                                ImGuiInputTextFlags_EnterReturnsTrue) &&
-      !busy)
-    app.start_generation();
+  ImGui::TextWrapped("Prompt (Enter generates, Shift+Enter breaks the line)");
+  bool enter = false;  // set by prompt_key_filter
+  // Ctrl+Enter also generates (the box returns true for it, as it was told).
+  const bool ctrl_enter = ImGui::InputTextMultiline(
+      "##prompt", &state.settings.prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 4),
+      ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackCharFilter, prompt_key_filter, &enter);
+  enter |= ctrl_enter;
+  if (enter && !busy) app.start_generation();
   remember_item(app, "prompt");
   ImGui::BeginDisabled(busy || !app.worker.has_model());
   if (ImGui::Button("Generate")) app.start_generation();
