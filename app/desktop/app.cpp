@@ -37,6 +37,14 @@ void App::keep_model_in_chosen_weights() {
   load_model(summary->folder);
 }
 
+std::string App::why_not_generate() const {
+  if (!worker.has_model()) return "load a model first (Settings > Model folder)";
+  if (prompt_is_blank(state.settings.prompt))
+    return "type what to make first: without a prompt the model makes a long run of nothing in particular";
+  if (worker.busy()) return "a job is running; wait for it or cancel it";
+  return "";
+}
+
 GenerationRequest App::request_from_settings() const {
   GenerationRequest request = make_request(state.settings);
   request.prompt = prompt_for_request(request.prompt);
@@ -48,6 +56,10 @@ void App::start_generation() { start_generation_of(request_from_settings()); }
 bool App::start_generation_of(const GenerationRequest& request) {
   if (!worker.has_model()) {
     log_error("no model loaded: choose a model folder in Settings first");
+    return false;
+  }
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
     return false;
   }
   const AppSettings& settings = state.settings;
@@ -86,6 +98,10 @@ void App::start_latency_demo() {
   // with the KV cache options chosen beside the exact cache.
   GenerationRequest request = request_from_settings();
   request.kv_cache = chosen_kv_options(settings);
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return;
+  }
   if (!worker.run_latency_demo(request, runs, settings.kv_rank)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
@@ -105,6 +121,10 @@ void App::start_candidates(int count) {
     return;
   }
   GenerationRequest request = request_from_settings();
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return;
+  }
   if (!worker.generate_candidates(request, count, kv_rank_of(state.settings))) {
     log_error("a job is already running; wait for it or cancel it");
     return;

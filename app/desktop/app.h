@@ -55,6 +55,9 @@ struct App {
   // Reloads the model when the settings' weight format is not the one it was
   // loaded with and nothing runs (a format is converted as the model loads).
   void keep_model_in_chosen_weights();
+  // Why Generate (and the other runs of the prompt) cannot start now, in
+  // words for its tooltip; empty when it can.
+  std::string why_not_generate() const;
   void start_generation();
   void start_latency_demo();
   // Candidates: several seeds of the prompt in a grid; pick one; refine it.

@@ -39,6 +39,8 @@ std::string prompt_for_request(const std::string& prompt) {
   return text.substr(begin, text.find_last_not_of(' ') + 1 - begin);
 }
 
+bool prompt_is_blank(const std::string& prompt) { return prompt_for_request(prompt).empty(); }
+
 void FrameTimes::add(float frame_ms, bool generating) {
   recent_ms.push_back(frame_ms);
   if (recent_ms.size() > kWindow) recent_ms.pop_front();

@@ -221,6 +221,8 @@ struct ScriptState {
 // The prompt as it goes into a request: line breaks as spaces, and no
 // spaces around it (Shift+Enter breaks a line for the person, not the model).
 std::string prompt_for_request(const std::string& prompt);
+// Whether the prompt has nothing to make: a blank prompt is not generated.
+bool prompt_is_blank(const std::string& prompt);
 
 struct AppState {
   std::filesystem::path data_folder;  // settings, log, history

@@ -622,6 +622,56 @@ TEST_F(AppScript, EnterGeneratesAndShiftEnterBreaksTheLine) {
   EXPECT_NE(log->find("generating \"a wide table with four legs\" (seed"), std::string::npos) << *log;
 }
 
+// With no prompt, or one of spaces and line breaks only, Generate, Enter, Try
+// 4 seeds and the latency demo start nothing, and the button says why; the
+// script's own `generate` is refused with an error.
+TEST_F(AppScript, ABlankPromptStartsNothingAndSaysWhy) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "blank.txt") << "model " << builtin.string() << "\n"
+                                   << "set resolution 4\n"
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "key backspace\n"
+                                   << dump("empty") << "click generate\n"
+                                   << "wait\n"
+                                   << "click prompt\n"
+                                   << "key enter\n"
+                                   << "wait\n"
+                                   << "key shift+enter\n"
+                                   << "key shift+enter\n"
+                                   << "click generate\n"
+                                   << "wait\n"
+                                   << "click candidates\n"
+                                   << "wait\n"
+                                   << "click latency-demo\n"
+                                   << "wait\n"
+                                   << dump("blank") << "generate\n"
+                                   << "wait\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "blank.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 1) << "the script's own generate is an error\n" << *log;
+  const auto empty = read_dump(dir / "empty.json");
+  EXPECT_EQ(empty["prompt"], "");
+  const std::string why = empty["texts"].value("generate-disabled", "");
+  EXPECT_NE(why.find("type what to make"), std::string::npos) << "Generate does not say why it is off: " << why;
+  const auto blank = read_dump(dir / "blank.json");
+  EXPECT_EQ(blank["prompt"], "\n\n") << "Shift+Enter did not break the line";
+  EXPECT_EQ(blank["texts"].value("generate-disabled", ""), why);
+  EXPECT_EQ(blank["history"]["entries"], 0);
+  EXPECT_EQ(blank["run"]["tokens"].size(), 0u) << "a run started";
+  EXPECT_FALSE(blank["candidates"]["shown"]) << "Try 4 seeds started";
+  EXPECT_FALSE(blank["latency"]["shown"]) << "the latency demo started";
+  EXPECT_EQ(log->find("generating"), std::string::npos) << *log;
+  EXPECT_NE(log->find("error: no prompt: type what to make first"), std::string::npos) << *log;
+}
+
 // A malformed history entry does not hide the others and is named in the
 // History panel in words; picking an entry while another prompt is typed
 // asks first, and "the shape only" keeps the typed prompt.

@@ -105,33 +105,37 @@ void draw_generate_panel(App& app) {
       "##prompt", &state.settings.prompt, ImVec2(-1, ImGui::GetTextLineHeight() * 4),
       ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackCharFilter, prompt_key_filter, &enter);
   enter |= ctrl_enter;
-  if (enter && !busy) app.start_generation();
   remember_item(app, "prompt");
-  ImGui::BeginDisabled(busy || !app.worker.has_model());
+  // Generate and the other runs of the prompt, with why not when they cannot start.
+  const std::string why_not = app.why_not_generate();
+  if (enter && why_not.empty()) app.start_generation();
+  ImGui::BeginDisabled(!why_not.empty());
   if (ImGui::Button("Generate")) app.start_generation();
   remember_item(app, "generate");
   ImGui::EndDisabled();
-  if (!app.worker.has_model()) {
-    reason_tooltip("load a model first (Settings > Model folder)");
-    remember_text(app, "generate-disabled", "load a model first (Settings > Model folder)");
-  }
+  reason_tooltip(why_not);
+  remember_text(app, "generate-disabled", why_not);
   flow_next(button_width("Cancel"));
   ImGui::BeginDisabled(!busy);
   if (ImGui::Button("Cancel")) app.worker.cancel();
   remember_item(app, "cancel");
   ImGui::EndDisabled();
   flow_next(button_width("Try 4 seeds"));
-  ImGui::BeginDisabled(busy || !app.worker.has_model());
+  ImGui::BeginDisabled(!why_not.empty());
   if (ImGui::Button("Try 4 seeds")) app.start_candidates(4);
   ImGui::EndDisabled();
   remember_item(app, "candidates");
-  reason_tooltip("Four seeds of this prompt side by side (sampled, at low detail): pick one, then refine or export it");
+  reason_tooltip(why_not.empty() ? "Four seeds of this prompt side by side (sampled, at low detail): pick one, then "
+                                   "refine or export it"
+                                 : why_not);
   flow_next(button_width("Latency demo"));
-  ImGui::BeginDisabled(busy || !app.worker.has_model());
+  ImGui::BeginDisabled(!why_not.empty());
   if (ImGui::Button("Latency demo")) app.start_latency_demo();
   ImGui::EndDisabled();
-  reason_tooltip("Runs this prompt without the KV cache, with it, and with CUDA graphs when available, "
-                 "and compares TPOT and total time");
+  remember_item(app, "latency-demo");
+  reason_tooltip(why_not.empty() ? "Runs this prompt without the KV cache, with it, and with CUDA graphs when "
+                                   "available, and compares TPOT and total time"
+                                 : why_not);
 
   draw_prompt_help(app);
   draw_run_status(app);
