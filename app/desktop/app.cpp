@@ -51,7 +51,11 @@ GenerationRequest App::request_from_settings() const {
   return request;
 }
 
-void App::start_generation() { start_generation_of(request_from_settings()); }
+void App::start_generation() {
+  // The whole prompt, last word included, is judged from now on.
+  state.generation.generated_prompt = state.settings.prompt;
+  start_generation_of(request_from_settings());
+}
 
 bool App::start_generation_of(const GenerationRequest& request) {
   if (!worker.has_model()) {

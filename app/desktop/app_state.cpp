@@ -41,6 +41,12 @@ std::string prompt_for_request(const std::string& prompt) {
 
 bool prompt_is_blank(const std::string& prompt) { return prompt_for_request(prompt).empty(); }
 
+PromptCheck shown_prompt_check(const AppState& state) {
+  if (!state.model.card) return {};
+  const std::string& prompt = state.settings.prompt;
+  return check_typed_prompt(*state.model.card, prompt, prompt == state.generation.generated_prompt);
+}
+
 void FrameTimes::add(float frame_ms, bool generating) {
   recent_ms.push_back(frame_ms);
   if (recent_ms.size() > kWindow) recent_ms.pop_front();

@@ -80,6 +80,9 @@ struct GenerationState {
   std::optional<double> last_decode_ms_with_preview;
   // The finished run's figures, as the log reports them; empty while it runs.
   std::optional<double> run_tokens_per_second, run_mean_tpot_ms;
+  // The prompt Generate was last pressed with: its last word is judged even
+  // with nothing typed after it.
+  std::string generated_prompt;
 };
 
 // Several seeds of one prompt side by side (a 2x2 grid), to pick one.
@@ -242,5 +245,9 @@ struct AppState {
   ScriptState script;
   bool quit = false;
 };
+
+// The prompt check the Generate panel shows: whole words only, the last
+// one once something follows it or Generate was pressed with it.
+PromptCheck shown_prompt_check(const AppState& state);
 
 }  // namespace cubeforge::app

@@ -51,7 +51,7 @@ nlohmann::json window_state(App& app) {
                    {"target", {camera.target.x, camera.target.y, camera.target.z}}};
   out["prompt"] = state.settings.prompt;
   if (state.model.card) {
-    const PromptCheck check = check_prompt(*state.model.card, state.settings.prompt);
+    const PromptCheck check = shown_prompt_check(state);
     out["prompt_check"] = {{"message", check.message},
                            {"unknown_words", check.unknown_words},
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};

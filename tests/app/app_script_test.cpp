@@ -443,7 +443,8 @@ TEST_F(AppScript, ExportAsksBeforeReplacingAndNothingIsCutOff) {
 }
 
 // The built-in model's card in the window: "a cat" is said plainly to be a
-// guess, and typing offers the card's words, which a click completes.
+// guess once the next word is begun, and typing offers the card's words,
+// which a click completes.
 TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
@@ -451,7 +452,7 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   std::ofstream(dir / "prompt.txt") << "model " << builtin.string() << "\n"
                                     << "click prompt\n"
                                     << "key ctrl+a\n"
-                                    << "type a cat\n"
+                                    << "type a cat wi\n"
                                     << "dump " << (dir / "cat.json").string() << "\n"
                                     << "key ctrl+a\n"
                                     << "type a ta\n"
@@ -466,7 +467,7 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   ASSERT_TRUE(log.ok());
   EXPECT_EQ(code, 0) << *log;
   const auto cat = read_dump(dir / "cat.json");
-  EXPECT_EQ(cat["prompt"], "a cat");
+  EXPECT_EQ(cat["prompt"], "a cat wi");
   const std::string message = cat["prompt_check"]["message"];
   EXPECT_NE(message.find("\"cat\""), std::string::npos) << message;
   EXPECT_NE(message.find("guess"), std::string::npos) << message;
@@ -670,6 +671,56 @@ TEST_F(AppScript, ABlankPromptStartsNothingAndSaysWhy) {
   EXPECT_FALSE(blank["latency"]["shown"]) << "the latency demo started";
   EXPECT_EQ(log->find("generating"), std::string::npos) << *log;
   EXPECT_NE(log->find("error: no prompt: type what to make first"), std::string::npos) << *log;
+}
+
+// A word still being typed is not judged ("chai" on its way to "chair"); once
+// a space or punctuation follows it, or Generate is pressed, it is. The
+// warning and the completions have their room kept, so the widgets under
+// them stay where they are as the warning comes and goes.
+TEST_F(AppScript, TheVocabularyWarningWaitsForWholeWordsAndKeepsItsPlace) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "words.txt") << "model " << builtin.string() << "\n"
+                                   << "set resolution 4\n"
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "type a chai\n"
+                                   << dump("chai") << "type r\n"
+                                   << dump("chair") << "key ctrl+a\n"
+                                   << "type a chair xyzz\n"
+                                   << dump("typing") << "type y,\n"
+                                   << dump("comma") << "key backspace\n"
+                                   << dump("again") << "generate\n"
+                                   << "wait\n"
+                                   << dump("generated") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "words.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto chai = read_dump(dir / "chai.json"), chair = read_dump(dir / "chair.json"),
+             typing = read_dump(dir / "typing.json"), comma = read_dump(dir / "comma.json"),
+             again = read_dump(dir / "again.json"), generated = read_dump(dir / "generated.json");
+  EXPECT_EQ(chai["prompt"], "a chai");
+  EXPECT_EQ(chai["prompt_check"]["message"], "") << "\"chai\" was judged while being typed";
+  EXPECT_EQ(chai["texts"]["prompt-check"], "");
+  EXPECT_EQ(chair["prompt_check"]["message"], "");
+  EXPECT_EQ(typing["prompt"], "a chair xyzz");
+  EXPECT_EQ(typing["prompt_check"]["message"], "") << "\"xyzz\" was judged while being typed";
+  EXPECT_EQ(comma["prompt"], "a chair xyzzy,");
+  const std::string judged = comma["texts"]["prompt-check"];
+  EXPECT_NE(judged.find("\"xyzzy\""), std::string::npos) << "a word followed by punctuation is judged: " << judged;
+  EXPECT_EQ(again["prompt"], "a chair xyzzy");
+  EXPECT_EQ(again["prompt_check"]["message"], "");
+  const std::string at_generate = generated["texts"]["prompt-check"];
+  EXPECT_NE(at_generate.find("\"xyzzy\""), std::string::npos) << "Generate judges the last word: " << at_generate;
+  // The examples list under the warning stays put with and without it.
+  const float y = chai["targets"]["examples"]["y"];
+  for (const auto* state : {&chair, &typing, &comma, &again, &generated})
+    EXPECT_FLOAT_EQ(float((*state)["targets"]["examples"]["y"]), y) << (*state)["prompt"];
 }
 
 // A malformed history entry does not hide the others and is named in the

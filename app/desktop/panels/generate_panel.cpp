@@ -1,5 +1,6 @@
 // The Generate panel: the prompt, Generate / Cancel / Latency demo, the model
 // load's progress or outcome, then the settings (settings_panel.cpp).
+#include <algorithm>
 #include <cstdio>
 
 #include "app/desktop/panels/panels.h"
@@ -42,12 +43,20 @@ void draw_run_status(App& app) {
 
 // What the loaded model knows, next to the prompt: a plain warning when the
 // prompt has words it was never taught, completions from its words, and its
-// example prompts.
+// example prompts. The warning and the completions have room kept for them,
+// so the panel below does not move as they come and go while typing.
 void draw_prompt_help(App& app) {
   const std::optional<ModelCard>& card = app.state.model.card;
   if (!card) return;
   std::string& prompt = app.state.settings.prompt;
-  const PromptCheck check = check_prompt(*card, prompt);
+  const PromptCheck check = shown_prompt_check(app.state);
+  // Room for the longest usual warning (an unknown word and every object the
+  // model knows), or for this one where it is longer.
+  const float wrap = ImGui::GetContentRegionAvail().x;
+  const std::string longest = check_prompt(*card, "xxxxxxxxxx").message;
+  const float room = std::max(ImGui::CalcTextSize(longest.c_str(), nullptr, false, wrap).y,
+                              ImGui::CalcTextSize(check.message.c_str(), nullptr, false, wrap).y);
+  ImGui::BeginChild("prompt-check", ImVec2(-1, room), false, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoNav);
   if (!check.message.empty()) {
     const ImVec4 colour = check.names_a_category ? ImVec4(0.95f, 0.8f, 0.4f, 1.f) : kErrorTextColour;
     ImGui::PushStyleColor(ImGuiCol_Text, colour);
@@ -55,15 +64,23 @@ void draw_prompt_help(App& app) {
     ImGui::PopStyleColor();
     remember_item(app, "prompt-check");
   }
+  ImGui::EndChild();
   remember_text(app, "prompt-check", check.message);
+  // One row of completions, as many as fit; an empty row when there are none.
   const std::vector<std::string> completions = complete_word(*card, prompt);
+  ImGui::BeginGroup();
+  ImGui::Dummy(ImVec2(0, ImGui::GetTextLineHeight()));
+  const float row_end = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   for (size_t i = 0; i < completions.size(); ++i) {
-    if (i > 0) flow_next(ImGui::CalcTextSize(completions[i].c_str()).x + 2 * ImGui::GetStyle().FramePadding.x);
+    const float width = button_width(completions[i].c_str());
+    if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width > row_end) break;
+    ImGui::SameLine(0.f, i == 0 ? 0.f : -1.f);
     ImGui::PushID(static_cast<int>(i));
     if (ImGui::SmallButton(completions[i].c_str())) prompt = apply_completion(prompt, completions[i]);
     ImGui::PopID();
     remember_item(app, "complete-" + std::to_string(i));
   }
+  ImGui::EndGroup();
   if (!card->examples.empty()) {
     ImGui::SetNextItemWidth(-1);
     if (ImGui::BeginCombo("##examples", "Examples this model knows")) {
