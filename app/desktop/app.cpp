@@ -2,6 +2,8 @@
 // See app.h.
 #include "app/desktop/app.h"
 
+#include <cstdio>
+
 #include "app/desktop/core/app_settings.h"
 #include "engine/image_output.h"
 #include "inference/geometry/mesh_io.h"
@@ -138,6 +140,7 @@ void App::start_candidates(int count) {
   candidates.running = candidates.shown = true;
   candidates.count = count;
   candidates.prompt = request.prompt;
+  candidates.made_with = candidate_request(request, 0);
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   log("trying " + std::to_string(count) + " seeds of \"" + request.prompt + "\" from seed " +
@@ -147,26 +150,65 @@ void App::start_candidates(int count) {
 void App::pick_candidate(int index) {
   CandidateState& candidates = state.candidates;
   if (index < 0 || index >= static_cast<int>(candidates.items.size())) return;
+  // Only shown: the settings change when the person asks (use_candidate_settings).
   candidates.picked = index;
   const Candidate& picked = candidates.items[size_t(index)];
   state.current = {picked.mesh, picked.request.prompt, picked.request.seed};
-  // The settings that make it again: refining is the same tokens at a higher resolution.
-  AppSettings& settings = state.settings;
-  settings.prompt = picked.request.prompt;
-  settings.seed = picked.request.seed;
-  settings.sampling = true;
-  settings.temperature = picked.request.sampling.temperature;
-  settings.top_k = picked.request.sampling.top_k;
-  settings.top_p = picked.request.sampling.top_p;
   show_mesh(state.current.mesh, true);
   log("picked seed " + std::to_string(picked.request.seed) + " (" + std::to_string(picked.mesh.face_count()) +
       " faces)");
 }
 
+namespace {
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+}  // namespace
+
+void App::use_candidate_settings() {
+  const CandidateState& candidates = state.candidates;
+  if (candidates.picked < 0 || candidates.picked >= static_cast<int>(candidates.items.size())) return;
+  const GenerationRequest& made = candidates.items[size_t(candidates.picked)].request;
+  AppSettings& settings = state.settings;
+  // Each change said in the log, from what it was to what it is now.
+  std::vector<std::string> changes;
+  auto change = [&](const std::string& name, const std::string& from, const std::string& to) {
+    if (from != to) changes.push_back(name + " " + from + " -> " + to);
+  };
+  auto on_off = [](bool on) { return std::string(on ? "on" : "off"); };
+  const bool sampling = !made.sampling.greedy;
+  change("prompt", "\"" + settings.prompt + "\"", "\"" + made.prompt + "\"");
+  change("seed", std::to_string(settings.seed), std::to_string(made.seed));
+  change("vary with the seed", on_off(settings.sampling), on_off(sampling));
+  change("temperature", number_text(settings.temperature), number_text(made.sampling.temperature));
+  change("top-k", std::to_string(settings.top_k), std::to_string(made.sampling.top_k));
+  change("top-p", number_text(settings.top_p), number_text(made.sampling.top_p));
+  settings.prompt = made.prompt;
+  settings.seed = made.seed;
+  settings.sampling = sampling;
+  settings.temperature = made.sampling.temperature;
+  settings.top_k = made.sampling.top_k;
+  settings.top_p = made.sampling.top_p;
+  std::string line = "settings of the candidate with seed " + std::to_string(made.seed) + ": ";
+  if (changes.empty()) line += "nothing to change";
+  for (size_t i = 0; i < changes.size(); ++i) line += (i ? ", " : "") + changes[i];
+  log(line);
+}
+
 void App::refine_candidate() {
-  if (state.candidates.picked < 0) return;
-  state.candidates.shown = false;
-  start_generation();
+  const CandidateState& candidates = state.candidates;
+  if (candidates.picked < 0 || candidates.picked >= static_cast<int>(candidates.items.size())) return;
+  // The picked candidate's tokens (prompt, seed, sampling) at the settings' detail.
+  const GenerationRequest& made = candidates.items[size_t(candidates.picked)].request;
+  GenerationRequest request = request_from_settings();
+  request.prompt = made.prompt;
+  request.seed = made.seed;
+  request.sampling = made.sampling;
+  if (start_generation_of(request)) state.candidates.shown = false;
 }
 
 Result<ThumbnailMosaic> App::render_thumbnail(int cells) {

@@ -60,9 +60,11 @@ struct App {
   std::string why_not_generate() const;
   void start_generation();
   void start_latency_demo();
-  // Candidates: several seeds of the prompt in a grid; pick one; refine it.
+  // Candidates: several seeds of the prompt in a grid; pick one (shown, the
+  // settings untouched); take its settings; refine it.
   void start_candidates(int count);
   void pick_candidate(int index);
+  void use_candidate_settings();
   void refine_candidate();
   // The engine's render of the mesh on screen from the standard view, as a mosaic.
   Result<ThumbnailMosaic> render_thumbnail(int cells);

@@ -99,6 +99,7 @@ struct CandidateState {
   int count = 0;       // asked for
   int picked = -1;
   std::string prompt;
+  GenerationRequest made_with;  // the first candidate's request: how they all sample
   std::vector<Candidate> items;
 };
 

@@ -23,6 +23,12 @@ void add_to_history(App& app, const worker_message::RunFinished& finished, const
   used.prompt = finished.request.prompt;
   used.seed = finished.request.seed;
   used.kv_cache = finished.request.use_kv_cache;
+  // How it sampled (a refined candidate samples whatever the settings say).
+  const SamplingOptions& sampling = finished.request.sampling;
+  used.sampling = !sampling.greedy;
+  used.temperature = sampling.temperature;
+  used.top_k = sampling.top_k;
+  used.top_p = sampling.top_p;
   // What the run decoded with, so that restoring the entry makes it again.
   used.weights = weight_format_name(finished.weights);
   if (finished.request.use_kv_cache) {

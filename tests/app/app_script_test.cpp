@@ -786,7 +786,10 @@ TEST_F(AppScript, ACorruptHistoryEntryHidesNothingAndRestoringAsksFirst) {
 }
 
 // Candidates: "Try 4 seeds" makes four sampled seeds side by side with the
-// engine's thumbnails; a click picks one, which becomes the shape exported.
+// engine's thumbnails and says how they were sampled; a click picks one,
+// which becomes the shape exported and leaves the settings as they were;
+// "Use this candidate's settings" takes its seed and sampling and says so in
+// the log; Refine makes the picked one again, whatever the settings say.
 TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
@@ -801,6 +804,12 @@ TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
                                         << "click candidate-2\n"
                                         << "dump " << (dir / "picked.json").string() << "\n"
                                         << "export " << (dir / "picked.glb").string() << "\n"
+                                        << "click use-candidate-settings\n"
+                                        << "dump " << (dir / "used.json").string() << "\n"
+                                        << "click candidate-1\n"
+                                        << "click refine-candidate\n"
+                                        << "wait\n"
+                                        << "dump " << (dir / "refined.json").string() << "\n"
                                         << "quit\n";
   const auto data = dir / "data";
   int code = run_app("--script '" + (dir / "candidates.txt").string() + "' --data-dir '" + data.string() +
@@ -820,15 +829,46 @@ TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
   }
   EXPECT_GT(face_counts.size(), 1u) << "four seeds gave the same shape: candidates must sample";
   EXPECT_TRUE(made["targets"].contains("candidate-3"));
+  // The panel says they were sampled, how, and with which seeds.
+  const std::string how = made["texts"].value("candidates-how", "");
+  EXPECT_NE(how.find("Sampled"), std::string::npos) << how;
+  EXPECT_NE(how.find("top-p 0.9"), std::string::npos) << how;
+  EXPECT_NE(how.find("seeds 10 to 13"), std::string::npos) << how;
 
+  // Picking shows it and changes no setting.
   const auto picked = read_dump(dir / "picked.json");
   EXPECT_EQ(picked["candidates"]["picked"], 2);
   EXPECT_EQ(picked["current_seed"], 12);
-  EXPECT_EQ(picked["seed"], 12) << "the seed to refine with";
   EXPECT_EQ(picked["mesh_faces"], made["candidates"]["items"][2]["faces"]);
+  EXPECT_EQ(picked["settings"], made["settings"]) << "picking a candidate changed the settings";
+  EXPECT_EQ(picked["settings"]["sampling"], false);
   auto exported = import_mesh(dir / "picked.glb");
   ASSERT_TRUE(exported.ok()) << exported.error().to_string();
   EXPECT_EQ(exported->face_count(), made["candidates"]["items"][2]["faces"].get<size_t>());
+
+  // The button takes its settings, and the log says what changed.
+  const auto used = read_dump(dir / "used.json");
+  EXPECT_EQ(used["settings"]["seed"], 12);
+  EXPECT_EQ(used["settings"]["sampling"], true);
+  EXPECT_NEAR(double(used["settings"]["top_p"]), 0.9, 1e-6);
+  EXPECT_NE(log->find("settings of the candidate with seed 12: seed 10 -> 12, vary with the seed off -> on, "
+                      "top-p 1 -> 0.9"),
+            std::string::npos)
+      << *log;
+
+  // Refine makes the picked candidate (seed 11), not the settings' seed 12.
+  const auto refined = read_dump(dir / "refined.json");
+  EXPECT_EQ(refined["run"]["outcome"], "done") << *log;
+  EXPECT_EQ(refined["current_seed"], 11);
+  EXPECT_EQ(refined["settings"]["seed"], 12) << "refining changed the settings";
+  EXPECT_NE(log->find("generating \"a tall chair\" (seed 11, resolution 5)"), std::string::npos) << *log;
+  auto index_text = read_file_text(data / "history" / "index.json");
+  ASSERT_TRUE(index_text.ok());
+  const auto index = nlohmann::json::parse(*index_text);
+  ASSERT_FALSE(index["entries"].empty());
+  const auto& kept = index["entries"][index["entries"].size() - 1];
+  EXPECT_EQ(kept["seed"], 11);
+  EXPECT_EQ(kept["settings"]["sampling"], true) << "the history entry would not make the refined shape again";
 }
 
 // The latency demo in its own view: the runs named in order, the ones this
