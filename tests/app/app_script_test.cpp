@@ -532,7 +532,8 @@ TEST_F(AppScript, TheStatisticsTitlesShowTheFinishedRunsFigures) {
   ASSERT_TRUE(std::regex_search(*log, figures, std::regex("generate done: .* ([0-9.]+) tokens/s, TPOT ([0-9.]+) ms")))
       << *log;
   const auto done = read_dump(dir / "done.json");
-  const std::string tpot_title = done["texts"].value("tpot-plot", ""), rate_title = done["texts"].value("rate-plot", "");
+  const std::string tpot_title = done["texts"].value("tpot-plot", "");
+  const std::string rate_title = done["texts"].value("rate-plot", "");
   EXPECT_EQ(tpot_title.rfind("TPOT " + figures[2].str() + " ms", 0), 0u) << tpot_title << "\n" << *log;
   EXPECT_EQ(rate_title.rfind(figures[1].str() + " tokens/s", 0), 0u) << rate_title << "\n" << *log;
 }
