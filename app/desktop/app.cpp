@@ -2,6 +2,8 @@
 // See app.h.
 #include "app/desktop/app.h"
 
+#include <cstdio>
+
 #include "app/desktop/core/app_settings.h"
 #include "engine/image_output.h"
 #include "inference/geometry/mesh_io.h"
@@ -37,20 +39,43 @@ void App::keep_model_in_chosen_weights() {
   load_model(summary->folder);
 }
 
+std::string App::why_not_generate() const {
+  if (!worker.has_model()) return "load a model first (Settings > Model folder)";
+  if (prompt_is_blank(state.settings.prompt))
+    return "type what to make first: without a prompt the model makes a long run of nothing in particular";
+  if (worker.busy()) return "a job is running; wait for it or cancel it";
+  return "";
+}
+
+GenerationRequest App::request_from_settings() const {
+  GenerationRequest request = make_request(state.settings);
+  request.prompt = prompt_for_request(request.prompt);
+  return request;
+}
+
 void App::start_generation() {
+  // The whole prompt, last word included, is judged from now on.
+  state.generation.generated_prompt = state.settings.prompt;
+  start_generation_of(request_from_settings());
+}
+
+bool App::start_generation_of(const GenerationRequest& request) {
   if (!worker.has_model()) {
     log_error("no model loaded: choose a model folder in Settings first");
-    return;
+    return false;
+  }
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return false;
   }
   const AppSettings& settings = state.settings;
-  GenerationRequest request = make_request(settings);
   PreviewOptions preview;
   preview.enabled = settings.progressive_preview;
   preview.every_tokens = settings.preview_every;
   preview.resolution = settings.preview_resolution;
   if (!worker.generate(request, preview)) {
     log_error("a job is already running; wait for it or cancel it");
-    return;
+    return false;
   }
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
@@ -59,6 +84,7 @@ void App::start_generation() {
   state.generation.requested = Clock::now();
   log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
       std::to_string(request.resolution) + ")");
+  return true;
 }
 
 void App::start_latency_demo() {
@@ -76,8 +102,12 @@ void App::start_latency_demo() {
   std::vector<LatencyRun> runs = latency_demo_runs(choice);
   // The demo runs with and without the cache whatever the settings say, and
   // with the KV cache options chosen beside the exact cache.
-  GenerationRequest request = make_request(settings);
+  GenerationRequest request = request_from_settings();
   request.kv_cache = chosen_kv_options(settings);
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return;
+  }
   if (!worker.run_latency_demo(request, runs)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
@@ -96,7 +126,11 @@ void App::start_candidates(int count) {
     log_error("no model loaded: choose a model folder in Settings first");
     return;
   }
-  GenerationRequest request = make_request(state.settings);
+  GenerationRequest request = request_from_settings();
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return;
+  }
   if (!worker.generate_candidates(request, count)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
@@ -106,6 +140,7 @@ void App::start_candidates(int count) {
   candidates.running = candidates.shown = true;
   candidates.count = count;
   candidates.prompt = request.prompt;
+  candidates.made_with = candidate_request(request, 0);
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   log("trying " + std::to_string(count) + " seeds of \"" + request.prompt + "\" from seed " +
@@ -115,26 +150,65 @@ void App::start_candidates(int count) {
 void App::pick_candidate(int index) {
   CandidateState& candidates = state.candidates;
   if (index < 0 || index >= static_cast<int>(candidates.items.size())) return;
+  // Only shown: the settings change when the person asks (use_candidate_settings).
   candidates.picked = index;
   const Candidate& picked = candidates.items[size_t(index)];
   state.current = {picked.mesh, picked.request.prompt, picked.request.seed};
-  // The settings that make it again: refining is the same tokens at a higher resolution.
-  AppSettings& settings = state.settings;
-  settings.prompt = picked.request.prompt;
-  settings.seed = picked.request.seed;
-  settings.sampling = true;
-  settings.temperature = picked.request.sampling.temperature;
-  settings.top_k = picked.request.sampling.top_k;
-  settings.top_p = picked.request.sampling.top_p;
   show_mesh(state.current.mesh, true);
   log("picked seed " + std::to_string(picked.request.seed) + " (" + std::to_string(picked.mesh.face_count()) +
       " faces)");
 }
 
+namespace {
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+}  // namespace
+
+void App::use_candidate_settings() {
+  const CandidateState& candidates = state.candidates;
+  if (candidates.picked < 0 || candidates.picked >= static_cast<int>(candidates.items.size())) return;
+  const GenerationRequest& made = candidates.items[size_t(candidates.picked)].request;
+  AppSettings& settings = state.settings;
+  // Each change said in the log, from what it was to what it is now.
+  std::vector<std::string> changes;
+  auto change = [&](const std::string& name, const std::string& from, const std::string& to) {
+    if (from != to) changes.push_back(name + " " + from + " -> " + to);
+  };
+  auto on_off = [](bool on) { return std::string(on ? "on" : "off"); };
+  const bool sampling = !made.sampling.greedy;
+  change("prompt", "\"" + settings.prompt + "\"", "\"" + made.prompt + "\"");
+  change("seed", std::to_string(settings.seed), std::to_string(made.seed));
+  change("vary with the seed", on_off(settings.sampling), on_off(sampling));
+  change("temperature", number_text(settings.temperature), number_text(made.sampling.temperature));
+  change("top-k", std::to_string(settings.top_k), std::to_string(made.sampling.top_k));
+  change("top-p", number_text(settings.top_p), number_text(made.sampling.top_p));
+  settings.prompt = made.prompt;
+  settings.seed = made.seed;
+  settings.sampling = sampling;
+  settings.temperature = made.sampling.temperature;
+  settings.top_k = made.sampling.top_k;
+  settings.top_p = made.sampling.top_p;
+  std::string line = "settings of the candidate with seed " + std::to_string(made.seed) + ": ";
+  if (changes.empty()) line += "nothing to change";
+  for (size_t i = 0; i < changes.size(); ++i) line += (i ? ", " : "") + changes[i];
+  log(line);
+}
+
 void App::refine_candidate() {
-  if (state.candidates.picked < 0) return;
-  state.candidates.shown = false;
-  start_generation();
+  const CandidateState& candidates = state.candidates;
+  if (candidates.picked < 0 || candidates.picked >= static_cast<int>(candidates.items.size())) return;
+  // The picked candidate's tokens (prompt, seed, sampling) at the settings' detail.
+  const GenerationRequest& made = candidates.items[size_t(candidates.picked)].request;
+  GenerationRequest request = request_from_settings();
+  request.prompt = made.prompt;
+  request.seed = made.seed;
+  request.sampling = made.sampling;
+  if (start_generation_of(request)) state.candidates.shown = false;
 }
 
 Result<ThumbnailMosaic> App::render_thumbnail(int cells) {

@@ -55,11 +55,16 @@ struct App {
   // Reloads the model when the settings' weight format is not the one it was
   // loaded with and nothing runs (a format is converted as the model loads).
   void keep_model_in_chosen_weights();
+  // Why Generate (and the other runs of the prompt) cannot start now, in
+  // words for its tooltip; empty when it can.
+  std::string why_not_generate() const;
   void start_generation();
   void start_latency_demo();
-  // Candidates: several seeds of the prompt in a grid; pick one; refine it.
+  // Candidates: several seeds of the prompt in a grid; pick one (shown, the
+  // settings untouched); take its settings; refine it.
   void start_candidates(int count);
   void pick_candidate(int index);
+  void use_candidate_settings();
   void refine_candidate();
   // The engine's render of the mesh on screen from the standard view, as a mosaic.
   Result<ThumbnailMosaic> render_thumbnail(int cells);
@@ -79,6 +84,10 @@ struct App {
   void toggle_panels();
   void save_settings_now();
   void log(const std::string& text) { state.log.info(text); }
+  // The settings' request with the prompt as it goes to the model.
+  GenerationRequest request_from_settings() const;
+  // Starts `request` as the Generate button does; false (and logged) when it cannot.
+  bool start_generation_of(const GenerationRequest& request);
   void log_error(const std::string& text) { state.log.error(text); }
 };
 

@@ -30,6 +30,23 @@ float wireframe_opacity(size_t faces, float radius_pixels) {
   return static_cast<float>(std::clamp((edge_pixels - 2.0) / 10.0, 0.15, 0.9));
 }
 
+std::string prompt_for_request(const std::string& prompt) {
+  std::string text = prompt;
+  for (char& c : text)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  const size_t begin = text.find_first_not_of(' ');
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(' ') + 1 - begin);
+}
+
+bool prompt_is_blank(const std::string& prompt) { return prompt_for_request(prompt).empty(); }
+
+PromptCheck shown_prompt_check(const AppState& state) {
+  if (!state.model.card) return {};
+  const std::string& prompt = state.settings.prompt;
+  return check_typed_prompt(*state.model.card, prompt, prompt == state.generation.generated_prompt);
+}
+
 void FrameTimes::add(float frame_ms, bool generating) {
   recent_ms.push_back(frame_ms);
   if (recent_ms.size() > kWindow) recent_ms.pop_front();

@@ -78,6 +78,11 @@ struct GenerationState {
   PreviewCost last_preview_cost;
   std::optional<double> last_decode_ms_without_preview;
   std::optional<double> last_decode_ms_with_preview;
+  // The finished run's figures, as the log reports them; empty while it runs.
+  std::optional<double> run_tokens_per_second, run_mean_tpot_ms;
+  // The prompt Generate was last pressed with: its last word is judged even
+  // with nothing typed after it.
+  std::string generated_prompt;
 };
 
 // Several seeds of one prompt side by side (a 2x2 grid), to pick one.
@@ -94,6 +99,7 @@ struct CandidateState {
   int count = 0;       // asked for
   int picked = -1;
   std::string prompt;
+  GenerationRequest made_with;  // the first candidate's request: how they all sample
   std::vector<Candidate> items;
 };
 
@@ -158,6 +164,14 @@ struct AppLog {
   int errors = 0;
   std::vector<std::string> popup_messages;  // errors not yet seen in the popup
   bool popup_pending = false;
+  // Messages the popup has shown; it scrolls to the top of the first one
+  // after these (a message gives its cause first and its hints last).
+  size_t popup_shown = 0;
+  // Scripts see the popup only when they ask for it (its modal would take
+  // their clicks); whether it is open and its scroll as last drawn, for `dump`.
+  bool popup_in_scripts = false;
+  bool popup_open = false;
+  float popup_scroll = 0, popup_scroll_max = 0;
 
   void info(const std::string& text) { add(false, text); }
   void error(const std::string& text) { add(true, text); }
@@ -192,6 +206,9 @@ struct LayoutState {
   PanelLayout layout;
   // Named widgets' places in the last frame, for scripts (`click generate`).
   std::map<std::string, Rect> targets;
+  // Texts the panels showed in the last frame by name (a bar's overlay, a
+  // plot's title, a disabled button's reason), for `dump`.
+  std::map<std::string, std::string> texts;
   // Named widgets greyed out in the last frame because the engine refuses
   // what they would set, with the reason shown (for scripts' `dump`).
   std::map<std::string, std::string> refusals;
@@ -207,6 +224,12 @@ struct ScriptState {
   std::array<int, 2> resize_to{0, 0};
   int resize_frames_left = 0;  // `resize`: frames left to reach resize_to
 };
+
+// The prompt as it goes into a request: line breaks as spaces, and no
+// spaces around it (Shift+Enter breaks a line for the person, not the model).
+std::string prompt_for_request(const std::string& prompt);
+// Whether the prompt has nothing to make: a blank prompt is not generated.
+bool prompt_is_blank(const std::string& prompt);
 
 struct AppState {
   std::filesystem::path data_folder;  // settings, log, history
@@ -226,5 +249,9 @@ struct AppState {
   ScriptState script;
   bool quit = false;
 };
+
+// The prompt check the Generate panel shows: whole words only, the last
+// one once something follows it or Generate was pressed with it.
+PromptCheck shown_prompt_check(const AppState& state);
 
 }  // namespace cubeforge::app

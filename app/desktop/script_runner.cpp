@@ -52,7 +52,7 @@ nlohmann::json window_state(App& app) {
                    {"target", {camera.target.x, camera.target.y, camera.target.z}}};
   out["prompt"] = state.settings.prompt;
   if (state.model.card) {
-    const PromptCheck check = check_prompt(*state.model.card, state.settings.prompt);
+    const PromptCheck check = shown_prompt_check(state);
     out["prompt_check"] = {{"message", check.message},
                            {"unknown_words", check.unknown_words},
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};
@@ -131,6 +131,11 @@ nlohmann::json window_state(App& app) {
     if (line.error) errors.push_back(line.text);
   out["errors"] = errors;
   out["error_popup"] = state.log.popup_messages;
+  out["error_popup_view"] = {{"open", state.log.popup_open},
+                             {"scroll", state.log.popup_scroll},
+                             {"scroll_max", state.log.popup_scroll_max}};
+  out["model_status"] = state.model.status;
+  out["texts"] = state.layout.texts;
   return out;
 }
 
@@ -250,6 +255,9 @@ void run_command(App& app, const ScriptCommand& command) {
       break;
     case ScriptCommand::Kind::kResetLayout:
       app.reset_layout();
+      break;
+    case ScriptCommand::Kind::kErrorPopup:
+      state.log.popup_in_scripts = true;
       break;
     case ScriptCommand::Kind::kDump: {
       Status written = write_file_atomically(command.argument, window_state(app).dump(1) + "\n");

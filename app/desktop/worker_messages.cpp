@@ -24,6 +24,12 @@ void add_to_history(App& app, const worker_message::RunFinished& finished, const
   used.prompt = finished.request.prompt;
   used.seed = finished.request.seed;
   used.kv_cache = finished.request.use_kv_cache;
+  // How it sampled (a refined candidate samples whatever the settings say).
+  const SamplingOptions& sampling = finished.request.sampling;
+  used.sampling = !sampling.greedy;
+  used.temperature = sampling.temperature;
+  used.top_k = sampling.top_k;
+  used.top_p = sampling.top_p;
   // What the run decoded with, so that restoring the entry makes it again.
   used.weights = weight_format_name(finished.weights);
   if (finished.request.use_kv_cache) {
@@ -95,18 +101,21 @@ struct MessageHandler {
     state.model.loading_folder.clear();
     // The model loaded before stays, and so does the weight format it decodes
     // with (else the app would try the failed conversion again and again).
-    if (const auto loaded = app.worker.model_summary()) {
+    const auto loaded = app.worker.model_summary();
+    if (loaded) {
       const std::string weights(weight_format_name(loaded->weights));
       if (state.settings.weights != weights)
         app.log("the weights stay " + weights + ", as the loaded model has them");
       state.settings.weights = weights;
     }
+    // Which model the next Generate uses, said with the failure.
+    const std::string in_use = loaded ? "the model in use is still " + loaded->folder : "no model is loaded";
     if (m.error.code == ErrorCode::kCancelled) {
-      state.model.status = "loading cancelled";
-      app.log("loading " + folder + " cancelled");
+      state.model.status = "Loading cancelled; " + in_use;
+      app.log("loading " + folder + " cancelled; " + in_use);
     } else {
-      state.model.status = "could not load " + folder;
-      app.log_error("model folder '" + folder + "': " + m.error.to_string());
+      state.model.status = "Could not load " + folder + "; " + in_use;
+      app.log_error("model folder '" + folder + "': " + m.error.to_string() + " (" + in_use + ")");
     }
   }
 
@@ -116,6 +125,8 @@ struct MessageHandler {
     state.generation.kv_cache = m.kv_cache;
     state.generation.run_started = Clock::now();
     state.generation.preview_shown.clear();
+    state.generation.run_tokens_per_second.reset();
+    state.generation.run_mean_tpot_ms.reset();
   }
 
   void operator()(worker_message::Event& m) { state.generation.progress.apply(m.event, m.elapsed_ms); }
@@ -200,12 +211,15 @@ struct MessageHandler {
     } else {
       generation.last_decode_ms_without_preview = result.timings.decode_ms;
     }
+    // The statistics' plots are titled with these figures from now on.
+    generation.run_tokens_per_second = result.tokens_per_second;
+    generation.run_mean_tpot_ms = generation.progress.mean_tpot_ms();
     char line[320];
     std::snprintf(line, sizeof line,
                   "%s done: %lld faces, total %.0f ms, first token %.1f ms, %.1f tokens/s, TPOT %.2f ms "
                   "(%s weights, KV cache %s)",
                   finished.label.c_str(), static_cast<long long>(result.stats.faces), finished.wall_ms,
-                  result.time_to_first_token_ms, result.tokens_per_second, generation.progress.mean_tpot_ms(),
+                  result.time_to_first_token_ms, *generation.run_tokens_per_second, *generation.run_mean_tpot_ms,
                   std::string(weight_format_name(finished.weights)).c_str(),
                   kv_cache_label(finished.request).c_str());
     app.log(line);

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <array>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -442,7 +443,8 @@ TEST_F(AppScript, ExportAsksBeforeReplacingAndNothingIsCutOff) {
 }
 
 // The built-in model's card in the window: "a cat" is said plainly to be a
-// guess, and typing offers the card's words, which a click completes.
+// guess once the next word is begun, and typing offers the card's words,
+// which a click completes.
 TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
@@ -450,7 +452,7 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   std::ofstream(dir / "prompt.txt") << "model " << builtin.string() << "\n"
                                     << "click prompt\n"
                                     << "key ctrl+a\n"
-                                    << "type a cat\n"
+                                    << "type a cat wi\n"
                                     << "dump " << (dir / "cat.json").string() << "\n"
                                     << "key ctrl+a\n"
                                     << "type a ta\n"
@@ -465,7 +467,7 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   ASSERT_TRUE(log.ok());
   EXPECT_EQ(code, 0) << *log;
   const auto cat = read_dump(dir / "cat.json");
-  EXPECT_EQ(cat["prompt"], "a cat");
+  EXPECT_EQ(cat["prompt"], "a cat wi");
   const std::string message = cat["prompt_check"]["message"];
   EXPECT_NE(message.find("\"cat\""), std::string::npos) << message;
   EXPECT_NE(message.find("guess"), std::string::npos) << message;
@@ -475,6 +477,251 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   const auto completed = read_dump(dir / "completed.json");
   EXPECT_EQ(completed["prompt"], "a table ");
   EXPECT_EQ(completed["prompt_check"]["message"], "");
+}
+
+// After Cancel, the run's bars say it was cancelled instead of holding the
+// percentage where it stopped.
+TEST_F(AppScript, TheProgressSaysCancelledAfterCancel) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "cancel.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a tall chair\n"
+                                    << "set resolution 8\n"
+                                    << "generate\n"
+                                    << "click cancel\n"
+                                    << "wait\n"
+                                    << "idle 2\n"
+                                    << "dump " << (dir / "cancelled.json").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "cancel.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto cancelled = read_dump(dir / "cancelled.json");
+  ASSERT_EQ(cancelled["run"]["outcome"], "cancelled") << *log;
+  const std::string bar = cancelled["texts"].value("run-progress", "");
+  EXPECT_EQ(bar, "Cancelled") << "the run's bar after Cancel";
+  const std::string tokens = cancelled["texts"].value("token-progress", "");
+  EXPECT_EQ(tokens.rfind("cancelled at ", 0), 0u) << "the token bar after Cancel: " << tokens;
+}
+
+// The statistics' plots are titled with the finished run's mean TPOT and rate,
+// the figures the log reports for the run, not with the last token's.
+TEST_F(AppScript, TheStatisticsTitlesShowTheFinishedRunsFigures) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "figures.txt") << "model " << builtin.string() << "\n"
+                                     << "prompt a tall chair\n"
+                                     << "set resolution 4\n"
+                                     << "generate\n"
+                                     << "wait\n"
+                                     << "idle 2\n"
+                                     << "dump " << (dir / "done.json").string() << "\n"
+                                     << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "figures.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  std::smatch figures;
+  ASSERT_TRUE(std::regex_search(*log, figures, std::regex("generate done: .* ([0-9.]+) tokens/s, TPOT ([0-9.]+) ms")))
+      << *log;
+  const auto done = read_dump(dir / "done.json");
+  const std::string tpot_title = done["texts"].value("tpot-plot", "");
+  const std::string rate_title = done["texts"].value("rate-plot", "");
+  EXPECT_EQ(tpot_title.rfind("TPOT " + figures[2].str() + " ms", 0), 0u) << tpot_title << "\n" << *log;
+  EXPECT_EQ(rate_title.rfind(figures[1].str() + " tokens/s", 0), 0u) << rate_title << "\n" << *log;
+}
+
+// A long error opens the popup at its top, where the cause is (a failed model
+// load's message ends with where to download models); the failure says which
+// model is still in use.
+TEST_F(AppScript, AFailedLoadOpensAtItsCauseAndSaysWhichModelStays) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  const auto missing = dir / "no-such-model";
+  std::ofstream(dir / "popup.txt") << "error-popup\n"
+                                   << "model " << builtin.string() << "\n"
+                                   << "wait\n"
+                                   << "model " << missing.string() << "\n"
+                                   << "wait\n"
+                                   << "idle 3\n"
+                                   << "dump " << (dir / "opened.json").string() << "\n"
+                                   << "click error-ok\n"
+                                   << "idle 2\n"
+                                   << "dump " << (dir / "closed.json").string() << "\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "popup.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 640x480");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 1) << "the failed load is an error\n" << *log;
+  const std::string in_use = "the model in use is still " + builtin.lexically_normal().string();
+  const auto opened = read_dump(dir / "opened.json");
+  ASSERT_EQ(opened["error_popup"].size(), 1u) << opened["error_popup"];
+  const std::string error = opened["error_popup"][0];
+  EXPECT_EQ(error.rfind("model folder '" + missing.string() + "'", 0), 0u) << error;
+  EXPECT_NE(error.find(in_use), std::string::npos) << error;
+  EXPECT_NE(opened["model_status"].get<std::string>().find(in_use), std::string::npos) << opened["model_status"];
+  EXPECT_EQ(opened["model"]["folder"], builtin.lexically_normal().string());
+  const auto& view = opened["error_popup_view"];
+  ASSERT_TRUE(view["open"]) << "the popup did not open";
+  ASSERT_GT(float(view["scroll_max"]), 0.f) << "the message fits: this check needs one that scrolls";
+  EXPECT_EQ(float(view["scroll"]), 0.f) << "the popup opened scrolled down, past the cause";
+  EXPECT_FALSE(read_dump(dir / "closed.json")["error_popup_view"]["open"]);
+}
+
+// Enter in the prompt box starts Generate and leaves the prompt without a
+// line break; Shift+Enter breaks the line and starts nothing; the line
+// breaks of a prompt do not reach the run (nor the log).
+TEST_F(AppScript, EnterGeneratesAndShiftEnterBreaksTheLine) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "enter.txt") << "model " << builtin.string() << "\n"
+                                   << "set resolution 4\n"
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "type a wide table\n"
+                                   << "key enter\n"
+                                   << "wait\n"
+                                   << dump("entered") << "click prompt\n"
+                                   << "key ctrl+end\n"
+                                   << "key shift+enter\n"
+                                   << "type with four legs\n"
+                                   << "idle 3\n"
+                                   << dump("broken")
+                                   // A line break at the end stays out of the run.
+                                   << "key shift+enter\n"
+                                   << "click generate\n"
+                                   << "wait\n"
+                                   << dump("trailing") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "enter.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto entered = read_dump(dir / "entered.json");
+  EXPECT_EQ(entered["prompt"], "a wide table") << "Enter went into the prompt";
+  EXPECT_EQ(entered["run"]["outcome"], "done") << "Enter did not generate\n" << *log;
+  EXPECT_NE(log->find("generating \"a wide table\" (seed"), std::string::npos) << *log;
+  EXPECT_EQ(log->find("\\x0A"), std::string::npos) << "a line break reached the log\n" << *log;
+  const auto broken = read_dump(dir / "broken.json");
+  EXPECT_EQ(broken["prompt"], "a wide table\nwith four legs");
+  EXPECT_EQ(broken["history"]["entries"], 1) << "Shift+Enter started a run\n" << *log;
+  const auto trailing = read_dump(dir / "trailing.json");
+  EXPECT_EQ(trailing["prompt"], "a wide table\nwith four legs\n");
+  EXPECT_EQ(trailing["history"]["entries"], 2) << *log;
+  EXPECT_NE(log->find("generating \"a wide table with four legs\" (seed"), std::string::npos) << *log;
+}
+
+// With no prompt, or one of spaces and line breaks only, Generate, Enter, Try
+// 4 seeds and the latency demo start nothing, and the button says why; the
+// script's own `generate` is refused with an error.
+TEST_F(AppScript, ABlankPromptStartsNothingAndSaysWhy) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "blank.txt") << "model " << builtin.string() << "\n"
+                                   << "set resolution 4\n"
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "key backspace\n"
+                                   << dump("empty") << "click generate\n"
+                                   << "wait\n"
+                                   << "click prompt\n"
+                                   << "key enter\n"
+                                   << "wait\n"
+                                   << "key shift+enter\n"
+                                   << "key shift+enter\n"
+                                   << "click generate\n"
+                                   << "wait\n"
+                                   << "click candidates\n"
+                                   << "wait\n"
+                                   << "click latency-demo\n"
+                                   << "wait\n"
+                                   << dump("blank") << "generate\n"
+                                   << "wait\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "blank.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 1) << "the script's own generate is an error\n" << *log;
+  const auto empty = read_dump(dir / "empty.json");
+  EXPECT_EQ(empty["prompt"], "");
+  const std::string why = empty["texts"].value("generate-disabled", "");
+  EXPECT_NE(why.find("type what to make"), std::string::npos) << "Generate does not say why it is off: " << why;
+  const auto blank = read_dump(dir / "blank.json");
+  EXPECT_EQ(blank["prompt"], "\n\n") << "Shift+Enter did not break the line";
+  EXPECT_EQ(blank["texts"].value("generate-disabled", ""), why);
+  EXPECT_EQ(blank["history"]["entries"], 0);
+  EXPECT_EQ(blank["run"]["tokens"].size(), 0u) << "a run started";
+  EXPECT_FALSE(blank["candidates"]["shown"]) << "Try 4 seeds started";
+  EXPECT_FALSE(blank["latency"]["shown"]) << "the latency demo started";
+  EXPECT_EQ(log->find("generating"), std::string::npos) << *log;
+  EXPECT_NE(log->find("error: no prompt: type what to make first"), std::string::npos) << *log;
+}
+
+// A word still being typed is not judged ("chai" on its way to "chair"); once
+// a space or punctuation follows it, or Generate is pressed, it is. The
+// warning and the completions have their room kept, so the widgets under
+// them stay where they are as the warning comes and goes.
+TEST_F(AppScript, TheVocabularyWarningWaitsForWholeWordsAndKeepsItsPlace) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "words.txt") << "model " << builtin.string() << "\n"
+                                   << "set resolution 4\n"
+                                   << "click prompt\n"
+                                   << "key ctrl+a\n"
+                                   << "type a chai\n"
+                                   << dump("chai") << "type r\n"
+                                   << dump("chair") << "key ctrl+a\n"
+                                   << "type a chair xyzz\n"
+                                   << dump("typing") << "type y,\n"
+                                   << dump("comma") << "key backspace\n"
+                                   << dump("again") << "generate\n"
+                                   << "wait\n"
+                                   << dump("generated") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "words.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto chai = read_dump(dir / "chai.json"), chair = read_dump(dir / "chair.json"),
+             typing = read_dump(dir / "typing.json"), comma = read_dump(dir / "comma.json"),
+             again = read_dump(dir / "again.json"), generated = read_dump(dir / "generated.json");
+  EXPECT_EQ(chai["prompt"], "a chai");
+  EXPECT_EQ(chai["prompt_check"]["message"], "") << "\"chai\" was judged while being typed";
+  EXPECT_EQ(chai["texts"]["prompt-check"], "");
+  EXPECT_EQ(chair["prompt_check"]["message"], "");
+  EXPECT_EQ(typing["prompt"], "a chair xyzz");
+  EXPECT_EQ(typing["prompt_check"]["message"], "") << "\"xyzz\" was judged while being typed";
+  EXPECT_EQ(comma["prompt"], "a chair xyzzy,");
+  const std::string judged = comma["texts"]["prompt-check"];
+  EXPECT_NE(judged.find("\"xyzzy\""), std::string::npos) << "a word followed by punctuation is judged: " << judged;
+  EXPECT_EQ(again["prompt"], "a chair xyzzy");
+  EXPECT_EQ(again["prompt_check"]["message"], "");
+  const std::string at_generate = generated["texts"]["prompt-check"];
+  EXPECT_NE(at_generate.find("\"xyzzy\""), std::string::npos) << "Generate judges the last word: " << at_generate;
+  // The examples list under the warning stays put with and without it.
+  const float y = chai["targets"]["examples"]["y"];
+  for (const auto* state : {&chair, &typing, &comma, &again, &generated})
+    EXPECT_FLOAT_EQ(float((*state)["targets"]["examples"]["y"]), y) << (*state)["prompt"];
 }
 
 // A malformed history entry does not hide the others and is named in the
@@ -540,7 +787,10 @@ TEST_F(AppScript, ACorruptHistoryEntryHidesNothingAndRestoringAsksFirst) {
 }
 
 // Candidates: "Try 4 seeds" makes four sampled seeds side by side with the
-// engine's thumbnails; a click picks one, which becomes the shape exported.
+// engine's thumbnails and says how they were sampled; a click picks one,
+// which becomes the shape exported and leaves the settings as they were;
+// "Use this candidate's settings" takes its seed and sampling and says so in
+// the log; Refine makes the picked one again, whatever the settings say.
 TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
@@ -555,6 +805,12 @@ TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
                                         << "click candidate-2\n"
                                         << "dump " << (dir / "picked.json").string() << "\n"
                                         << "export " << (dir / "picked.glb").string() << "\n"
+                                        << "click use-candidate-settings\n"
+                                        << "dump " << (dir / "used.json").string() << "\n"
+                                        << "click candidate-1\n"
+                                        << "click refine-candidate\n"
+                                        << "wait\n"
+                                        << "dump " << (dir / "refined.json").string() << "\n"
                                         << "quit\n";
   const auto data = dir / "data";
   int code = run_app("--script '" + (dir / "candidates.txt").string() + "' --data-dir '" + data.string() +
@@ -574,15 +830,46 @@ TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
   }
   EXPECT_GT(face_counts.size(), 1u) << "four seeds gave the same shape: candidates must sample";
   EXPECT_TRUE(made["targets"].contains("candidate-3"));
+  // The panel says they were sampled, how, and with which seeds.
+  const std::string how = made["texts"].value("candidates-how", "");
+  EXPECT_NE(how.find("Sampled"), std::string::npos) << how;
+  EXPECT_NE(how.find("top-p 0.9"), std::string::npos) << how;
+  EXPECT_NE(how.find("seeds 10 to 13"), std::string::npos) << how;
 
+  // Picking shows it and changes no setting.
   const auto picked = read_dump(dir / "picked.json");
   EXPECT_EQ(picked["candidates"]["picked"], 2);
   EXPECT_EQ(picked["current_seed"], 12);
-  EXPECT_EQ(picked["seed"], 12) << "the seed to refine with";
   EXPECT_EQ(picked["mesh_faces"], made["candidates"]["items"][2]["faces"]);
+  EXPECT_EQ(picked["settings"], made["settings"]) << "picking a candidate changed the settings";
+  EXPECT_EQ(picked["settings"]["sampling"], false);
   auto exported = import_mesh(dir / "picked.glb");
   ASSERT_TRUE(exported.ok()) << exported.error().to_string();
   EXPECT_EQ(exported->face_count(), made["candidates"]["items"][2]["faces"].get<size_t>());
+
+  // The button takes its settings, and the log says what changed.
+  const auto used = read_dump(dir / "used.json");
+  EXPECT_EQ(used["settings"]["seed"], 12);
+  EXPECT_EQ(used["settings"]["sampling"], true);
+  EXPECT_NEAR(double(used["settings"]["top_p"]), 0.9, 1e-6);
+  EXPECT_NE(log->find("settings of the candidate with seed 12: seed 10 -> 12, vary with the seed off -> on, "
+                      "top-p 1 -> 0.9"),
+            std::string::npos)
+      << *log;
+
+  // Refine makes the picked candidate (seed 11), not the settings' seed 12.
+  const auto refined = read_dump(dir / "refined.json");
+  EXPECT_EQ(refined["run"]["outcome"], "done") << *log;
+  EXPECT_EQ(refined["current_seed"], 11);
+  EXPECT_EQ(refined["settings"]["seed"], 12) << "refining changed the settings";
+  EXPECT_NE(log->find("generating \"a tall chair\" (seed 11, resolution 5)"), std::string::npos) << *log;
+  auto index_text = read_file_text(data / "history" / "index.json");
+  ASSERT_TRUE(index_text.ok());
+  const auto index = nlohmann::json::parse(*index_text);
+  ASSERT_FALSE(index["entries"].empty());
+  const auto& kept = index["entries"][index["entries"].size() - 1];
+  EXPECT_EQ(kept["seed"], 11);
+  EXPECT_EQ(kept["settings"]["sampling"], true) << "the history entry would not make the refined shape again";
 }
 
 // The latency demo in its own view: the runs named in order, the ones this

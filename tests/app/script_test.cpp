@@ -44,9 +44,10 @@ TEST(Script, InputCommandsTakeAWidgetOrPixelsAndKeyChords) {
       "type a cat\n"
       "resize 960 600\n"
       "reset-layout\n"
-      "dump state.json\n");
+      "dump state.json\n"
+      "error-popup\n");
   ASSERT_TRUE(script.ok()) << script.error().to_string();
-  ASSERT_EQ(script->size(), 10u);
+  ASSERT_EQ(script->size(), 11u);
   const auto& s = *script;
   EXPECT_EQ(s[0].target, "generate");
   EXPECT_TRUE(s[1].target.empty());
@@ -65,6 +66,8 @@ TEST(Script, InputCommandsTakeAWidgetOrPixelsAndKeyChords) {
   // Input and window commands run at once; the rest waits for an idle app.
   EXPECT_FALSE(s[0].waits_for_idle());
   EXPECT_FALSE(s[9].waits_for_idle());
+  EXPECT_EQ(s[10].kind, ScriptCommand::Kind::kErrorPopup);
+  EXPECT_FALSE(s[10].waits_for_idle());
   EXPECT_TRUE(parse_script("generate\n")->front().waits_for_idle());
 
   EXPECT_FALSE(parse_script("key ctrl+banana\n").ok());

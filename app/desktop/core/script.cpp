@@ -115,6 +115,7 @@ bool ScriptCommand::waits_for_idle() const {
     case Kind::kResize:
     case Kind::kResetLayout:
     case Kind::kDump:
+    case Kind::kErrorPopup:
       return false;
     default:
       return true;
@@ -138,6 +139,7 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
       {"drag-right", ScriptCommand::Kind::kDragRight, true}, {"key", ScriptCommand::Kind::kKey, true},
       {"type", ScriptCommand::Kind::kType, true},         {"resize", ScriptCommand::Kind::kResize, true},
       {"reset-layout", ScriptCommand::Kind::kResetLayout, false}, {"dump", ScriptCommand::Kind::kDump, true},
+      {"error-popup", ScriptCommand::Kind::kErrorPopup, false},
   };
   std::vector<ScriptCommand> commands;
   std::istringstream in(text);

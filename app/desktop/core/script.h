@@ -28,11 +28,15 @@
 //   resize W H         resize the window and wait until the swapchain follows
 //   reset-layout       every panel back to its place
 //   dump PATH          write what the window shows as JSON (panel places,
-//                      camera, prompt, progress, log): what tests check
+//                      camera, prompt, progress, log, texts the panels show
+//                      by name): what tests check
+//   error-popup        from here on, errors open the error popup as they do
+//                      for a person (its modal takes the clicks until
+//                      `click error-ok` closes it)
 //
 // Blank lines and lines starting with '#' are ignored. Each command runs when
 // the app is idle (no load or generation running), so `wait` is explicit
-// punctuation, except `cancel`, the input and window commands and `dump`,
+// punctuation, except `cancel`, the input and window commands, `dump` and `error-popup`,
 // which run at once; the command after an input command waits until the
 // input has been handed to the panels.
 #pragma once
@@ -48,7 +52,7 @@ namespace cubeforge::app {
 struct ScriptCommand {
   enum class Kind {
     kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kIdle, kExport, kScreenshot, kQuit,
-    kClick, kDrag, kDragRight, kKey, kType, kResize, kResetLayout, kDump
+    kClick, kDrag, kDragRight, kKey, kType, kResize, kResetLayout, kDump, kErrorPopup
   };
   Kind kind = Kind::kWait;
   std::string argument;  // kSet: "KEY VALUE"

@@ -20,6 +20,8 @@ void draw_hidden_hint() {
 
 void draw_panels(App& app) {
   LayoutState& layout = app.state.layout;
+  layout.texts.clear();  // this frame's panels record what they show
+  layout.refusals.clear();
   if (layout.place_panels_next_frame) {
     layout.place_panels = true;
     layout.place_panels_next_frame = false;
@@ -62,8 +64,11 @@ void remember_item(App& app, const std::string& name) {
 }
 
 void remember_refusal(App& app, const std::string& name, const std::string& reason) {
-  if (reason.empty()) app.state.layout.refusals.erase(name);
-  else app.state.layout.refusals[name] = reason;
+  if (!reason.empty()) app.state.layout.refusals[name] = reason;
+}
+
+void remember_text(App& app, const std::string& name, const std::string& text) {
+  app.state.layout.texts[name] = text;
 }
 
 void flow_next(float width) {

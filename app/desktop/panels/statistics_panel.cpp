@@ -96,8 +96,11 @@ void draw_statistics_panel(App& app) {
   begin_panel(app, Panel::kStatistics);
   const int done = progress.tokens_done(), count = progress.token_count();
   char overlay[64];
-  std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
+  if (progress.outcome() == RunOutcome::kCancelled)
+    std::snprintf(overlay, sizeof overlay, "cancelled at %d/%d tokens", done, count);
+  else std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
   ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
+  remember_text(app, "token-progress", overlay);
   if (!state.generation.weights.empty()) {
     ImGui::TextWrapped("Weights %s, KV cache %s", state.generation.weights.c_str(), state.generation.kv_cache.c_str());
     remember_item(app, "run-engine-options");
@@ -107,15 +110,24 @@ void draw_statistics_panel(App& app) {
     ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy, this level");
   if (auto ttft = progress.time_to_first_token_ms()) ImGui::Text("Time to first token: %.1f ms", *ttft);
   else ImGui::TextDisabled("Time to first token: -");
+  // Titled with the finished run's figures, as the log reports them; while it
+  // runs, with the latest token's (one token's rate swings far from the run's).
+  const GenerationState& generation = state.generation;
   const auto& tpot = progress.tpot_ms();
   const auto& rate = progress.tokens_per_second();
   char label[64];
-  std::snprintf(label, sizeof label, "TPOT %.2f ms", tpot.empty() ? 0.f : tpot.back());
+  if (generation.run_mean_tpot_ms)
+    std::snprintf(label, sizeof label, "TPOT %.2f ms (run mean)", *generation.run_mean_tpot_ms);
+  else std::snprintf(label, sizeof label, "TPOT %.2f ms (latest token)", tpot.empty() ? 0.f : tpot.back());
   ImGui::PlotLines("##tpot", tpot.data(), static_cast<int>(tpot.size()), 0, label, 0.f, FLT_MAX,
                    ImVec2(ImGui::GetContentRegionAvail().x, 48));
-  std::snprintf(label, sizeof label, "%.1f tokens/s", rate.empty() ? 0.f : rate.back());
+  remember_text(app, "tpot-plot", label);
+  if (generation.run_tokens_per_second)
+    std::snprintf(label, sizeof label, "%.1f tokens/s (run)", *generation.run_tokens_per_second);
+  else std::snprintf(label, sizeof label, "%.1f tokens/s (latest token)", rate.empty() ? 0.f : rate.back());
   ImGui::PlotLines("##rate", rate.data(), static_cast<int>(rate.size()), 0, label, 0.f, FLT_MAX,
                    ImVec2(ImGui::GetContentRegionAvail().x, 48));
+  remember_text(app, "rate-plot", label);
   draw_token_grid(progress);
   draw_stage_table(progress);
   ImGui::Text("Memory (RSS): %.0f MiB", resident_memory_mib());
