@@ -84,11 +84,13 @@ void App::start_latency_demo() {
   }
   state.latency = LatencyDemoState{};
   state.latency.runs = std::move(runs);
-  state.latency.results.resize(state.latency.runs.size());
+  state.latency.measured.resize(state.latency.runs.size());
+  state.latency.not_run.resize(state.latency.runs.size());
   state.latency.running = state.latency.shown = true;
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
-  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has");
+  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has, " +
+      std::to_string(state.latency.repeats) + " times each");
 }
 
 void App::start_candidates(int count) {

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <array>
 #include <fstream>
@@ -615,6 +616,128 @@ TEST_F(AppScript, TheLatencyDemoHasItsOwnViewWithNamedRuns) {
   EXPECT_TRUE(runs[1]["done"]);
   EXPECT_GT(double(runs[0]["tpot_ms"]), double(runs[1]["tpot_ms"])) << "the cache did not make tokens cheaper";
   for (size_t i = 2; i < runs.size(); ++i) EXPECT_EQ(runs[i]["available"], runs[i]["done"]) << runs[i];
+}
+
+// The demo as an audience sees it at the default window size: every run
+// measured three times, each bar saying its median and range, a speed-up
+// only where both runs' ranges lie apart (checked here against the dumped
+// measurements), tokens per evaluation beside each parallel run, every bar
+// wide enough to see on its log scale, nothing cut off at the view's right
+// edge, and one coarse meshing.
+TEST_F(AppScript, TheLatencyDemoShowsMediansRangesAndOnlyClearSpeedUps) {
+  const auto dir = folder_.path();
+  const std::string prompt = prompt_with_a_surface(model_, 4);
+  SKIP_WITHOUT_A_SURFACE(prompt);
+  std::ofstream(dir / "repeats.txt") << "model " << model_.string() << "\n"
+                                     << "prompt " << prompt << "\n"
+                                     << "set latency_decoding jacobi\n"
+                                     << "latency\n"
+                                     << "wait\n"
+                                     // A few frames for the view to lay out what the last messages brought.
+                                     << "idle 5\n"
+                                     << "dump " << (dir / "repeats.json").string() << "\n"
+                                     << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "repeats.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto state = read_dump(dir / "repeats.json");
+  EXPECT_EQ(state["window"]["width"], 1280) << "not the default window size";
+  const auto& latency = state["latency"];
+  EXPECT_EQ(latency["repeats"], 3);
+  const auto& runs = latency["runs"];
+  ASSERT_EQ(runs.size(), 5u) << runs;
+  int compared = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& run = runs[i];
+    const std::string name = run["name"];
+    if (!run["available"] || !run["not_run"].get<std::string>().empty()) {
+      EXPECT_FALSE(run["done"]) << name;
+      continue;
+    }
+    ASSERT_TRUE(run["done"]) << run;
+    EXPECT_EQ(run["repeats"], nlohmann::json({0, 1, 2})) << name;
+    for (const char* which : {"tpot", "object"}) {
+      const auto& spread = run[which];
+      EXPECT_EQ(spread["samples"], 3) << name;
+      EXPECT_LE(double(spread["min"]), double(spread["median"])) << name;
+      EXPECT_LE(double(spread["median"]), double(spread["max"])) << name;
+      const std::string text = run[std::string(which) + "_text"];
+      EXPECT_NE(text.find("(range "), std::string::npos) << name << ": " << text;
+      // The verdict, from the measurements: faster only when the ranges lie apart.
+      const int baseline = run["baseline"];
+      if (baseline < 0) continue;
+      const auto& base = runs[size_t(baseline)][which];
+      const std::string base_name = runs[size_t(baseline)]["name"];
+      const bool faster = double(spread["max"]) < double(base["min"]);
+      const bool slower = double(spread["min"]) > double(base["max"]);
+      EXPECT_EQ(text.find("x faster than " + base_name) != std::string::npos, faster) << name << ": " << text;
+      EXPECT_EQ(text.find("x slower than " + base_name) != std::string::npos, slower) << name << ": " << text;
+      EXPECT_EQ(text.find("within noise of " + base_name) != std::string::npos, !faster && !slower)
+          << name << ": " << text;
+      ++compared;
+    }
+    // Tokens per evaluation beside every parallel run, and only there.
+    const std::string tpot_text = run["tpot_text"];
+    char per_evaluation[48];
+    std::snprintf(per_evaluation, sizeof per_evaluation, "; %.2f tokens per evaluation",
+                  double(run["tokens_per_evaluation"]));
+    EXPECT_EQ(tpot_text.find(per_evaluation) != std::string::npos, run["decoding"] != "sequential")
+        << name << ": " << tpot_text;
+    // Every bar visible: at least a few pixels wide, however fast the run.
+    for (const char* which : {"tpot", "object"}) {
+      const std::string bar = std::string("latency-") + which + "-bar-" + std::to_string(i);
+      ASSERT_TRUE(state["targets"].contains(bar)) << bar;
+      EXPECT_GE(float(state["targets"][bar]["width"]), 8.f) << bar << " is too thin to see";
+    }
+  }
+  EXPECT_GE(compared, 6) << "the cache and both parallel runs, per token and per object";
+  // Nothing cut off at the right: the table and the reasons runs are not available wrap.
+  ASSERT_TRUE(latency.contains("view")) << latency;
+  EXPECT_LE(float(latency["view"]["content_width"]), float(latency["view"]["room_width"]) + 1.f) << latency["view"];
+  // One meshing, coarse, of the last run's tokens.
+  ASSERT_TRUE(latency.contains("meshed"));
+  EXPECT_LE(int(latency["meshed"]["resolution"]), 5);
+  EXPECT_EQ(latency["meshed"]["run"], 4) << "the last run of the last round";
+  EXPECT_NE(log->find("latency demo finished in"), std::string::npos) << *log;
+}
+
+// The demo is no generation: it adds nothing to the history, and the object
+// in the view (and the one export would write) stays the last generation's.
+TEST_F(AppScript, LatencyDemoRunsStayOutOfTheHistoryAndTheView) {
+  const auto dir = folder_.path();
+  const std::string prompt = prompt_with_a_surface(model_, 4);
+  SKIP_WITHOUT_A_SURFACE(prompt);
+  std::ofstream(dir / "apart.txt") << "model " << model_.string() << "\n"
+                                   << "prompt " << prompt << "\n"
+                                   << "set resolution 4\n"
+                                   << "set seed 3\n"
+                                   << "generate\n"
+                                   << "wait\n"
+                                   << "dump " << (dir / "generated.json").string() << "\n"
+                                   << "set seed 9\n"
+                                   << "set resolution 5\n"
+                                   << "set latency_decoding sequential\n"
+                                   << "latency\n"
+                                   << "wait\n"
+                                   << "dump " << (dir / "demo.json").string() << "\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "apart.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto generated = read_dump(dir / "generated.json");
+  const auto demo = read_dump(dir / "demo.json");
+  ASSERT_EQ(generated["history"]["entries"], 1);
+  ASSERT_GT(int(generated["mesh_faces"]), 0);
+  EXPECT_TRUE(demo["latency"]["runs"][1]["done"]) << demo["latency"];
+  EXPECT_EQ(demo["history"]["entries"], 1) << "the demo's runs went to the history";
+  EXPECT_EQ(demo["current_seed"], 3) << "the demo replaced the current object";
+  EXPECT_EQ(demo["mesh_faces"], generated["mesh_faces"]);
+  EXPECT_EQ(demo["view_faces"], generated["view_faces"]) << "the view shows another object";
 }
 
 // Which model evaluation chose each token, as the demo's grid shows it: one

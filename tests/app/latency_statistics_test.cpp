@@ -48,18 +48,22 @@ TEST(LatencyVerdict, ASpeedUpOutsideBothSpreads) {
   EXPECT_EQ(describe(back), "10x slower");
 }
 
-// The median must clear the other run's whole spread, both ways: a candidate
-// median below the baseline's fastest run is not enough when the baseline's
-// median lies inside the candidate's own spread.
-TEST(LatencyVerdict, EachMedianMustLieOutsideTheOtherSpread) {
-  const Spread baseline = spread_of({5.0, 6.0, 20.0});    // median 6, min 5
-  const Spread candidate = spread_of({4.0, 4.5, 30.0});  // median 4.5 < 5, but max 30 > 6
+// Both ranges must lie apart. As the demo measured them on a busy machine,
+// the same work twice (exact parallel decoding at one token per evaluation
+// against the KV cache): the candidate's median below the baseline's fastest
+// run, the baseline's median above the candidate's slowest, and still noise.
+TEST(LatencyVerdict, TheRangesOfBothMustLieApart) {
+  const Spread baseline = spread_of({0.43, 0.46, 0.58});
+  const Spread candidate = spread_of({0.25, 0.40, 0.455});
   EXPECT_EQ(compare_to_baseline(baseline, candidate).difference, Difference::kWithinNoise);
-  // A median equal to the other's fastest run is not outside it.
-  EXPECT_EQ(compare_to_baseline(spread_of({5.0, 6.0, 7.0}), spread_of({4.0, 5.0, 5.5})).difference,
+  EXPECT_EQ(compare_to_baseline(candidate, baseline).difference, Difference::kWithinNoise);
+  // Touching ranges are not apart.
+  EXPECT_EQ(compare_to_baseline(spread_of({5.0, 6.0, 7.0}), spread_of({4.0, 4.5, 5.0})).difference,
             Difference::kWithinNoise);
-  EXPECT_EQ(compare_to_baseline(spread_of({5.0, 6.0, 7.0}), spread_of({4.0, 4.9, 4.5})).difference,
+  EXPECT_EQ(compare_to_baseline(spread_of({5.0, 6.0, 7.0}), spread_of({4.0, 4.5, 4.9})).difference,
             Difference::kFaster);
+  EXPECT_EQ(compare_to_baseline(spread_of({4.0, 4.5, 4.9}), spread_of({5.0, 6.0, 7.0})).difference,
+            Difference::kSlower);
 }
 
 TEST(LatencyVerdict, FewerThanThreeRunsGetNoVerdict) {

@@ -374,6 +374,10 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
       {"No cache", "every token recomputes the whole sequence so far", false, {}, by_blocks},
       {"KV cache", "every token reuses the keys and values of the tokens before it", true, {}, by_blocks},
   };
+  // The cache is compared with no cache; everything after it with the cache,
+  // the token-by-token decoding it would replace.
+  runs[1].baseline = 0;
+  constexpr int kWithTheCache = 1;
   if (choice.kv_cache != "f32") {
     LatencyRun smaller{"Smaller KV cache",
                        "KV cache " + choice.kv_cache +
@@ -381,9 +385,11 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
                            "exact cache's",
                        true, {}, by_blocks};
     smaller.chosen_kv_cache = true;
+    smaller.baseline = kWithTheCache;
     runs.push_back(smaller);
   }
-  runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true});
+  runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true,
+                  false, kWithTheCache});
   // A block-diffusion model has no other parallel decoding.
   const DecodingMode parallel = choice.block_diffusion_model ? DecodingMode::kDiffusion : choice.parallel;
   if (parallel == DecodingMode::kJacobi) {
@@ -391,9 +397,9 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
     paying.mode = always.mode = DecodingMode::kJacobi;
     always.jacobi.position_cost = 0.f;
     runs.push_back({"Exact parallel", "guesses the next tokens and checks them in one step where that pays: "
-                    "the same tokens", true, paying, by_blocks});
+                    "the same tokens", true, paying, by_blocks, false, false, kWithTheCache});
     runs.push_back({"Exact parallel, always guessing", "a guess at every step: several slots per step when it "
-                    "is right, the same tokens", true, always, by_blocks});
+                    "is right, the same tokens", true, always, by_blocks, false, false, kWithTheCache});
   } else if (parallel == DecodingMode::kDiffusion) {
     const std::string needs_model =
         choice.block_diffusion_model ? "" : "needs a block-diffusion model folder, such as assets/model-diffusion";
@@ -407,23 +413,73 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
         {DiffusionCache::kPrefix, "Block diffusion, prefix cache", "finished blocks' keys and values are reused"},
         {DiffusionCache::kDual, "Block diffusion, dual cache",
          "the rest of the block is reused too, refreshed once per sub-block"}};
+    // On a block-diffusion model, which has no token-by-token run, the
+    // caches are compared with block diffusion without one.
+    const int without_a_cache = static_cast<int>(runs.size());
     for (const auto& [cache, name, what] : caches) {
       DecodingOptions options;
       options.mode = DecodingMode::kDiffusion;
       options.diffusion.cache = cache;
       options.diffusion.threshold = choice.diffusion_threshold;
-      runs.push_back({name,
-                      std::string(what) + "; many slots per step", true, options, needs_model});
+      const int baseline = !choice.block_diffusion_model ? kWithTheCache
+                           : cache == DiffusionCache::kNone ? -1
+                                                            : without_a_cache;
+      runs.push_back({name, std::string(what) + "; many slots per step", true, options, needs_model, false, false,
+                      baseline});
     }
   }
   return runs;
 }
 
+worker_message::LatencyResult GenerationWorker::measure_latency_run(const CubeModel& model,
+                                                                     const GenerationRequest& request,
+                                                                     const std::string& label,
+                                                                     Result<GenerationResult>& tokens) {
+  const int run = next_run_++;
+  const int token_count = model.shape_tokens();
+  const WeightFormat weights = model.gpt().weight_options().format;
+  messages_.push(worker_message::RunStarted{run, label, token_count, std::string(weight_format_name(weights)),
+                                            kv_cache_label(request)});
+  const auto started = Clock::now();
+  std::vector<int> token_steps(static_cast<size_t>(token_count), -1);
+  auto sink = [&](const GenerationEvent& event) {
+    messages_.push(worker_message::Event{run, event, ms_since(started)});
+    if (event.kind == GenerationEvent::Kind::kToken && event.token_index >= 0 && event.token_index < token_count)
+      token_steps[size_t(event.token_index)] = event.decode_step;
+  };
+  tokens = generate_shape_tokens(model, request_for_model(request, model), sink, &cancel_);
+  worker_message::LatencyResult bar;
+  bar.label = label;
+  bar.weights = weight_format_name(weights);
+  bar.kv_cache = kv_cache_label(request);
+  if (!tokens.ok()) {
+    bar.available = false;
+    bar.unavailable_reason = tokens.error().to_string();
+    return bar;
+  }
+  const GenerationResult& r = *tokens;
+  // Tokens after the first evaluation (the prefill's one, or several with block diffusion).
+  const int first_step = r.decoding.tokens_per_step.empty() ? 1 : r.decoding.tokens_per_step[0];
+  const double decode_tokens = double(r.tokens.size()) - first_step;
+  bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
+  bar.time_to_first_token_ms = r.time_to_first_token_ms;
+  bar.total_ms = ms_since(started);
+  bar.stages = r.timings;
+  bar.decoding = r.decoding;
+  bar.tokens = r.tokens;
+  bar.token_steps = std::move(token_steps);
+  return bar;
+}
+
 bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs,
-                                        int kv_rank) {
+                                        int kv_rank, int repeats) {
   auto loaded = model();
-  if (!loaded) return false;
-  return start([this, loaded, request, runs = std::move(runs), kv_rank] {
+  if (!loaded || repeats < 1) return false;
+  return start([this, loaded, request, runs = std::move(runs), kv_rank, repeats] {
+    const auto demo_started = Clock::now();
+    auto finish = [&](bool cancelled) {
+      messages_.push(worker_message::LatencyDemoFinished{cancelled, ms_since(demo_started)});
+    };
     // The exact cache's request opens the backend; the chosen cache runs on it
     // when the CUDA backend keeps that form, else on the CPU.
     GenerationRequest exact = request;
@@ -433,22 +489,24 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
     chosen_request.use_kv_cache = true;
     auto chosen = with_kv_rank(*loaded, chosen_request, kv_rank);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
+    // Each run's request, or why it cannot run (said once).
+    std::vector<std::optional<GenerationRequest>> requests(runs.size());
+    std::vector<size_t> runnable;
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
-      worker_message::LatencyResult bar;
-      bar.index = static_cast<int>(index);
-      bar.label = run.name;
       std::string unavailable = run.unavailable_reason;
       if (unavailable.empty() && run.cuda_graphs && !on_cuda)
         unavailable = !opened.ok() ? opened.error().message : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
       if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = chosen.error().message;
       if (!unavailable.empty()) {
+        worker_message::LatencyResult bar;
+        bar.index = static_cast<int>(index);
+        bar.label = run.name;
         bar.available = false;
         bar.unavailable_reason = unavailable;
         messages_.push(bar);
         continue;
       }
-      messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index)});
       GenerationRequest varied = opened.ok() ? *opened : exact;
       if (!opened.ok()) {
         varied.backend = BackendChoice::kCpu;
@@ -464,35 +522,46 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
-      PreviewOptions no_previews;  // the demo times the pipeline alone
-      no_previews.coarse_pass = false;
-      auto finished = run_generation(*loaded, varied, no_previews, run.name);
-      bar.weights = weight_format_name(finished.weights);
-      bar.kv_cache = kv_cache_label(finished.request);
-      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
-      if (finished.result.ok()) {
-        const auto& r = *finished.result;
-        // Tokens after the first evaluation (the prefill's one, or several with block diffusion).
-        const int first_step = r.decoding.tokens_per_step.empty() ? 1 : r.decoding.tokens_per_step[0];
-        const double decode_tokens = double(r.tokens.size()) - first_step;
-        bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
-        bar.time_to_first_token_ms = r.time_to_first_token_ms;
-        bar.total_ms = finished.wall_ms;
-        bar.stages = r.timings;
-        bar.decoding = r.decoding;
-        bar.token_steps = finished.token_steps;
-      } else {
-        bar.available = false;
-        bar.unavailable_reason = finished.result.error().to_string();
-      }
-      messages_.push(std::move(finished));
-      messages_.push(bar);
-      if (cancelled) {
-        messages_.push(worker_message::LatencyDemoFinished{true});
-        return;
+      requests[index] = std::move(varied);
+      runnable.push_back(index);
+    }
+    // Rounds of every run, forwards then backwards: each run's measurements
+    // spread over the whole demo rather than one stretch of it.
+    std::optional<GenerationResult> last_tokens;
+    int last_index = -1;
+    for (int round = 0; round < repeats; ++round) {
+      std::vector<size_t> order = runnable;
+      if (round % 2) std::reverse(order.begin(), order.end());
+      for (size_t index : order) {
+        messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index), round});
+        Result<GenerationResult> tokens = make_error(ErrorCode::kInternal, "not run");
+        worker_message::LatencyResult bar = measure_latency_run(*loaded, *requests[index], runs[index].name, tokens);
+        bar.index = static_cast<int>(index);
+        bar.repeat = round;
+        messages_.push(std::move(bar));
+        if (!tokens.ok() && tokens.error().code == ErrorCode::kCancelled) return finish(true);
+        if (tokens.ok()) {
+          last_tokens = std::move(*tokens);
+          last_index = static_cast<int>(index);
+        }
       }
     }
-    messages_.push(worker_message::LatencyDemoFinished{false});
+    // One meshing, coarse: the demo measures decoding.
+    if (last_tokens) {
+      GenerationRequest coarse = *requests[size_t(last_index)];
+      coarse.resolution = std::min(coarse.resolution, kLatencyDemoResolution);
+      worker_message::LatencyMeshed meshed;
+      meshed.index = last_index;
+      meshed.resolution = coarse.resolution;
+      const auto mesh_started = Clock::now();
+      auto mesh = mesh_shape_tokens(*loaded, coarse, *last_tokens, {}, &cancel_);
+      meshed.ms = ms_since(mesh_started);
+      if (!mesh.ok() && mesh.error().code == ErrorCode::kCancelled) return finish(true);
+      if (mesh.ok()) meshed.faces = mesh->stats.faces;
+      else meshed.problem = mesh.error().to_string();
+      messages_.push(std::move(meshed));
+    }
+    finish(false);
   });
 }
 

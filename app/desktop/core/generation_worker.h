@@ -3,7 +3,7 @@
 // One job at a time runs on a std::jthread: loading a model folder (its
 // decode matrices converted to the weight format asked for), a generation
 // (with optional progressive previews), or the latency demo (the same request
-// with and without the KV cache).
+// with and without the KV cache, each variant several times).
 //
 // A KV rank is a number in the job's arguments, not in the request: its
 // bases are the model folder's kv_bases.safetensors, which the worker reads
@@ -34,6 +34,7 @@
 #include <thread>
 #include <variant>
 
+#include "app/desktop/core/latency_statistics.h"
 #include "app/desktop/core/message_queue.h"
 #include "inference/backend/select_backend.h"
 #include "inference/pipeline/cube_model.h"
@@ -69,6 +70,8 @@ GenerationRequest candidate_request(GenerationRequest request, int index);
 
 // The coarse pass's resolution: (2^5 + 1)^3 grid points.
 constexpr int kCoarseResolution = 5;
+// The latency demo meshes once, this coarsely at most: it measures decoding.
+constexpr int kLatencyDemoResolution = kCoarseResolution;
 
 struct PreviewOptions {
   bool enabled = false;
@@ -133,21 +136,38 @@ struct RunFinished {
   // the run stopped first). Several tokens share one with parallel decoding.
   std::vector<int> token_steps;
 };
-// One run of the latency demo begins (index into latency_demo_runs()).
-struct LatencyRunStarted { int index = 0; };
-// One bar group of the latency demo.
+// One run of the latency demo begins (index into latency_demo_runs(); repeat
+// from 0 to the demo's repeats - 1).
+struct LatencyRunStarted { int index = 0; int repeat = 0; };
+// One measurement of one of the latency demo's runs: its tokens alone, from
+// the prompt to the last token (the demo measures decoding and meshes once,
+// LatencyMeshed). A run that cannot run says why once, with repeat 0.
 struct LatencyResult {
   int index = 0;
+  int repeat = 0;
   std::string label;
   bool available = true;
   std::string unavailable_reason;
   std::string weights, kv_cache;  // what it ran with (kv_cache_label)
+  // total_ms: the object's tokens, from the prompt to the last token.
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
-  StageTimings stages;  // where the object's time went
+  StageTimings stages;  // where the object's time went (text, first token, tokens)
   DecodingStats decoding;  // model evaluations and the tokens each accepted
-  std::vector<int> token_steps;  // RunFinished::token_steps
+  std::vector<int> tokens;
+  std::vector<int> token_steps;  // as RunFinished::token_steps
 };
-struct LatencyDemoFinished { bool cancelled = false; };
+// The demo's one meshing: the last run's tokens at a low resolution, to show
+// that they make a shape; the same work for every run, so not compared. It
+// goes neither to the viewport nor to the history.
+struct LatencyMeshed {
+  int index = 0;  // the run whose tokens it meshed
+  int resolution = 0;
+  double ms = 0;
+  int64_t faces = 0;
+  std::string problem;  // empty: meshed (with or without a surface)
+};
+// wall_ms: the whole demo, from its start to its last message.
+struct LatencyDemoFinished { bool cancelled = false; double wall_ms = 0; };
 // One of several seeds of one prompt, meshed at the candidates' resolution.
 struct CandidateReady {
   int index = 0;
@@ -165,7 +185,7 @@ using WorkerMessage =
                  worker_message::PassStarted,
                  worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
                  worker_message::CandidateReady, worker_message::CandidatesFinished,
-                 worker_message::LatencyRunStarted, worker_message::Log>;
+                 worker_message::LatencyRunStarted, worker_message::LatencyMeshed, worker_message::Log>;
 
 // The latency demo's runs, in order: each one faster than the last where it
 // exists. A run that this build, machine or model cannot do has a reason and
@@ -187,6 +207,7 @@ struct LatencyRun {
   std::string unavailable_reason;  // empty: it runs
   bool cuda_graphs = false;        // needs the CUDA backend
   bool chosen_kv_cache = false;    // the KV cache options of the settings, not the exact cache
+  int baseline = -1;               // the run it is compared with (its index; -1: none)
 };
 struct LatencyDemoChoice {
   DecodingMode parallel = DecodingMode::kJacobi;  // kSequential: the cache runs alone
@@ -216,9 +237,13 @@ class GenerationWorker {
   // `kv_rank` > 0: low-rank keys and values from the model folder's bases.
   bool generate(const GenerationRequest& request, const PreviewOptions& preview, int kv_rank = 0);
   // The runs with the cache that have chosen_kv_cache use the request's KV
-  // cache options and `kv_rank`; the others the exact cache.
+  // cache options and `kv_rank`; the others the exact cache. Each run that
+  // can run decodes `repeats` times, in rounds of every run (in order, then
+  // backwards, and so on), so that a slow spell of a shared machine falls on
+  // every run alike. Only the last run's tokens are meshed, at
+  // kLatencyDemoResolution at most; no run's result is a RunFinished.
   bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs(),
-                        int kv_rank = 0);
+                        int kv_rank = 0, int repeats = kLatencyDemoRepeats);
   // `count` seeds from request.seed on, each sampled (a greedy decode gives
   // every seed the same shape) and meshed at candidate_resolution(), to
   // compare side by side and pick one to refine.
@@ -235,6 +260,10 @@ class GenerationWorker {
   std::shared_ptr<const CubeModel> model() const;
   worker_message::RunFinished run_generation(const CubeModel& model, const GenerationRequest& request,
                                              const PreviewOptions& preview, const std::string& label);
+  // One latency-demo measurement: the tokens alone, streamed as a run's events.
+  // `tokens`: the run's full result, for the demo's one meshing.
+  worker_message::LatencyResult measure_latency_run(const CubeModel& model, const GenerationRequest& request,
+                                                    const std::string& label, Result<GenerationResult>& tokens);
   // Tokens, then the coarse pass (shown at once), then the requested resolution.
   Result<GenerationResult> mesh_in_passes(const CubeModel& model, const GenerationRequest& request,
                                           const PreviewOptions& preview, int run,

@@ -47,8 +47,8 @@ Comparison compare_to_baseline(const Spread& baseline, const Spread& candidate) 
   Comparison c;
   if (baseline.samples < kFewestRunsToCompare || candidate.samples < kFewestRunsToCompare) return c;
   c.times = candidate.median > 0 ? baseline.median / candidate.median : 1.0;
-  if (candidate.median < baseline.min && baseline.median > candidate.max) c.difference = Difference::kFaster;
-  else if (candidate.median > baseline.max && baseline.median < candidate.min) c.difference = Difference::kSlower;
+  if (candidate.max < baseline.min) c.difference = Difference::kFaster;
+  else if (candidate.min > baseline.max) c.difference = Difference::kSlower;
   else c.difference = Difference::kWithinNoise;
   return c;
 }
