@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <array>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/desktop/core/file_name_template.h"
+#include "app/desktop/core/latency_statistics.h"
 #include "inference/core/file_io.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/tensor/safetensors.h"
@@ -685,14 +687,37 @@ TEST_F(AppScript, TheLatencyDemoShowsMediansRangesAndOnlyClearSpeedUps) {
                   double(run["tokens_per_evaluation"]));
     EXPECT_EQ(tpot_text.find(per_evaluation) != std::string::npos, run["decoding"] != "sequential")
         << name << ": " << tpot_text;
-    // Every bar visible: at least a few pixels wide, however fast the run.
-    for (const char* which : {"tpot", "object"}) {
-      const std::string bar = std::string("latency-") + which + "-bar-" + std::to_string(i);
-      ASSERT_TRUE(state["targets"].contains(bar)) << bar;
-      EXPECT_GE(float(state["targets"][bar]["width"]), 8.f) << bar << " is too thin to see";
-    }
   }
   EXPECT_GE(compared, 6) << "the cache and both parallel runs, per token and per object";
+  // The bars lie on a log axis from the measurements' smallest to their
+  // largest: each one as long as the log of its median, the fastest at
+  // least a factor of two of the axis, however many decades lie between.
+  for (const char* which : {"tpot", "object"}) {
+    double smallest = 0, largest = 0;
+    for (const auto& run : runs) {
+      if (run[which]["samples"] == 0) continue;
+      const double low = run[which]["min"], high = run[which]["max"];
+      smallest = smallest > 0 ? std::min(smallest, low) : low;
+      largest = std::max(largest, high);
+    }
+    const LogAxis axis = log_axis_for(smallest, largest);
+    ASSERT_LE(axis.lowest, smallest / 2);
+    ASSERT_GE(axis.highest, largest);
+    const std::string axis_name = std::string("latency-") + which + "-axis";
+    ASSERT_TRUE(state["targets"].contains(axis_name)) << axis_name;
+    const float room = state["targets"][axis_name]["width"], left = state["targets"][axis_name]["x"];
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i][which]["samples"] == 0) continue;
+      const std::string bar = std::string("latency-") + which + "-bar-" + std::to_string(i);
+      ASSERT_TRUE(state["targets"].contains(bar)) << bar;
+      const float x = state["targets"][bar]["x"], width = state["targets"][bar]["width"];
+      EXPECT_FLOAT_EQ(x, left) << bar;
+      const double median = runs[i][which]["median"];
+      const double expected = room * std::log(median / axis.lowest) / std::log(axis.highest / axis.lowest);
+      EXPECT_NEAR(width, expected, 1.5) << bar << ": not on the log axis";
+      EXPECT_GE(width, room * std::log(2.0) / std::log(axis.highest / axis.lowest) - 1.5) << bar << " is too thin";
+    }
+  }
   // Nothing cut off at the right: the table and the reasons runs are not available wrap.
   ASSERT_TRUE(latency.contains("view")) << latency;
   EXPECT_LE(float(latency["view"]["content_width"]), float(latency["view"]["room_width"]) + 1.f) << latency["view"];

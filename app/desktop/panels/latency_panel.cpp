@@ -126,6 +126,7 @@ void draw_bars(App& app, const LatencyDemoState& latency, const char* title, con
     last_label_end = label_x + width;
   }
   ImGui::Dummy(ImVec2(room, ImGui::GetTextLineHeight() + 6));
+  remember_item(app, "latency-" + which + "-axis");
   ImGui::Unindent(indent);
 }
 // The colour of model evaluation `step`: neighbouring evaluations lie far
