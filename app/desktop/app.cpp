@@ -71,6 +71,8 @@ void App::start_latency_demo() {
   choice.diffusion_threshold = state.settings.diffusion_threshold;
   const auto summary = worker.model_summary();
   choice.block_diffusion_model = summary && summary->block_diffusion;
+  // Block diffusion beside ordinary decoding: the built-in autoregressive model, on the same prompt.
+  if (choice.block_diffusion_model) choice.autoregressive_model = default_model_folder().string();
   const AppSettings& settings = state.settings;
   choice.kv_cache = kv_cache_label(settings.kv_cache_format, settings.kv_budget, settings.kv_rank);
   std::vector<LatencyRun> runs = latency_demo_runs(choice);

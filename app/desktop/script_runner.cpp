@@ -93,6 +93,7 @@ nlohmann::json window_state(App& app) {
                        {"tokens_per_evaluation", result ? result->decoding.tokens_per_evaluation() : 0.0},
                        {"decoding", decoding_mode_name(demo.runs[i].decoding.mode)},
                        {"weights", result ? result->weights : ""},
+                       {"model", result ? result->model : ""},
                        {"kv_cache", result ? result->kv_cache : ""},
                        {"token_steps", result ? result->token_steps : std::vector<int>{}}});
   }

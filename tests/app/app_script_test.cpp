@@ -869,7 +869,9 @@ TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
   const auto state = read_dump(dir / "blocks.json");
   const auto& runs = state["latency"]["runs"];
   ASSERT_EQ(runs.size(), 6u) << runs;
-  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(runs[i]["available"]) << runs[i]["name"];
+  // Beside it, the built-in autoregressive model decodes another number of
+  // tokens per shape (or this tree has none): no token-by-token run.
+  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(runs[i]["done"]) << runs[i]["name"];
   const std::vector<std::string> names = {"Block diffusion, no cache", "Block diffusion, prefix cache",
                                           "Block diffusion, dual cache"};
   for (size_t i = 3; i < 6; ++i) {
@@ -880,6 +882,52 @@ TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
     ASSERT_EQ(steps.size(), size_t(tokens));
     for (size_t t = 0; t < steps.size(); ++t) EXPECT_EQ(steps[t], int(t) / slots_per_evaluation) << runs[i]["name"];
     EXPECT_EQ(runs[i]["model_evaluations"], tokens / slots_per_evaluation);
+  }
+}
+
+// The block-diffusion model that ships beside the built-in one: the demo
+// decodes the same prompt token by token with the built-in autoregressive
+// model and by blocks with the loaded one, side by side, and compares each
+// block-diffusion run with the autoregressive model's KV cache run.
+TEST(AppLatencyDemo, ShowsTheAutoregressiveAndTheBlockDiffusionModelSideBySide) {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+    GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh runs the suite under xvfb-run";
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  const auto by_blocks = builtin.parent_path() / "model-diffusion";
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors") ||
+      !std::filesystem::exists(by_blocks / "shape_gpt.safetensors"))
+    GTEST_SKIP() << "no built-in models in this tree";
+  testing::TemporaryFolder folder;
+  const auto dir = folder.path();
+  std::ofstream(dir / "beside.txt") << "model " << by_blocks.string() << "\n"
+                                    << "prompt a tall chair\n"
+                                    << "set resolution 4\n"
+                                    << "latency\n"
+                                    << "wait\n"
+                                    << "dump " << (dir / "beside.json").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "beside.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto state = read_dump(dir / "beside.json");
+  const auto& runs = state["latency"]["runs"];
+  ASSERT_EQ(runs.size(), 6u) << runs;
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(runs[i]["done"]) << runs[i];
+    EXPECT_EQ(runs[i]["model"], builtin.string()) << runs[i]["name"];
+    EXPECT_EQ(runs[i]["decoding"], "sequential");
+  }
+  for (size_t i = 3; i < 6; ++i) {
+    ASSERT_TRUE(runs[i]["done"]) << runs[i];
+    EXPECT_EQ(runs[i]["model"], by_blocks.string()) << runs[i]["name"];
+    EXPECT_EQ(runs[i]["decoding"], "diffusion");
+    EXPECT_EQ(runs[i]["baseline"], 1) << runs[i]["name"];
+    const std::string text = runs[i]["tpot_text"];
+    EXPECT_NE(text.find(" KV cache;"), std::string::npos) << "not compared with the KV cache run: " << text;
+    EXPECT_NE(text.find("tokens per evaluation"), std::string::npos) << text;
   }
 }
 

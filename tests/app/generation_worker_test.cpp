@@ -504,6 +504,84 @@ TEST(LatencyDemoRuns, EachRunIsComparedWithTheDecodingItReplaces) {
   EXPECT_EQ(by_blocks[4].baseline, -1);
   EXPECT_EQ(by_blocks[5].baseline, 4);
   EXPECT_EQ(by_blocks[6].baseline, 4);
+  for (const auto& run : by_blocks) EXPECT_TRUE(run.model_folder.empty()) << run.name;
+}
+
+// Beside a block-diffusion model with an autoregressive one given, the
+// token-by-token runs decode with that one, and block diffusion is compared
+// with its KV cache run: the two models side by side on one prompt.
+TEST(LatencyDemoRuns, BesideABlockDiffusionModelTheTokenByTokenRunsUseTheAutoregressiveOne) {
+  LatencyDemoChoice choice;
+  choice.block_diffusion_model = true;
+  choice.autoregressive_model = "/models/autoregressive";
+  const auto runs = latency_demo_runs(choice);
+  ASSERT_EQ(runs.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(runs[i].model_folder, "/models/autoregressive") << runs[i].name;
+    EXPECT_NE(runs[i].what.find("/models/autoregressive"), std::string::npos) << runs[i].what;
+  }
+  EXPECT_TRUE(runs[0].unavailable_reason.empty()) << runs[0].unavailable_reason;
+  EXPECT_TRUE(runs[1].unavailable_reason.empty()) << runs[1].unavailable_reason;
+  EXPECT_FALSE(runs[2].unavailable_reason.empty()) << "CUDA graphs: the other model decodes on the CPU";
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_TRUE(runs[i].model_folder.empty()) << runs[i].name;
+    EXPECT_EQ(runs[i].decoding.mode, DecodingMode::kDiffusion);
+    EXPECT_TRUE(runs[i].unavailable_reason.empty()) << runs[i].name;
+    EXPECT_EQ(runs[i].baseline, 1) << runs[i].name;
+  }
+}
+
+// The same on the fixture: its GPT read as a block-diffusion model loaded,
+// the fixture itself beside it. The cache runs decode the autoregressive
+// model's tokens (as a direct generation with it), the block-diffusion runs
+// the loaded model's; a model of another token count is refused by name.
+TEST(GenerationWorker, LatencyDemoDecodesTokenByTokenWithTheAutoregressiveModelBesideABlockDiffusionOne) {
+  const auto autoregressive = testing::oracle_model_folder();
+  if (autoregressive.empty()) GTEST_SKIP() << "fixture model folder absent";
+  testing::TemporaryFolder folder;
+  const auto by_blocks = folder.path() / "model";
+  ASSERT_TRUE(::cubeforge::testing::make_oracle_block_diffusion_model(by_blocks));
+  GenerationWorker worker(1);
+  ASSERT_TRUE(worker.load_model(by_blocks));
+  ASSERT_EQ(only<worker_message::ModelLoaded>(wait_for(worker)).size(), 1u);
+  LatencyDemoChoice choice;
+  choice.block_diffusion_model = true;
+  choice.autoregressive_model = autoregressive.string();
+  const auto runs = latency_demo_runs(choice);
+  GenerationRequest request;
+  request.prompt = ::cubeforge::testing::oracle_facts().prompt;
+  request.resolution = 3;
+  ASSERT_TRUE(worker.run_latency_demo(request, runs, 0, 1));
+  auto bars = only<worker_message::LatencyResult>(wait_for(worker));
+  auto find = [&](int index) {
+    return std::find_if(bars.begin(), bars.end(), [&](const auto& b) { return b.index == index; });
+  };
+  ASSERT_NE(find(1), bars.end());
+  EXPECT_TRUE(find(0)->available) << find(0)->unavailable_reason;
+  ASSERT_TRUE(find(1)->available) << find(1)->unavailable_reason;
+  EXPECT_EQ(find(1)->model, autoregressive.string());
+  EXPECT_EQ(find(1)->decoding.mode, DecodingMode::kSequential);
+  auto model = CubeModel::load(autoregressive);
+  ASSERT_TRUE(model.ok());
+  auto direct = generate_shape_tokens(*model, request);
+  ASSERT_TRUE(direct.ok()) << direct.error().to_string();
+  EXPECT_EQ(find(1)->tokens, direct->tokens);
+  for (int i = 3; i < 6; ++i) {
+    ASSERT_NE(find(i), bars.end());
+    ASSERT_TRUE(find(i)->available) << find(i)->label << ": " << find(i)->unavailable_reason;
+    EXPECT_EQ(find(i)->model, by_blocks.string()) << find(i)->label;
+    EXPECT_EQ(find(i)->decoding.mode, DecodingMode::kDiffusion) << find(i)->label;
+  }
+  // A model of another token count beside it: refused, saying why.
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) return;
+  choice.autoregressive_model = builtin.string();
+  ASSERT_TRUE(worker.run_latency_demo(request, latency_demo_runs(choice), 0, 1));
+  bars = only<worker_message::LatencyResult>(wait_for(worker));
+  ASSERT_NE(find(1), bars.end());
+  EXPECT_FALSE(find(1)->available);
+  EXPECT_NE(find(1)->unavailable_reason.find("tokens per shape"), std::string::npos) << find(1)->unavailable_reason;
+  EXPECT_TRUE(find(3)->available) << find(3)->unavailable_reason;
 }
 
 TEST(GenerationWorker, LoadingReportsProgressAndCanBeCancelled) {

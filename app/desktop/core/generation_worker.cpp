@@ -181,6 +181,7 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
     backends_model_ = nullptr;
     kv_bases_.clear();
     kv_bases_model_ = nullptr;
+    autoregressive_models_.clear();
     {
       std::lock_guard lock(model_mutex_);
       model_ = std::make_shared<const CubeModel>(std::move(*loaded));
@@ -363,13 +364,17 @@ GenerationRequest request_for_model(GenerationRequest request, const CubeModel& 
 }
 
 std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
-  const std::string by_blocks = choice.block_diffusion_model
+  // Beside a block-diffusion model, the token-by-token runs decode with the
+  // autoregressive model given, else they cannot run.
+  const bool beside = choice.block_diffusion_model && !choice.autoregressive_model.empty();
+  const std::string by_blocks = choice.block_diffusion_model && !beside
                                     ? "this block-diffusion model decodes by blocks, not token by token"
                                     : "";
   std::string cuda = cuda_backend_availability().available
                          ? std::string()
                          : "needs the CUDA backend: " + cuda_backend_availability().why_not;
   if (cuda.empty()) cuda = by_blocks;
+  if (cuda.empty() && beside) cuda = "the autoregressive model beside a block-diffusion one decodes on the CPU";
   std::vector<LatencyRun> runs = {
       {"No cache", "every token recomputes the whole sequence so far", false, {}, by_blocks},
       {"KV cache", "every token reuses the keys and values of the tokens before it", true, {}, by_blocks},
@@ -390,6 +395,11 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
   }
   runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true,
                   false, kWithTheCache});
+  if (beside)
+    for (LatencyRun& run : runs) {
+      run.model_folder = choice.autoregressive_model;
+      run.what += "; the autoregressive model " + choice.autoregressive_model + ", on the same prompt";
+    }
   // A block-diffusion model has no other parallel decoding.
   const DecodingMode parallel = choice.block_diffusion_model ? DecodingMode::kDiffusion : choice.parallel;
   if (parallel == DecodingMode::kJacobi) {
@@ -421,7 +431,7 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
       options.mode = DecodingMode::kDiffusion;
       options.diffusion.cache = cache;
       options.diffusion.threshold = choice.diffusion_threshold;
-      const int baseline = !choice.block_diffusion_model ? kWithTheCache
+      const int baseline = !choice.block_diffusion_model || beside ? kWithTheCache
                            : cache == DiffusionCache::kNone ? -1
                                                             : without_a_cache;
       runs.push_back({name, std::string(what) + "; many slots per step", true, options, needs_model, false, false,
@@ -452,6 +462,7 @@ worker_message::LatencyResult GenerationWorker::measure_latency_run(const CubeMo
   bar.label = label;
   bar.weights = weight_format_name(weights);
   bar.kv_cache = kv_cache_label(request);
+  bar.model = model.folder().string();
   if (!tokens.ok()) {
     bar.available = false;
     bar.unavailable_reason = tokens.error().to_string();
@@ -469,6 +480,29 @@ worker_message::LatencyResult GenerationWorker::measure_latency_run(const CubeMo
   bar.tokens = r.tokens;
   bar.token_steps = std::move(token_steps);
   return bar;
+}
+
+Result<std::shared_ptr<const CubeModel>> GenerationWorker::autoregressive_model(const std::string& folder,
+                                                                              const CubeModel& loaded) {
+  auto found = autoregressive_models_.find(folder);
+  if (found == autoregressive_models_.end()) {
+    messages_.push(worker_message::Log{false, "latency demo: reading the autoregressive model " + folder +
+                                                  " to decode token by token beside the block-diffusion one"});
+    CUBEFORGE_ASSIGN_OR_RETURN(CubeModel model,
+                               CubeModel::load(folder, [this](const std::string&, double) { return !cancel_.load(); },
+                                               loaded.gpt().weight_options()));
+    found = autoregressive_models_.emplace(folder, std::make_shared<const CubeModel>(std::move(model))).first;
+  }
+  const CubeModel& model = *found->second;
+  if (model.gpt().config().block_diffusion())
+    return make_error(ErrorCode::kInvalidArgument, "'" + folder + "' is a block-diffusion model too; token-by-token "
+                                                   "decoding needs an autoregressive one");
+  if (model.shape_tokens() != loaded.shape_tokens())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "'" + folder + "' decodes " + std::to_string(model.shape_tokens()) +
+                          " tokens per shape and the loaded model " + std::to_string(loaded.shape_tokens()) +
+                          "; compare models of one shape tokenizer");
+  return found->second;
 }
 
 bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs,
@@ -489,8 +523,9 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
     chosen_request.use_kv_cache = true;
     auto chosen = with_kv_rank(*loaded, chosen_request, kv_rank);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
-    // Each run's request, or why it cannot run (said once).
+    // Each run's model and request, or why it cannot run (said once).
     std::vector<std::optional<GenerationRequest>> requests(runs.size());
+    std::vector<std::shared_ptr<const CubeModel>> models(runs.size(), loaded);
     std::vector<size_t> runnable;
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
@@ -498,6 +533,15 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       if (unavailable.empty() && run.cuda_graphs && !on_cuda)
         unavailable = !opened.ok() ? opened.error().message : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
       if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = chosen.error().message;
+      if (unavailable.empty() && !run.model_folder.empty()) {
+        auto other = autoregressive_model(run.model_folder, *loaded);
+        if (!other.ok() && other.error().code == ErrorCode::kCancelled) return finish(true);
+        if (!other.ok()) unavailable = other.error().message;
+        else models[index] = *other;
+        // The KV rank's bases belong to the loaded model.
+        if (unavailable.empty() && run.chosen_kv_cache && chosen->kv_cache.low_rank)
+          unavailable = "a KV rank is calibrated for the loaded model, not for '" + run.model_folder + "'";
+      }
       if (!unavailable.empty()) {
         worker_message::LatencyResult bar;
         bar.index = static_cast<int>(index);
@@ -508,7 +552,8 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
         continue;
       }
       GenerationRequest varied = opened.ok() ? *opened : exact;
-      if (!opened.ok()) {
+      // The backend opened holds the loaded model's weights: another model decodes on the CPU.
+      if (!opened.ok() || models[index] != loaded) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
@@ -535,7 +580,8 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       for (size_t index : order) {
         messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index), round});
         Result<GenerationResult> tokens = make_error(ErrorCode::kInternal, "not run");
-        worker_message::LatencyResult bar = measure_latency_run(*loaded, *requests[index], runs[index].name, tokens);
+        worker_message::LatencyResult bar =
+            measure_latency_run(*models[index], *requests[index], runs[index].name, tokens);
         bar.index = static_cast<int>(index);
         bar.repeat = round;
         messages_.push(std::move(bar));
@@ -554,7 +600,7 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       meshed.index = last_index;
       meshed.resolution = coarse.resolution;
       const auto mesh_started = Clock::now();
-      auto mesh = mesh_shape_tokens(*loaded, coarse, *last_tokens, {}, &cancel_);
+      auto mesh = mesh_shape_tokens(*models[size_t(last_index)], coarse, *last_tokens, {}, &cancel_);
       meshed.ms = ms_since(mesh_started);
       if (!mesh.ok() && mesh.error().code == ErrorCode::kCancelled) return finish(true);
       if (mesh.ok()) meshed.faces = mesh->stats.faces;

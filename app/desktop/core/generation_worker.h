@@ -149,6 +149,7 @@ struct LatencyResult {
   bool available = true;
   std::string unavailable_reason;
   std::string weights, kv_cache;  // what it ran with (kv_cache_label)
+  std::string model;  // the folder of the model it decoded with
   // total_ms: the object's tokens, from the prompt to the last token.
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
   StageTimings stages;  // where the object's time went (text, first token, tokens)
@@ -195,7 +196,10 @@ using WorkerMessage =
 // model (which in turn cannot decode token by token, and always ends with
 // block diffusion).
 //
-// Every run decodes with the loaded model's weights. The cache runs keep the
+// Every run decodes with the loaded model's weights, except that beside a
+// block-diffusion model the token-by-token runs decode with an autoregressive
+// model when one is given (the built-in one in the app), on the same prompt,
+// so that block diffusion has ordinary decoding to be compared with. The cache runs keep the
 // exact KV cache, which CUDA and parallel decoding need; a smaller KV cache
 // chosen in the settings adds a run of its own after the exact one, so the
 // two stand side by side.
@@ -208,12 +212,16 @@ struct LatencyRun {
   bool cuda_graphs = false;        // needs the CUDA backend
   bool chosen_kv_cache = false;    // the KV cache options of the settings, not the exact cache
   int baseline = -1;               // the run it is compared with (its index; -1: none)
+  std::string model_folder;        // decodes with this model, not the loaded one (empty: the loaded one)
 };
 struct LatencyDemoChoice {
   DecodingMode parallel = DecodingMode::kJacobi;  // kSequential: the cache runs alone
   float diffusion_threshold = 0.9f;
   bool block_diffusion_model = false;
   std::string kv_cache = "f32";  // kv_cache_label of the options chosen; "f32": the exact cache alone
+  // Beside a block-diffusion model: an autoregressive model folder for the
+  // token-by-token runs (empty: they are not available).
+  std::string autoregressive_model;
 };
 std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice = {});
 
@@ -276,6 +284,10 @@ class GenerationWorker {
   // The request with the KV rank's bases (read once per model and rank) and
   // its KV cache options checked.
   Result<GenerationRequest> with_kv_rank(const CubeModel& model, GenerationRequest request, int kv_rank);
+  // A model other than the loaded one, for the latency demo's runs beside a
+  // block-diffusion model: read once per folder, autoregressive, and decoding
+  // as many tokens per shape as the loaded one.
+  Result<std::shared_ptr<const CubeModel>> autoregressive_model(const std::string& folder, const CubeModel& loaded);
   // Both, as a generation or the candidates run.
   Result<GenerationRequest> prepare(const CubeModel& model, const GenerationRequest& request, int kv_rank);
 
@@ -297,6 +309,8 @@ class GenerationWorker {
   // The KV rank's bases read for the loaded model, by rank; touched only by jobs.
   const CubeModel* kv_bases_model_ = nullptr;
   std::map<int, std::shared_ptr<const LowRankKv>> kv_bases_;
+  // Autoregressive models read for the latency demo, by folder; touched only by jobs.
+  std::map<std::string, std::shared_ptr<const CubeModel>> autoregressive_models_;
   std::jthread job_;  // last member: joined first on destruction
 };
 

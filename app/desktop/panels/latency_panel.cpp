@@ -11,7 +11,9 @@
 // scale with labelled ticks, so that a run hundreds of times faster keeps a
 // visible bar. Parallel runs say how many tokens each model evaluation gave:
 // about one means no fewer evaluations than the KV cache's. The demo meshes
-// once, coarsely, and says so: it measures decoding.
+// once, coarsely, and says so: it measures decoding. With a block-diffusion
+// model loaded, the token-by-token runs decode the same prompt with the
+// built-in autoregressive model, so that the two stand side by side.
 //
 // A decoding selector chooses the parallel decoding the demo ends with (exact
 // parallel decoding, or block diffusion at a confidence threshold). The token
