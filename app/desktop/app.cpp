@@ -97,6 +97,8 @@ void App::start_latency_demo() {
   choice.diffusion_threshold = state.settings.diffusion_threshold;
   const auto summary = worker.model_summary();
   choice.block_diffusion_model = summary && summary->block_diffusion;
+  // Block diffusion beside ordinary decoding: the built-in autoregressive model, on the same prompt.
+  if (choice.block_diffusion_model) choice.autoregressive_model = default_model_folder().string();
   const AppSettings& settings = state.settings;
   choice.kv_cache = kv_cache_label(settings.kv_cache_format, settings.kv_budget, settings.kv_rank);
   std::vector<LatencyRun> runs = latency_demo_runs(choice);
@@ -114,11 +116,13 @@ void App::start_latency_demo() {
   }
   state.latency = LatencyDemoState{};
   state.latency.runs = std::move(runs);
-  state.latency.results.resize(state.latency.runs.size());
+  state.latency.measured.resize(state.latency.runs.size());
+  state.latency.not_run.resize(state.latency.runs.size());
   state.latency.running = state.latency.shown = true;
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
-  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has");
+  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has, " +
+      std::to_string(state.latency.repeats) + " times each");
 }
 
 void App::start_candidates(int count) {

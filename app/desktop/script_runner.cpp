@@ -58,6 +58,7 @@ nlohmann::json window_state(App& app) {
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};
   }
   out["mesh_faces"] = state.current.mesh.face_count();
+  out["view_faces"] = state.view.shown_faces;  // the mesh on screen
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;
   nlohmann::json candidates = nlohmann::json::array();
@@ -68,27 +69,52 @@ nlohmann::json window_state(App& app) {
                        {"picked", state.candidates.picked},
                        {"items", candidates}};
   out["seed"] = state.settings.seed;
+  const LatencyDemoState& demo = state.latency;
+  auto spread_json = [](const Spread& s) {
+    return nlohmann::json{{"samples", s.samples}, {"median", s.median}, {"min", s.min}, {"max", s.max}};
+  };
   nlohmann::json latency = nlohmann::json::array();
-  for (size_t i = 0; i < state.latency.runs.size(); ++i) {
-    const auto& result = state.latency.results[i];
-    latency.push_back({{"name", state.latency.runs[i].name},
-                       {"available", state.latency.runs[i].unavailable_reason.empty()},
-                       {"done", result.has_value() && result->available},
-                       {"tpot_ms", result ? result->mean_tpot_ms : 0.0},
+  for (size_t i = 0; i < demo.runs.size(); ++i) {
+    const worker_message::LatencyResult* result = demo.last(i);
+    nlohmann::json repeats = nlohmann::json::array();
+    for (const auto& m : demo.measured[i]) repeats.push_back(m.repeat);
+    latency.push_back({{"name", demo.runs[i].name},
+                       {"available", demo.runs[i].unavailable_reason.empty()},
+                       {"done", result != nullptr},
+                       {"not_run", demo.not_run[i]},
+                       {"baseline", demo.runs[i].baseline},
+                       {"repeats", repeats},
+                       {"tpot", spread_json(demo.tpot_ms(i))},
+                       {"object", spread_json(demo.object_ms(i))},
+                       {"tpot_text", demo.bar_text(i, true)},
+                       {"object_text", demo.bar_text(i, false)},
+                       {"tpot_ms", demo.tpot_ms(i).median},
+                       {"total_ms", demo.object_ms(i).median},
                        {"model_evaluations", result ? result->decoding.model_evaluations : 0},
                        {"tokens_per_evaluation", result ? result->decoding.tokens_per_evaluation() : 0.0},
-                       {"total_ms", result ? result->total_ms : 0.0},
-                       {"stages_ms", result ? result->stages.total_ms() : 0.0},
-                       {"decoding", decoding_mode_name(state.latency.runs[i].decoding.mode)},
+                       {"decoding", decoding_mode_name(demo.runs[i].decoding.mode)},
                        {"weights", result ? result->weights : ""},
+                       {"model", result ? result->model : ""},
                        {"kv_cache", result ? result->kv_cache : ""},
                        {"token_steps", result ? result->token_steps : std::vector<int>{}}});
   }
-  out["latency"] = {{"shown", state.latency.shown},
-                    {"running", state.latency.running},
+  out["latency"] = {{"shown", demo.shown},
+                    {"running", demo.running},
                     {"decoding", state.settings.latency_decoding},
                     {"diffusion_threshold", state.settings.diffusion_threshold},
+                    {"repeats", demo.repeats},
+                    {"wall_ms", demo.wall_ms ? *demo.wall_ms : -1.0},
                     {"runs", latency}};
+  if (demo.meshed)
+    out["latency"]["meshed"] = {{"run", demo.meshed->index},
+                                {"resolution", demo.meshed->resolution},
+                                {"faces", demo.meshed->faces},
+                                {"ms", demo.meshed->ms},
+                                {"problem", demo.meshed->problem}};
+  // The view's content against its room: wider content is cut off at its right edge.
+  if (ImGuiWindow* view = ImGui::FindWindowByName(kLatencyViewTitle); view && view->WasActive)
+    out["latency"]["view"] = {{"content_width", view->ContentSize.x},
+                              {"room_width", view->InnerRect.GetWidth() - 2 * view->WindowPadding.x}};
   out["current_seed"] = state.current.seed;
   const HistoryState& history = state.history;
   out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},

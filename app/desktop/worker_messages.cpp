@@ -226,28 +226,52 @@ struct MessageHandler {
     if (state.history.store) add_to_history(app, finished, result);
   }
 
-  void operator()(worker_message::LatencyRunStarted& m) { state.latency.current = m.index; }
+  void operator()(worker_message::LatencyRunStarted& m) {
+    state.latency.current = m.index;
+    state.latency.current_repeat = m.repeat;
+  }
 
+  // A demo run's measurement: kept beside the run's others. It is not a
+  // generation: no history entry, and the viewport keeps its object.
   void operator()(worker_message::LatencyResult& m) {
     LatencyDemoState& latency = state.latency;
-    if (m.index >= 0 && m.index < static_cast<int>(latency.results.size())) latency.results[size_t(m.index)] = m;
+    const bool known = m.index >= 0 && m.index < static_cast<int>(latency.measured.size());
     if (latency.current == m.index) latency.current = -1;
     if (m.available) {
+      state.generation.progress.finish(RunOutcome::kDone, m.total_ms);
       char line[320];
       std::snprintf(line, sizeof line,
-                    "latency demo, %s: TPOT %.2f ms, first token %.1f ms, total %.0f ms (%s weights, KV cache %s)",
-                    m.label.c_str(), m.mean_tpot_ms, m.time_to_first_token_ms, m.total_ms, m.weights.c_str(),
-                    m.kv_cache.c_str());
+                    "latency demo, %s (%d of %d): TPOT %.2f ms, first token %.1f ms, tokens %.0f ms, "
+                    "%.2f tokens per evaluation (%s weights, KV cache %s)",
+                    m.label.c_str(), m.repeat + 1, latency.repeats, m.mean_tpot_ms, m.time_to_first_token_ms,
+                    m.total_ms, m.decoding.tokens_per_evaluation(), m.weights.c_str(), m.kv_cache.c_str());
       app.log(line);
+      if (known) latency.measured[size_t(m.index)].push_back(std::move(m));
     } else {
       app.log("latency demo, " + m.label + ": not run (" + m.unavailable_reason + ")");
+      if (known) latency.not_run[size_t(m.index)] = m.unavailable_reason;
     }
   }
 
-  void operator()(worker_message::LatencyDemoFinished&) {
+  void operator()(worker_message::LatencyMeshed& m) {
+    char line[200];
+    if (m.problem.empty())
+      std::snprintf(line, sizeof line, "latency demo: meshed once at resolution %d, %lld faces in %.0f ms",
+                    m.resolution, static_cast<long long>(m.faces), m.ms);
+    else std::snprintf(line, sizeof line, "latency demo: meshing at resolution %d failed", m.resolution);
+    app.log(m.problem.empty() ? std::string(line) : std::string(line) + ": " + m.problem);
+    state.latency.meshed = std::move(m);
+  }
+
+  void operator()(worker_message::LatencyDemoFinished& m) {
     state.latency.running = false;
     state.latency.current = -1;
+    state.latency.wall_ms = m.wall_ms;
     state.generation.generating = false;
+    char line[120];
+    std::snprintf(line, sizeof line, "latency demo %s in %.1f s", m.cancelled ? "cancelled" : "finished",
+                  m.wall_ms / 1000);
+    app.log(line);
   }
 
   void operator()(worker_message::CandidateReady& m) {

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <array>
 #include <fstream>
@@ -21,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/desktop/core/file_name_template.h"
+#include "app/desktop/core/latency_statistics.h"
 #include "inference/core/file_io.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/tensor/safetensors.h"
@@ -904,6 +907,151 @@ TEST_F(AppScript, TheLatencyDemoHasItsOwnViewWithNamedRuns) {
   for (size_t i = 2; i < runs.size(); ++i) EXPECT_EQ(runs[i]["available"], runs[i]["done"]) << runs[i];
 }
 
+// The demo as an audience sees it at the default window size: every run
+// measured three times, each bar saying its median and range, a speed-up
+// only where both runs' ranges lie apart (checked here against the dumped
+// measurements), tokens per evaluation beside each parallel run, every bar
+// wide enough to see on its log scale, nothing cut off at the view's right
+// edge, and one coarse meshing.
+TEST_F(AppScript, TheLatencyDemoShowsMediansRangesAndOnlyClearSpeedUps) {
+  const auto dir = folder_.path();
+  const std::string prompt = prompt_with_a_surface(model_, 4);
+  SKIP_WITHOUT_A_SURFACE(prompt);
+  std::ofstream(dir / "repeats.txt") << "model " << model_.string() << "\n"
+                                     << "prompt " << prompt << "\n"
+                                     << "set latency_decoding jacobi\n"
+                                     << "latency\n"
+                                     << "wait\n"
+                                     // A few frames for the view to lay out what the last messages brought.
+                                     << "idle 5\n"
+                                     << "dump " << (dir / "repeats.json").string() << "\n"
+                                     << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "repeats.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto state = read_dump(dir / "repeats.json");
+  EXPECT_EQ(state["window"]["width"], 1280) << "not the default window size";
+  const auto& latency = state["latency"];
+  EXPECT_EQ(latency["repeats"], 3);
+  const auto& runs = latency["runs"];
+  ASSERT_EQ(runs.size(), 5u) << runs;
+  int compared = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const auto& run = runs[i];
+    const std::string name = run["name"];
+    if (!run["available"] || !run["not_run"].get<std::string>().empty()) {
+      EXPECT_FALSE(run["done"]) << name;
+      continue;
+    }
+    ASSERT_TRUE(run["done"]) << run;
+    EXPECT_EQ(run["repeats"], nlohmann::json({0, 1, 2})) << name;
+    for (const char* which : {"tpot", "object"}) {
+      const auto& spread = run[which];
+      EXPECT_EQ(spread["samples"], 3) << name;
+      EXPECT_LE(double(spread["min"]), double(spread["median"])) << name;
+      EXPECT_LE(double(spread["median"]), double(spread["max"])) << name;
+      const std::string text = run[std::string(which) + "_text"];
+      EXPECT_NE(text.find("(range "), std::string::npos) << name << ": " << text;
+      // The verdict, from the measurements: faster only when the ranges lie apart.
+      const int baseline = run["baseline"];
+      if (baseline < 0) continue;
+      const auto& base = runs[size_t(baseline)][which];
+      const std::string base_name = runs[size_t(baseline)]["name"];
+      const bool faster = double(spread["max"]) < double(base["min"]);
+      const bool slower = double(spread["min"]) > double(base["max"]);
+      EXPECT_EQ(text.find("x faster than " + base_name) != std::string::npos, faster) << name << ": " << text;
+      EXPECT_EQ(text.find("x slower than " + base_name) != std::string::npos, slower) << name << ": " << text;
+      EXPECT_EQ(text.find("within noise of " + base_name) != std::string::npos, !faster && !slower)
+          << name << ": " << text;
+      ++compared;
+    }
+    // Tokens per evaluation beside every parallel run, and only there.
+    const std::string tpot_text = run["tpot_text"];
+    char per_evaluation[48];
+    std::snprintf(per_evaluation, sizeof per_evaluation, "; %.2f tokens per evaluation",
+                  double(run["tokens_per_evaluation"]));
+    EXPECT_EQ(tpot_text.find(per_evaluation) != std::string::npos, run["decoding"] != "sequential")
+        << name << ": " << tpot_text;
+  }
+  EXPECT_GE(compared, 6) << "the cache and both parallel runs, per token and per object";
+  // The bars lie on a log axis from the measurements' smallest to their
+  // largest: each one as long as the log of its median, the fastest at
+  // least a factor of two of the axis, however many decades lie between.
+  for (const char* which : {"tpot", "object"}) {
+    double smallest = 0, largest = 0;
+    for (const auto& run : runs) {
+      if (run[which]["samples"] == 0) continue;
+      const double low = run[which]["min"], high = run[which]["max"];
+      smallest = smallest > 0 ? std::min(smallest, low) : low;
+      largest = std::max(largest, high);
+    }
+    const LogAxis axis = log_axis_for(smallest, largest);
+    ASSERT_LE(axis.lowest, smallest / 2);
+    ASSERT_GE(axis.highest, largest);
+    const std::string axis_name = std::string("latency-") + which + "-axis";
+    ASSERT_TRUE(state["targets"].contains(axis_name)) << axis_name;
+    const float room = state["targets"][axis_name]["width"], left = state["targets"][axis_name]["x"];
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i][which]["samples"] == 0) continue;
+      const std::string bar = std::string("latency-") + which + "-bar-" + std::to_string(i);
+      ASSERT_TRUE(state["targets"].contains(bar)) << bar;
+      const float x = state["targets"][bar]["x"], width = state["targets"][bar]["width"];
+      EXPECT_FLOAT_EQ(x, left) << bar;
+      const double median = runs[i][which]["median"];
+      const double expected = room * std::log(median / axis.lowest) / std::log(axis.highest / axis.lowest);
+      EXPECT_NEAR(width, expected, 1.5) << bar << ": not on the log axis";
+      EXPECT_GE(width, room * std::log(2.0) / std::log(axis.highest / axis.lowest) - 1.5) << bar << " is too thin";
+    }
+  }
+  // Nothing cut off at the right: the table and the reasons runs are not available wrap.
+  ASSERT_TRUE(latency.contains("view")) << latency;
+  EXPECT_LE(float(latency["view"]["content_width"]), float(latency["view"]["room_width"]) + 1.f) << latency["view"];
+  // One meshing, coarse, of the last run's tokens.
+  ASSERT_TRUE(latency.contains("meshed"));
+  EXPECT_LE(int(latency["meshed"]["resolution"]), 5);
+  EXPECT_EQ(latency["meshed"]["run"], 4) << "the last run of the last round";
+  EXPECT_NE(log->find("latency demo finished in"), std::string::npos) << *log;
+}
+
+// The demo is no generation: it adds nothing to the history, and the object
+// in the view (and the one export would write) stays the last generation's.
+TEST_F(AppScript, LatencyDemoRunsStayOutOfTheHistoryAndTheView) {
+  const auto dir = folder_.path();
+  const std::string prompt = prompt_with_a_surface(model_, 4);
+  SKIP_WITHOUT_A_SURFACE(prompt);
+  std::ofstream(dir / "apart.txt") << "model " << model_.string() << "\n"
+                                   << "prompt " << prompt << "\n"
+                                   << "set resolution 4\n"
+                                   << "set seed 3\n"
+                                   << "generate\n"
+                                   << "wait\n"
+                                   << "dump " << (dir / "generated.json").string() << "\n"
+                                   << "set seed 9\n"
+                                   << "set resolution 5\n"
+                                   << "set latency_decoding sequential\n"
+                                   << "latency\n"
+                                   << "wait\n"
+                                   << "dump " << (dir / "demo.json").string() << "\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "apart.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto generated = read_dump(dir / "generated.json");
+  const auto demo = read_dump(dir / "demo.json");
+  ASSERT_EQ(generated["history"]["entries"], 1);
+  ASSERT_GT(int(generated["mesh_faces"]), 0);
+  EXPECT_TRUE(demo["latency"]["runs"][1]["done"]) << demo["latency"];
+  EXPECT_EQ(demo["history"]["entries"], 1) << "the demo's runs went to the history";
+  EXPECT_EQ(demo["current_seed"], 3) << "the demo replaced the current object";
+  EXPECT_EQ(demo["mesh_faces"], generated["mesh_faces"]);
+  EXPECT_EQ(demo["view_faces"], generated["view_faces"]) << "the view shows another object";
+}
+
 // Which model evaluation chose each token, as the demo's grid shows it: one
 // apiece for sequential decoding, in order and at least one each for exact
 // parallel decoding, and whatever was accepted for block diffusion.
@@ -1008,7 +1156,9 @@ TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
   const auto state = read_dump(dir / "blocks.json");
   const auto& runs = state["latency"]["runs"];
   ASSERT_EQ(runs.size(), 6u) << runs;
-  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(runs[i]["available"]) << runs[i]["name"];
+  // Beside it, the built-in autoregressive model decodes another number of
+  // tokens per shape (or this tree has none): no token-by-token run.
+  for (size_t i = 0; i < 3; ++i) EXPECT_FALSE(runs[i]["done"]) << runs[i]["name"];
   const std::vector<std::string> names = {"Block diffusion, no cache", "Block diffusion, prefix cache",
                                           "Block diffusion, dual cache"};
   for (size_t i = 3; i < 6; ++i) {
@@ -1019,6 +1169,52 @@ TEST_F(AppScript, TheLatencyDemoShowsBlockDiffusionFillingABlockInOneStep) {
     ASSERT_EQ(steps.size(), size_t(tokens));
     for (size_t t = 0; t < steps.size(); ++t) EXPECT_EQ(steps[t], int(t) / slots_per_evaluation) << runs[i]["name"];
     EXPECT_EQ(runs[i]["model_evaluations"], tokens / slots_per_evaluation);
+  }
+}
+
+// The block-diffusion model that ships beside the built-in one: the demo
+// decodes the same prompt token by token with the built-in autoregressive
+// model and by blocks with the loaded one, side by side, and compares each
+// block-diffusion run with the autoregressive model's KV cache run.
+TEST(AppLatencyDemo, ShowsTheAutoregressiveAndTheBlockDiffusionModelSideBySide) {
+  if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
+    GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh runs the suite under xvfb-run";
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  const auto by_blocks = builtin.parent_path() / "model-diffusion";
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors") ||
+      !std::filesystem::exists(by_blocks / "shape_gpt.safetensors"))
+    GTEST_SKIP() << "no built-in models in this tree";
+  testing::TemporaryFolder folder;
+  const auto dir = folder.path();
+  std::ofstream(dir / "beside.txt") << "model " << by_blocks.string() << "\n"
+                                    << "prompt a tall chair\n"
+                                    << "set resolution 4\n"
+                                    << "latency\n"
+                                    << "wait\n"
+                                    << "dump " << (dir / "beside.json").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "beside.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 960x600");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto state = read_dump(dir / "beside.json");
+  const auto& runs = state["latency"]["runs"];
+  ASSERT_EQ(runs.size(), 6u) << runs;
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(runs[i]["done"]) << runs[i];
+    EXPECT_EQ(runs[i]["model"], builtin.string()) << runs[i]["name"];
+    EXPECT_EQ(runs[i]["decoding"], "sequential");
+  }
+  for (size_t i = 3; i < 6; ++i) {
+    ASSERT_TRUE(runs[i]["done"]) << runs[i];
+    EXPECT_EQ(runs[i]["model"], by_blocks.string()) << runs[i]["name"];
+    EXPECT_EQ(runs[i]["decoding"], "diffusion");
+    EXPECT_EQ(runs[i]["baseline"], 1) << runs[i]["name"];
+    const std::string text = runs[i]["tpot_text"];
+    EXPECT_NE(text.find(" KV cache;"), std::string::npos) << "not compared with the KV cache run: " << text;
+    EXPECT_NE(text.find("tokens per evaluation"), std::string::npos) << text;
   }
 }
 

@@ -49,7 +49,7 @@ std::string kv_cache_label(const std::string& format, int budget, int rank) {
 std::string kv_cache_label(const GenerationRequest& request) {
   if (!request.use_kv_cache) return "none";
   const KvCacheOptions& kv = request.kv_cache;
-  return kv_cache_label(std::string(kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : 0);
+  return kv_cache_label(std::string(cpu::kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : 0);
 }
 
 Status GenerationWorker::can_run(const GenerationRequest& request) const {
@@ -151,6 +151,7 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
     }
     plan_cache_ = PlanCache{};  // opened and read for the previous model
     last_backend_reason_.clear();
+    autoregressive_models_.clear();
     {
       std::lock_guard lock(model_mutex_);
       model_ = std::make_shared<const CubeModel>(std::move(*loaded));
@@ -333,17 +334,25 @@ GenerationRequest request_for_model(GenerationRequest request, const CubeModel& 
 }
 
 std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
-  const std::string by_blocks = choice.block_diffusion_model
+  // Beside a block-diffusion model, the token-by-token runs decode with the
+  // autoregressive model given, else they cannot run.
+  const bool beside = choice.block_diffusion_model && !choice.autoregressive_model.empty();
+  const std::string by_blocks = choice.block_diffusion_model && !beside
                                     ? "this block-diffusion model decodes by blocks, not token by token"
                                     : "";
   std::string cuda = cuda_backend_availability().available
                          ? std::string()
                          : "needs the CUDA backend: " + cuda_backend_availability().why_not;
   if (cuda.empty()) cuda = by_blocks;
+  if (cuda.empty() && beside) cuda = "the autoregressive model beside a block-diffusion one decodes on the CPU";
   std::vector<LatencyRun> runs = {
       {"No cache", "every token recomputes the whole sequence so far", false, {}, by_blocks},
       {"KV cache", "every token reuses the keys and values of the tokens before it", true, {}, by_blocks},
   };
+  // The cache is compared with no cache; everything after it with the cache,
+  // the token-by-token decoding it would replace.
+  runs[1].baseline = 0;
+  constexpr int kWithTheCache = 1;
   if (choice.kv_cache != "f32") {
     LatencyRun smaller{"Smaller KV cache",
                        "KV cache " + choice.kv_cache +
@@ -351,9 +360,16 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
                            "exact cache's",
                        true, {}, by_blocks};
     smaller.chosen_kv_cache = true;
+    smaller.baseline = kWithTheCache;
     runs.push_back(smaller);
   }
-  runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true});
+  runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true,
+                  false, kWithTheCache});
+  if (beside)
+    for (LatencyRun& run : runs) {
+      run.model_folder = choice.autoregressive_model;
+      run.what += "; the autoregressive model " + choice.autoregressive_model + ", on the same prompt";
+    }
   // A block-diffusion model has no other parallel decoding.
   const DecodingMode parallel = choice.block_diffusion_model ? DecodingMode::kDiffusion : choice.parallel;
   if (parallel == DecodingMode::kJacobi) {
@@ -361,9 +377,9 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
     paying.mode = always.mode = DecodingMode::kJacobi;
     always.jacobi.position_cost = 0.f;
     runs.push_back({"Exact parallel", "guesses the next tokens and checks them in one step where that pays: "
-                    "the same tokens", true, paying, by_blocks});
+                    "the same tokens", true, paying, by_blocks, false, false, kWithTheCache});
     runs.push_back({"Exact parallel, always guessing", "a guess at every step: several slots per step when it "
-                    "is right, the same tokens", true, always, by_blocks});
+                    "is right, the same tokens", true, always, by_blocks, false, false, kWithTheCache});
   } else if (parallel == DecodingMode::kDiffusion) {
     const std::string needs_model =
         choice.block_diffusion_model ? "" : "needs a block-diffusion model folder, such as assets/model-diffusion";
@@ -377,22 +393,97 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
         {DiffusionCache::kPrefix, "Block diffusion, prefix cache", "finished blocks' keys and values are reused"},
         {DiffusionCache::kDual, "Block diffusion, dual cache",
          "the rest of the block is reused too, refreshed once per sub-block"}};
+    // On a block-diffusion model, which has no token-by-token run, the
+    // caches are compared with block diffusion without one.
+    const int without_a_cache = static_cast<int>(runs.size());
     for (const auto& [cache, name, what] : caches) {
       DecodingOptions options;
       options.mode = DecodingMode::kDiffusion;
       options.diffusion.cache = cache;
       options.diffusion.threshold = choice.diffusion_threshold;
-      runs.push_back({name,
-                      std::string(what) + "; many slots per step", true, options, needs_model});
+      const int baseline = !choice.block_diffusion_model || beside ? kWithTheCache
+                           : cache == DiffusionCache::kNone ? -1
+                                                            : without_a_cache;
+      runs.push_back({name, std::string(what) + "; many slots per step", true, options, needs_model, false, false,
+                      baseline});
     }
   }
   return runs;
 }
 
-bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs) {
+worker_message::LatencyResult GenerationWorker::measure_latency_run(const CubeModel& model,
+                                                                     const GenerationRequest& request,
+                                                                     const std::string& label,
+                                                                     Result<GenerationResult>& tokens) {
+  const int run = next_run_++;
+  const int token_count = model.shape_tokens();
+  const WeightFormat weights = model.gpt().weight_options().format;
+  messages_.push(worker_message::RunStarted{run, label, token_count, std::string(weight_format_name(weights)),
+                                            kv_cache_label(request)});
+  const auto started = Clock::now();
+  std::vector<int> token_steps(static_cast<size_t>(token_count), -1);
+  auto sink = [&](const GenerationEvent& event) {
+    messages_.push(worker_message::Event{run, event, ms_since(started)});
+    if (event.kind == GenerationEvent::Kind::kToken && event.token_index >= 0 && event.token_index < token_count)
+      token_steps[size_t(event.token_index)] = event.decode_step;
+  };
+  tokens = generate_shape_tokens(model, request_for_model(request, model), sink, &cancel_);
+  worker_message::LatencyResult bar;
+  bar.label = label;
+  bar.weights = weight_format_name(weights);
+  bar.kv_cache = kv_cache_label(request);
+  bar.model = model.folder().string();
+  if (!tokens.ok()) {
+    bar.available = false;
+    bar.unavailable_reason = for_creator(tokens.error());
+    return bar;
+  }
+  const GenerationResult& r = *tokens;
+  // Tokens after the first evaluation (the prefill's one, or several with block diffusion).
+  const int first_step = r.decoding.tokens_per_step.empty() ? 1 : r.decoding.tokens_per_step[0];
+  const double decode_tokens = double(r.tokens.size()) - first_step;
+  bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
+  bar.time_to_first_token_ms = r.time_to_first_token_ms;
+  bar.total_ms = ms_since(started);
+  bar.stages = r.timings;
+  bar.decoding = r.decoding;
+  bar.tokens = r.tokens;
+  bar.token_steps = std::move(token_steps);
+  return bar;
+}
+
+Result<std::shared_ptr<const CubeModel>> GenerationWorker::autoregressive_model(const std::string& folder,
+                                                                              const CubeModel& loaded) {
+  auto found = autoregressive_models_.find(folder);
+  if (found == autoregressive_models_.end()) {
+    messages_.push(worker_message::Log{false, "latency demo: reading the autoregressive model " + folder +
+                                                  " to decode token by token beside the block-diffusion one"});
+    CUBEFORGE_ASSIGN_OR_RETURN(CubeModel model,
+                               CubeModel::load(folder, [this](const std::string&, double) { return !cancel_.load(); },
+                                               loaded.gpt().weight_options()));
+    found = autoregressive_models_.emplace(folder, std::make_shared<const CubeModel>(std::move(model))).first;
+  }
+  const CubeModel& model = *found->second;
+  if (model.gpt().config().block_diffusion())
+    return make_error(ErrorCode::kInvalidArgument, "'" + folder + "' is a block-diffusion model too; token-by-token "
+                                                   "decoding needs an autoregressive one");
+  if (model.shape_tokens() != loaded.shape_tokens())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "'" + folder + "' decodes " + std::to_string(model.shape_tokens()) +
+                          " tokens per shape and the loaded model " + std::to_string(loaded.shape_tokens()) +
+                          "; compare models of one shape tokenizer");
+  return found->second;
+}
+
+bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs,
+                                        int repeats) {
   auto loaded = model();
-  if (!loaded) return false;
-  return start([this, loaded, request, runs = std::move(runs)] {
+  if (!loaded || repeats < 1) return false;
+  return start([this, loaded, request, runs = std::move(runs), repeats] {
+    const auto demo_started = Clock::now();
+    auto finish = [&](bool cancelled) {
+      messages_.push(worker_message::LatencyDemoFinished{cancelled, ms_since(demo_started)});
+    };
     // The exact cache's request opens the backend; the chosen cache runs on it
     // when that backend supports it, else on the CPU.
     GenerationRequest exact = request;
@@ -402,24 +493,37 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
     chosen_request.use_kv_cache = true;
     auto chosen = plan(*loaded, chosen_request);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
+    // Each run's model and request, or why it cannot run (said once).
+    std::vector<std::optional<GenerationRequest>> requests(runs.size());
+    std::vector<std::shared_ptr<const CubeModel>> models(runs.size(), loaded);
+    std::vector<size_t> runnable;
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
-      worker_message::LatencyResult bar;
-      bar.index = static_cast<int>(index);
-      bar.label = run.name;
       std::string unavailable = run.unavailable_reason;
       if (unavailable.empty() && run.cuda_graphs && !on_cuda)
         unavailable = !opened.ok() ? for_creator(opened.error()) : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
       if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = for_creator(chosen.error());
+      if (unavailable.empty() && !run.model_folder.empty()) {
+        auto other = autoregressive_model(run.model_folder, *loaded);
+        if (!other.ok() && other.error().code == ErrorCode::kCancelled) return finish(true);
+        if (!other.ok()) unavailable = other.error().message;
+        else models[index] = *other;
+        // The KV rank's bases belong to the loaded model.
+        if (unavailable.empty() && run.chosen_kv_cache && chosen->kv_cache.low_rank)
+          unavailable = "a KV rank is calibrated for the loaded model, not for '" + run.model_folder + "'";
+      }
       if (!unavailable.empty()) {
+        worker_message::LatencyResult bar;
+        bar.index = static_cast<int>(index);
+        bar.label = run.name;
         bar.available = false;
         bar.unavailable_reason = unavailable;
         messages_.push(bar);
         continue;
       }
-      messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index)});
       GenerationRequest varied = opened.ok() ? *opened : exact;
-      if (!opened.ok()) {
+      // The backend opened holds the loaded model's weights: another model decodes on the CPU.
+      if (!opened.ok() || models[index] != loaded) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
@@ -432,35 +536,47 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
-      PreviewOptions no_previews;  // the demo times the pipeline alone
-      no_previews.coarse_pass = false;
-      auto finished = run_generation(*loaded, varied, no_previews, run.name);
-      bar.weights = weight_format_name(finished.weights);
-      bar.kv_cache = kv_cache_label(finished.request);
-      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
-      if (finished.result.ok()) {
-        const auto& r = *finished.result;
-        // Tokens after the first evaluation (the prefill's one, or several with block diffusion).
-        const int first_step = r.decoding.tokens_per_step.empty() ? 1 : r.decoding.tokens_per_step[0];
-        const double decode_tokens = double(r.tokens.size()) - first_step;
-        bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
-        bar.time_to_first_token_ms = r.time_to_first_token_ms;
-        bar.total_ms = finished.wall_ms;
-        bar.stages = r.timings;
-        bar.decoding = r.decoding;
-        bar.token_steps = finished.token_steps;
-      } else {
-        bar.available = false;
-        bar.unavailable_reason = for_creator(finished.result.error());
-      }
-      messages_.push(std::move(finished));
-      messages_.push(bar);
-      if (cancelled) {
-        messages_.push(worker_message::LatencyDemoFinished{true});
-        return;
+      requests[index] = std::move(varied);
+      runnable.push_back(index);
+    }
+    // Rounds of every run, forwards then backwards: each run's measurements
+    // spread over the whole demo rather than one stretch of it.
+    std::optional<GenerationResult> last_tokens;
+    int last_index = -1;
+    for (int round = 0; round < repeats; ++round) {
+      std::vector<size_t> order = runnable;
+      if (round % 2) std::reverse(order.begin(), order.end());
+      for (size_t index : order) {
+        messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index), round});
+        Result<GenerationResult> tokens = make_error(ErrorCode::kInternal, "not run");
+        worker_message::LatencyResult bar =
+            measure_latency_run(*models[index], *requests[index], runs[index].name, tokens);
+        bar.index = static_cast<int>(index);
+        bar.repeat = round;
+        messages_.push(std::move(bar));
+        if (!tokens.ok() && tokens.error().code == ErrorCode::kCancelled) return finish(true);
+        if (tokens.ok()) {
+          last_tokens = std::move(*tokens);
+          last_index = static_cast<int>(index);
+        }
       }
     }
-    messages_.push(worker_message::LatencyDemoFinished{false});
+    // One meshing, coarse: the demo measures decoding.
+    if (last_tokens) {
+      GenerationRequest coarse = *requests[size_t(last_index)];
+      coarse.resolution = std::min(coarse.resolution, kLatencyDemoResolution);
+      worker_message::LatencyMeshed meshed;
+      meshed.index = last_index;
+      meshed.resolution = coarse.resolution;
+      const auto mesh_started = Clock::now();
+      auto mesh = mesh_shape_tokens(*models[size_t(last_index)], coarse, *last_tokens, {}, &cancel_);
+      meshed.ms = ms_since(mesh_started);
+      if (!mesh.ok() && mesh.error().code == ErrorCode::kCancelled) return finish(true);
+      if (mesh.ok()) meshed.faces = mesh->stats.faces;
+      else meshed.problem = mesh.error().to_string();
+      messages_.push(std::move(meshed));
+    }
+    finish(false);
   });
 }
 

@@ -3,7 +3,7 @@
 // One job at a time runs on a std::jthread: loading a model folder (its
 // decode matrices converted to the weight format asked for), a generation
 // (with optional progressive previews), or the latency demo (the same request
-// with and without the KV cache).
+// with and without the KV cache, each variant several times).
 //
 // A KV rank is a number in the job's arguments, not in the request: its
 // bases are the model folder's kv_bases.safetensors, which the worker reads
@@ -34,8 +34,9 @@
 #include <thread>
 #include <variant>
 
+#include "app/desktop/core/latency_statistics.h"
 #include "app/desktop/core/message_queue.h"
-#include "inference/planning/plan.h"
+#include "inference/backend/select_backend.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
 
@@ -69,6 +70,8 @@ GenerationRequest candidate_request(GenerationRequest request, int index);
 
 // The coarse pass's resolution: (2^5 + 1)^3 grid points.
 constexpr int kCoarseResolution = 5;
+// The latency demo meshes once, this coarsely at most: it measures decoding.
+constexpr int kLatencyDemoResolution = kCoarseResolution;
 
 struct PreviewOptions {
   bool enabled = false;
@@ -133,21 +136,39 @@ struct RunFinished {
   // the run stopped first). Several tokens share one with parallel decoding.
   std::vector<int> token_steps;
 };
-// One run of the latency demo begins (index into latency_demo_runs()).
-struct LatencyRunStarted { int index = 0; };
-// One bar group of the latency demo.
+// One run of the latency demo begins (index into latency_demo_runs(); repeat
+// from 0 to the demo's repeats - 1).
+struct LatencyRunStarted { int index = 0; int repeat = 0; };
+// One measurement of one of the latency demo's runs: its tokens alone, from
+// the prompt to the last token (the demo measures decoding and meshes once,
+// LatencyMeshed). A run that cannot run says why once, with repeat 0.
 struct LatencyResult {
   int index = 0;
+  int repeat = 0;
   std::string label;
   bool available = true;
   std::string unavailable_reason;
   std::string weights, kv_cache;  // what it ran with (kv_cache_label)
+  std::string model;  // the folder of the model it decoded with
+  // total_ms: the object's tokens, from the prompt to the last token.
   double mean_tpot_ms = 0, time_to_first_token_ms = 0, total_ms = 0;
-  StageTimings stages;  // where the object's time went
+  StageTimings stages;  // where the object's time went (text, first token, tokens)
   DecodingStats decoding;  // model evaluations and the tokens each accepted
-  std::vector<int> token_steps;  // RunFinished::token_steps
+  std::vector<int> tokens;
+  std::vector<int> token_steps;  // as RunFinished::token_steps
 };
-struct LatencyDemoFinished { bool cancelled = false; };
+// The demo's one meshing: the last run's tokens at a low resolution, to show
+// that they make a shape; the same work for every run, so not compared. It
+// goes neither to the viewport nor to the history.
+struct LatencyMeshed {
+  int index = 0;  // the run whose tokens it meshed
+  int resolution = 0;
+  double ms = 0;
+  int64_t faces = 0;
+  std::string problem;  // empty: meshed (with or without a surface)
+};
+// wall_ms: the whole demo, from its start to its last message.
+struct LatencyDemoFinished { bool cancelled = false; double wall_ms = 0; };
 // One of several seeds of one prompt, meshed at the candidates' resolution.
 struct CandidateReady {
   int index = 0;
@@ -165,7 +186,7 @@ using WorkerMessage =
                  worker_message::PassStarted,
                  worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
                  worker_message::CandidateReady, worker_message::CandidatesFinished,
-                 worker_message::LatencyRunStarted, worker_message::Log>;
+                 worker_message::LatencyRunStarted, worker_message::LatencyMeshed, worker_message::Log>;
 
 // The latency demo's runs, in order: each one faster than the last where it
 // exists. A run that this build, machine or model cannot do has a reason and
@@ -175,7 +196,10 @@ using WorkerMessage =
 // model (which in turn cannot decode token by token, and always ends with
 // block diffusion).
 //
-// Every run decodes with the loaded model's weights. The cache runs keep the
+// Every run decodes with the loaded model's weights, except that beside a
+// block-diffusion model the token-by-token runs decode with an autoregressive
+// model when one is given (the built-in one in the app), on the same prompt,
+// so that block diffusion has ordinary decoding to be compared with. The cache runs keep the
 // exact KV cache, which CUDA and parallel decoding need; a smaller KV cache
 // chosen in the settings adds a run of its own after the exact one, so the
 // two stand side by side.
@@ -187,12 +211,17 @@ struct LatencyRun {
   std::string unavailable_reason;  // empty: it runs
   bool cuda_graphs = false;        // needs the CUDA backend
   bool chosen_kv_cache = false;    // the KV cache options of the settings, not the exact cache
+  int baseline = -1;               // the run it is compared with (its index; -1: none)
+  std::string model_folder;        // decodes with this model, not the loaded one (empty: the loaded one)
 };
 struct LatencyDemoChoice {
   DecodingMode parallel = DecodingMode::kJacobi;  // kSequential: the cache runs alone
   float diffusion_threshold = 0.9f;
   bool block_diffusion_model = false;
   std::string kv_cache = "f32";  // kv_cache_label of the options chosen; "f32": the exact cache alone
+  // Beside a block-diffusion model: an autoregressive model folder for the
+  // token-by-token runs (empty: they are not available).
+  std::string autoregressive_model;
 };
 std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice = {});
 
@@ -216,8 +245,13 @@ class GenerationWorker {
   // Each job plans its request first (inference/planning/plan.h).
   bool generate(const GenerationRequest& request, const PreviewOptions& preview);
   // The runs with the cache that have chosen_kv_cache use the request's KV
-  // cache options; the others the exact cache.
-  bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs());
+  // cache options; the others the exact cache. Each run that
+  // can run decodes `repeats` times, in rounds of every run (in order, then
+  // backwards, and so on), so that a slow spell of a shared machine falls on
+  // every run alike. Only the last run's tokens are meshed, at
+  // kLatencyDemoResolution at most; no run's result is a RunFinished.
+  bool run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs = latency_demo_runs(),
+                        int repeats = kLatencyDemoRepeats);
   // `count` seeds from request.seed on, each sampled (a greedy decode gives
   // every seed the same shape) and meshed at candidate_resolution(), to
   // compare side by side and pick one to refine.
@@ -241,6 +275,10 @@ class GenerationWorker {
   std::shared_ptr<const CubeModel> model() const;
   worker_message::RunFinished run_generation(const CubeModel& model, const GenerationRequest& request,
                                              const PreviewOptions& preview, const std::string& label);
+  // One latency-demo measurement: the tokens alone, streamed as a run's events.
+  // `tokens`: the run's full result, for the demo's one meshing.
+  worker_message::LatencyResult measure_latency_run(const CubeModel& model, const GenerationRequest& request,
+                                                    const std::string& label, Result<GenerationResult>& tokens);
   // Tokens, then the coarse pass (shown at once), then the requested resolution.
   Result<GenerationResult> mesh_in_passes(const CubeModel& model, const GenerationRequest& request,
                                           const PreviewOptions& preview, int run,
@@ -250,6 +288,10 @@ class GenerationWorker {
   // checked, the KV bases read and the backend opened (once per model, kept
   // in plan_cache_), its line logged when it changes.
   Result<GenerationRequest> plan(const CubeModel& model, const GenerationRequest& request);
+  // A model other than the loaded one, for the latency demo's runs beside a
+  // block-diffusion model: read once per folder, autoregressive, and decoding
+  // as many tokens per shape as the loaded one.
+  Result<std::shared_ptr<const CubeModel>> autoregressive_model(const std::string& folder, const CubeModel& loaded);
 
   MessageQueue<WorkerMessage> messages_;
   std::atomic<bool> busy_{false};
@@ -266,6 +308,8 @@ class GenerationWorker {
   // Backends opened and KV bases read for the loaded model; touched only by jobs.
   PlanCache plan_cache_;
   std::string last_backend_reason_;
+  // Autoregressive models read for the latency demo, by folder; touched only by jobs.
+  std::map<std::string, std::shared_ptr<const CubeModel>> autoregressive_models_;
   std::jthread job_;  // last member: joined first on destruction
 };
 
