@@ -178,7 +178,10 @@ void main_loop(App& app) {
     const auto now = Clock::now();
     const float frame_ms = static_cast<float>(ms_between(last_frame, now));
     last_frame = now;
-    state.frames.add(frame_ms, state.generation.generating && app.worker.busy());
+    // A frame whose interval a generation was running in counts as drawn while
+    // generating, up to and including the one that hears it has finished: a
+    // run shorter than a frame still has its frame.
+    state.frames.add(frame_ms, state.generation.generating);
 
     const bool idle = !app.worker.busy();
     handle_worker_messages(app);

@@ -1405,6 +1405,7 @@ TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
   const auto diffusion_model = dir / "diffusion";
   ASSERT_TRUE(::cubeforge::testing::make_oracle_block_diffusion_model(diffusion_model));
   std::ofstream(dir / "refusals.txt") << "model " << diffusion_model.string() << "\n"
+                                      << "prompt a chair\n"
                                       << "click vary-with-seed\n"
                                       << "idle 2\n"
                                       << "dump " << (dir / "diffusion.json").string() << "\n"
@@ -1431,10 +1432,15 @@ TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
   EXPECT_EQ(why.rfind("Vary with the seed: ", 0), 0u) << why;
   EXPECT_NE(why.find("most likely code"), std::string::npos) << why;
   EXPECT_EQ(why.find("--"), std::string::npos) << "a command-line flag in the app: " << why;
+  // Candidates are sampled: Try 4 seeds is greyed out for the same reason.
+  ASSERT_TRUE(diffusion["refused"].contains("candidates")) << diffusion["refused"];
+  EXPECT_EQ(diffusion["refused"]["candidates"], why);
+  EXPECT_FALSE(diffusion["refused"].contains("generate")) << "greedy block diffusion runs";
 
   const auto autoregressive = read_dump(dir / "autoregressive.json");
   EXPECT_EQ(autoregressive["settings"]["sampling"], true) << "the autoregressive model samples";
   EXPECT_FALSE(autoregressive["refused"].contains("vary-with-seed")) << autoregressive["refused"];
+  EXPECT_FALSE(autoregressive["refused"].contains("candidates")) << autoregressive["refused"];
   EXPECT_EQ(autoregressive["settings"]["attention"], "causal") << "a greyed-out radio button took the click";
   ASSERT_TRUE(autoregressive["refused"].contains("attention-reference")) << autoregressive["refused"];
   const std::string quirk = autoregressive["refused"]["attention-reference"];

@@ -95,11 +95,11 @@ TEST(AppSettings, WeightsAndKvCacheValuesAreChecked) {
                          Bad{R"({"kv_budget": -4})", "'kv_budget'"},
                          Bad{R"({"kv_budget": 2e6})", "'kv_budget'"},
                          Bad{R"({"kv_budget": "all"})", "'kv_budget'"},
-                         Bad{R"({"kv_budget": 1})", "2 or more"},
+                         Bad{R"({"kv_budget": 1})", "setting 'kv_budget': a KV budget keeps BOS"},
                          Bad{R"({"kv_rank": -1})", "'kv_rank'"},
                          Bad{R"({"kv_rank": 1.5})", "'kv_rank'"},
                          Bad{R"({"kv_cache_format": "int8", "kv_budget": 32})", "INT8"},
-                         Bad{R"({"attention": "reference", "kv_cache_format": "bf16"})", "exact KV cache"},
+                         Bad{R"({"attention": "reference", "kv_cache_format": "bf16"})", "setting 'attention': "},
                          Bad{R"({"attention": "reference", "kv_budget": 16})", "exact KV cache"},
                          Bad{R"({"attention": "reference", "kv_rank": 8})", "exact KV cache"}}) {
     auto parsed = settings_from_json(nlohmann::json::parse(bad.json));

@@ -72,8 +72,13 @@ Status check_ranges(const AppSettings& s) {
                std::to_string(kMaxKvSize));
   if (s.kv_rank < 0 || s.kv_rank > kMaxKvSize)
     return bad("setting 'kv_rank' must be 0 (full rank) or a rank up to " + std::to_string(kMaxKvSize));
-  if (std::string conflict = kv_options_conflict(s); !conflict.empty())
-    return bad("settings 'kv_cache_format', 'kv_budget', 'kv_rank' and 'attention': " + conflict);
+  // The engine's check of the decode options, worded as the setting at fault
+  // (an option's key is its setting's name).
+  DecodeOptions decode;
+  decode.kv_cache = chosen_kv_options(s);
+  decode.attention = parse_attention_mode(s.attention).value_or(AttentionMode::kCausal);
+  if (Status checked = check_decode_options(decode); !checked.ok())
+    return bad("setting '" + checked.error().option + "': " + checked.error().message);
   if (s.resolution < 2 || s.resolution > 10) return bad("setting 'resolution' must be in 2..10");
   if (!parse_decoding_mode(s.latency_decoding))
     return bad("setting 'latency_decoding' must be sequential, jacobi or diffusion, not '" + s.latency_decoding + "'");
@@ -267,13 +272,5 @@ bool kv_cache_exact(const AppSettings& s) {
 }
 
 bool engine_options_exact(const AppSettings& s) { return s.weights == "stored" && kv_cache_exact(s); }
-
-std::string kv_options_conflict(const AppSettings& s) {
-  DecodeOptions decode;
-  decode.kv_cache = chosen_kv_options(s);
-  decode.attention = parse_attention_mode(s.attention).value_or(AttentionMode::kCausal);
-  if (Status checked = check_decode_options(decode); !checked.ok()) return checked.error().message;
-  return "";
-}
 
 }  // namespace cubeforge::app

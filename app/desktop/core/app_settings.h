@@ -98,8 +98,5 @@ KvCacheOptions chosen_kv_options(const AppSettings& settings);
 bool engine_options_exact(const AppSettings& settings);
 // Whether the KV cache is off or exact (f32, every position, full rank).
 bool kv_cache_exact(const AppSettings& settings);
-// Why the KV cache options cannot run with the attention chosen, or with each
-// other, in the engine's words; empty when they can.
-std::string kv_options_conflict(const AppSettings& settings);
 
 }  // namespace cubeforge::app

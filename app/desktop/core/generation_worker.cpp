@@ -49,7 +49,7 @@ std::string kv_cache_label(const std::string& format, int budget, int rank) {
 std::string kv_cache_label(const GenerationRequest& request) {
   if (!request.use_kv_cache) return "none";
   const KvCacheOptions& kv = request.kv_cache;
-  return kv_cache_label(std::string(cpu::kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : 0);
+  return kv_cache_label(std::string(kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : kv.rank);
 }
 
 Status GenerationWorker::can_run(const GenerationRequest& request) const {
@@ -161,14 +161,20 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
   });
 }
 
+int GenerationWorker::announce_run(const CubeModel& model, const GenerationRequest& request, const std::string& label) {
+  const int run = next_run_++;
+  const WeightFormat weights = model.gpt().weight_options().format;
+  messages_.push(worker_message::RunStarted{run, label, model.shape_tokens(), std::string(weight_format_name(weights)),
+                                            kv_cache_label(request)});
+  return run;
+}
+
 worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& model, const GenerationRequest& request,
                                                              const PreviewOptions& preview,
                                                              const std::string& label) {
-  const int run = next_run_++;
+  const int run = announce_run(model, request, label);
   const int token_count = model.shape_tokens();
   const WeightFormat weights = model.gpt().weight_options().format;
-  messages_.push(worker_message::RunStarted{run, label, token_count, std::string(weight_format_name(weights)),
-                                            kv_cache_label(request)});
   const auto started = Clock::now();
 
   PreviewCost cost;
@@ -415,11 +421,9 @@ worker_message::LatencyResult GenerationWorker::measure_latency_run(const CubeMo
                                                                      const GenerationRequest& request,
                                                                      const std::string& label,
                                                                      Result<GenerationResult>& tokens) {
-  const int run = next_run_++;
+  const int run = announce_run(model, request, label);
   const int token_count = model.shape_tokens();
   const WeightFormat weights = model.gpt().weight_options().format;
-  messages_.push(worker_message::RunStarted{run, label, token_count, std::string(weight_format_name(weights)),
-                                            kv_cache_label(request)});
   const auto started = Clock::now();
   std::vector<int> token_steps(static_cast<size_t>(token_count), -1);
   auto sink = [&](const GenerationEvent& event) {

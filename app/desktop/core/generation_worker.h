@@ -36,7 +36,7 @@
 
 #include "app/desktop/core/latency_statistics.h"
 #include "app/desktop/core/message_queue.h"
-#include "inference/backend/select_backend.h"
+#include "inference/planning/plan.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
 
@@ -273,6 +273,8 @@ class GenerationWorker {
  private:
   bool start(std::function<void()> job);
   std::shared_ptr<const CubeModel> model() const;
+  // The next run's number, its RunStarted sent.
+  int announce_run(const CubeModel& model, const GenerationRequest& request, const std::string& label);
   worker_message::RunFinished run_generation(const CubeModel& model, const GenerationRequest& request,
                                              const PreviewOptions& preview, const std::string& label);
   // One latency-demo measurement: the tokens alone, streamed as a run's events.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/desktop/core/option_labels.h"
 #include "app/desktop/panels/panels.h"
 
 namespace cubeforge::app {
@@ -123,28 +124,41 @@ void draw_generate_panel(App& app) {
       ImGuiInputTextFlags_EnterReturnsTrue | ImGuiInputTextFlags_CallbackCharFilter, prompt_key_filter, &enter);
   enter |= ctrl_enter;
   remember_item(app, "prompt");
-  // Generate and the other runs of the prompt, with why not when they cannot start.
+  // Generate and the other runs of the prompt, with why not when they cannot
+  // start: the app's reasons first, then the engine's for these settings and
+  // this model (a block-diffusion model samples no candidates).
   const std::string why_not = app.why_not_generate();
-  if (enter && why_not.empty()) app.start_generation();
-  ImGui::BeginDisabled(!why_not.empty());
+  auto engine_refuses = [&](const GenerationRequest& request) -> std::string {
+    if (!why_not.empty()) return why_not;
+    const Status answer = app.worker.can_run(request);
+    return answer.ok() ? "" : for_creator(answer.error());
+  };
+  const GenerationRequest asked = app.request_from_settings();
+  const std::string why_not_generate = engine_refuses(asked);
+  const std::string why_not_candidates = engine_refuses(candidate_request(asked, 0));
+  if (enter && why_not_generate.empty()) app.start_generation();
+  ImGui::BeginDisabled(!why_not_generate.empty());
   if (ImGui::Button("Generate")) app.start_generation();
   remember_item(app, "generate");
+  remember_refusal(app, "generate", why_not_generate);
   ImGui::EndDisabled();
-  reason_tooltip(why_not);
-  remember_text(app, "generate-disabled", why_not);
+  reason_tooltip(why_not_generate);
+  remember_text(app, "generate-disabled", why_not_generate);
   flow_next(button_width("Cancel"));
   ImGui::BeginDisabled(!busy);
   if (ImGui::Button("Cancel")) app.worker.cancel();
   remember_item(app, "cancel");
   ImGui::EndDisabled();
   flow_next(button_width("Try 4 seeds"));
-  ImGui::BeginDisabled(!why_not.empty());
+  ImGui::BeginDisabled(!why_not_candidates.empty());
   if (ImGui::Button("Try 4 seeds")) app.start_candidates(4);
   ImGui::EndDisabled();
   remember_item(app, "candidates");
-  reason_tooltip(why_not.empty() ? "Four seeds of this prompt side by side (sampled, at low detail): pick one, then "
-                                   "refine or export it"
-                                 : why_not);
+  remember_refusal(app, "candidates", why_not_candidates);
+  reason_tooltip(why_not_candidates.empty()
+                     ? "Four seeds of this prompt side by side (sampled, at low detail): pick one, then refine or "
+                       "export it"
+                     : why_not_candidates);
   flow_next(button_width("Latency demo"));
   ImGui::BeginDisabled(!why_not.empty());
   if (ImGui::Button("Latency demo")) app.start_latency_demo();
