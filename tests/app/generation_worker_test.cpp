@@ -187,9 +187,13 @@ TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
                                    << cost.decode_ms << " ms decode";
 }
 
+// Held at its start, the job cannot run ahead of the cancel on a loaded
+// machine (it once decoded 22 tokens before the test thread got to cancel).
 TEST_F(WorkerOnFixture, CancelStopsWithinOneToken) {
+  worker_.hold_jobs(true);
   ASSERT_TRUE(worker_.generate(request(), PreviewOptions{}));
   worker_.cancel();
+  worker_.hold_jobs(false);
   auto messages = wait_for(worker_);
   auto finished = only<worker_message::RunFinished>(messages);
   ASSERT_EQ(finished.size(), 1u);
@@ -592,8 +596,10 @@ TEST(GenerationWorker, LoadingReportsProgressAndCanBeCancelled) {
   const auto folder = testing::oracle_model_folder();
   if (folder.empty()) GTEST_SKIP() << "fixture model folder absent";
   GenerationWorker worker(1);
+  worker.hold_jobs(true);  // the load cannot finish before the cancel, however loaded the machine
   ASSERT_TRUE(worker.load_model(folder));
   worker.cancel();  // seen at the next progress step
+  worker.hold_jobs(false);
   auto messages = wait_for(worker);
   auto failed = only<worker_message::LoadFailed>(messages);
   ASSERT_EQ(failed.size(), 1u);

@@ -89,7 +89,16 @@ GenerationWorker::GenerationWorker(int generation_threads) {
 
 GenerationWorker::~GenerationWorker() {
   cancel_.store(true);
+  hold_jobs(false);
   if (job_.joinable()) job_.join();
+}
+
+void GenerationWorker::hold_jobs(bool held) {
+  {
+    std::lock_guard lock(hold_mutex_);
+    jobs_held_ = held;
+  }
+  hold_released_.notify_all();
 }
 
 bool GenerationWorker::start(std::function<void()> job) {
@@ -99,6 +108,10 @@ bool GenerationWorker::start(std::function<void()> job) {
   busy_.store(true);
   job_ = std::jthread([this, job = std::move(job)] {
     lower_this_thread_priority();
+    {
+      std::unique_lock lock(hold_mutex_);
+      hold_released_.wait(lock, [this] { return !jobs_held_; });
+    }
     try {
       job();
     } catch (const std::bad_alloc&) {

@@ -28,6 +28,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -257,6 +258,9 @@ class GenerationWorker {
   // compare side by side and pick one to refine.
   bool generate_candidates(const GenerationRequest& request, int count);
   void cancel() { cancel_.store(true); }
+  // Tests: while held, a job that starts waits before its first step, so a
+  // test can cancel it before it runs whatever the machine's load.
+  void hold_jobs(bool held);
 
   bool busy() const { return busy_.load(); }
   // Whether `request` can run on the loaded model, as its decoding
@@ -312,6 +316,9 @@ class GenerationWorker {
   std::string last_backend_reason_;
   // Autoregressive models read for the latency demo, by folder; touched only by jobs.
   std::map<std::string, std::shared_ptr<const CubeModel>> autoregressive_models_;
+  std::mutex hold_mutex_;
+  std::condition_variable hold_released_;
+  bool jobs_held_ = false;
   std::jthread job_;  // last member: joined first on destruction
 };
 
