@@ -209,6 +209,25 @@ TEST_F(WorkerOnFixture, CancelStopsWithinOneToken) {
   EXPECT_TRUE(again[0].result.ok());
 }
 
+// The demo compares decodings of one token sequence: with sampling switched on
+// in the settings (a candidate's settings taken) it still decodes greedily, so
+// exact parallel decoding, which reproduces greedy decoding, runs.
+TEST_F(WorkerOnFixture, LatencyDemoIsGreedyWhateverTheSettings) {
+  GenerationRequest sampled = request();
+  sampled.sampling.greedy = false;
+  sampled.sampling.top_p = 0.9f;
+  const auto runs = latency_demo_runs(LatencyDemoChoice{DecodingMode::kJacobi});
+  ASSERT_TRUE(worker_.run_latency_demo(sampled, runs, 1));
+  const auto bars = only<worker_message::LatencyResult>(wait_for(worker_));
+  int parallel_runs = 0;
+  for (const auto& bar : bars) {
+    if (runs[size_t(bar.index)].decoding.mode != DecodingMode::kJacobi) continue;
+    ++parallel_runs;
+    EXPECT_TRUE(bar.available) << bar.label << ": " << bar.unavailable_reason;
+  }
+  EXPECT_GT(parallel_runs, 0);
+}
+
 // The demo measures every run kLatencyDemoRepeats times, in rounds that take
 // turns (forwards, then backwards), so that a slow spell of a shared machine
 // falls on every run alike; it meshes once, the last run's tokens, coarser

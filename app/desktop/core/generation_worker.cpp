@@ -501,12 +501,16 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
     auto finish = [&](bool cancelled) {
       messages_.push(worker_message::LatencyDemoFinished{cancelled, ms_since(demo_started)});
     };
-    // The exact cache's request opens the backend; the chosen cache runs on it
-    // when that backend supports it, else on the CPU.
-    GenerationRequest exact = request;
+    // The demo compares decodings of one token sequence, so every run is
+    // greedy (exact parallel decoding reproduces greedy decoding). The exact
+    // cache's request opens the backend; the chosen cache runs on it when
+    // that backend supports it, else on the CPU.
+    GenerationRequest greedy = request;
+    greedy.sampling.greedy = true;
+    GenerationRequest exact = greedy;
     exact.kv_cache = KvCacheOptions{};
     auto opened = plan(*loaded, exact);
-    GenerationRequest chosen_request = request;
+    GenerationRequest chosen_request = greedy;
     chosen_request.use_kv_cache = true;
     auto chosen = plan(*loaded, chosen_request);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
@@ -529,13 +533,17 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
         if (unavailable.empty() && run.chosen_kv_cache && chosen->kv_cache.low_rank)
           unavailable = "a KV rank is calibrated for the loaded model, not for '" + run.model_folder + "'";
       }
-      if (!unavailable.empty()) {
+      // A run that cannot run says why, once.
+      auto say_unavailable = [&](const std::string& why) {
         worker_message::LatencyResult bar;
         bar.index = static_cast<int>(index);
         bar.label = run.name;
         bar.available = false;
-        bar.unavailable_reason = unavailable;
+        bar.unavailable_reason = why;
         messages_.push(bar);
+      };
+      if (!unavailable.empty()) {
+        say_unavailable(unavailable);
         continue;
       }
       GenerationRequest varied = opened.ok() ? *opened : exact;
@@ -552,6 +560,12 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       if (varied.token_backend && !varied.token_backend->supports(varied.backend_request()).ok()) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
+      }
+      // What the model or the backend refuses is said before the rounds, not in each.
+      if (Status runs_here = cubeforge::can_run(*models[index], request_for_model(varied, *models[index]));
+          !runs_here.ok()) {
+        say_unavailable(for_creator(runs_here.error()));
+        continue;
       }
       requests[index] = std::move(varied);
       runnable.push_back(index);

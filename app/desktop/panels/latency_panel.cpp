@@ -343,8 +343,8 @@ void draw_latency_panel(App& app) {
   ImGui::Begin(kLatencyViewTitle, &open, ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoCollapse);
   remember_item(app, "latency-view");
   ImGui::SetWindowFontScale(1.15f);
-  ImGui::TextWrapped("\"%s\": the same prompt, each run %d times, taking turns. Bars: the median, the whisker the "
-                     "range; a difference is a speed-up only outside the range of both runs.",
+  ImGui::TextWrapped("\"%s\": the same prompt, greedy, each run %d times, taking turns. Bars: the median, the "
+                     "whisker the range; a difference is a speed-up only outside the range of both runs.",
                      app.state.settings.prompt.c_str(), latency.repeats);
   draw_decoding_selector(app);
   ImGui::Separator();
