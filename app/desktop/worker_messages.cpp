@@ -88,6 +88,8 @@ struct MessageHandler {
                   m.summary.shape_tokens, std::string(weight_format_name(m.summary.weights)).c_str());
     state.model.status = line;
     app.log(state.model.status + " (" + m.summary.folder + ")");
+    // The demo's figures were of the model (or weights) before: they go with it.
+    if (!state.latency.running) state.latency = LatencyDemoState{};
     if (!m.summary.kv_bases_problem.empty())
       app.log_error(m.summary.kv_bases_problem + " (no KV rank for this model until it is recalibrated)");
     auto card = load_model_card(m.summary.folder);

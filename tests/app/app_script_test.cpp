@@ -1447,5 +1447,35 @@ TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
   EXPECT_NE(quirk.find("exact KV cache"), std::string::npos) << quirk;
 }
 
+// The demo's figures belong to the model they were measured on: loading
+// another model takes them (and the demo's view) away.
+TEST_F(AppScript, TheLatencyDemoForgetsItsFiguresWhenAnotherModelLoads) {
+  const auto dir = folder_.path();
+  const auto other = dir / "other";
+  ASSERT_TRUE(::cubeforge::testing::make_oracle_block_diffusion_model(other));
+  std::ofstream(dir / "demo.txt") << "model " << model_.string() << "\n"
+                                  << "prompt a chair\n"
+                                  << "set resolution 4\n"
+                                  << "set latency_decoding sequential\n"
+                                  << "latency\n"
+                                  << "wait\n"
+                                  << "dump " << (dir / "measured.json").string() << "\n"
+                                  << "model " << other.string() << "\n"
+                                  << "idle 2\n"
+                                  << "dump " << (dir / "other.json").string() << "\n"
+                                  << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "demo.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto measured = read_dump(dir / "measured.json");
+  ASSERT_TRUE(measured["latency"]["shown"].get<bool>()) << measured["latency"];
+  ASSERT_FALSE(measured["latency"]["runs"].empty());
+  const auto after = read_dump(dir / "other.json");
+  EXPECT_FALSE(after["latency"]["shown"].get<bool>()) << after["latency"];
+  EXPECT_TRUE(after["latency"]["runs"].empty()) << after["latency"];
+}
+
 }  // namespace
 }  // namespace cubeforge::app
