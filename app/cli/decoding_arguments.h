@@ -3,10 +3,9 @@
 // sizes (the JSON that reports a decoding: inference/pipeline/generation_report.h).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <limits>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "app/cli/commands.h"
 #include "app/cli/option_checks.h"
@@ -47,23 +46,30 @@ inline void add_decoding_arguments(CLI::App* cmd, DecodingArguments& a, bool res
       ->check(CLI::IsMember({"sequential", "jacobi", "diffusion"}));
   in_research_group(cmd->add_option("--guesses", a.guesses, "Jacobi: tokens guessed ahead at most"), research)
       ->check(whole_number_in(0, 64, "0 decodes one token per evaluation"));
-  in_research_group(cmd->add_option("--guess-cost", a.guess_cost,
-                  "Jacobi: what one more position costs in an evaluation, relative to one (0: always guess)"), research)
+  in_research_group(
+      cmd->add_option("--guess-cost", a.guess_cost,
+                      "Jacobi: what one more position costs in an evaluation, relative to one (0: always guess)"),
+      research)
       ->check(number_in(0.0, 100.0, false, "0 guesses at every evaluation"));
   CLI::Option* threshold =
-      in_research_group(cmd->add_option("--threshold", a.threshold,
-                                        "Diffusion: accept every position whose confidence exceeds this"),
-                        research)
+      in_research_group(
+          cmd->add_option("--threshold", a.threshold, "Diffusion: accept every position whose confidence exceeds this"),
+          research)
           ->check(number_in(0.0, 1.0, false, "lower accepts more tokens per evaluation"));
-  in_research_group(cmd->add_option("--factor", a.factor, "Diffusion: the factor rule instead of a threshold"), research)
+  in_research_group(cmd->add_option("--factor", a.factor, "Diffusion: the factor rule instead of a threshold"),
+                    research)
       ->check(number_in(0.0, std::numeric_limits<double>::max(), true, "larger accepts more tokens per evaluation"))
       ->excludes(threshold);
-  in_research_group(cmd->add_option("--diffusion-cache", a.cache, "Diffusion key-value cache: none, prefix or dual (default)"), research)
+  in_research_group(
+      cmd->add_option("--diffusion-cache", a.cache, "Diffusion key-value cache: none, prefix or dual (default)"),
+      research)
       ->check(CLI::IsMember({"none", "prefix", "dual"}));
-  in_research_group(cmd->add_option("--block-size", a.block_size, "Diffusion: positions per block (default: the model's)"), research)
+  in_research_group(
+      cmd->add_option("--block-size", a.block_size, "Diffusion: positions per block (default: the model's)"), research)
       ->check(whole_number_in(1, 4096, "it must divide the shape's tokens"));
   in_research_group(cmd->add_option("--sub-block", a.sub_block_size,
-                  "Diffusion, dual cache: positions per sub-block (default: half a block)"), research)
+                                    "Diffusion, dual cache: positions per sub-block (default: half a block)"),
+                    research)
       ->check(whole_number_in(1, 4096, "it must divide the block size"));
 }
 

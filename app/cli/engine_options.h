@@ -5,7 +5,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -75,7 +74,8 @@ inline void add_engine_flags(CLI::App* cmd, EngineFlags& flags, bool research = 
   cmd->add_option("--weights", flags.weights, kWeightsHelp)->check(CLI::IsMember({"stored", "bf16", "q8", "q4"}));
   in_research_group(cmd->add_option("--kv-cache", flags.kv_cache, kKvCacheHelp), research)
       ->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
-  in_research_group(cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64"), research)
+  in_research_group(cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64"),
+                    research)
       ->check(CLI::IsMember({32, 64}));
   in_research_group(cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp), research)->check(kv_budget_check());
   in_research_group(cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp), research)->check(kv_rank_check());
@@ -130,8 +130,9 @@ inline Result<KvCacheOptions> kv_cache_options(const std::string& format_name, i
   if (rank > 0) {
     const auto path = model_folder / kKvBasesFile;
     if (model_folder.empty() || !std::filesystem::exists(path))
-      return make_error(ErrorCode::kNotFound, "--kv-rank needs '" + path.string() +
-                                                  "'; write it with `cubeforge-lab calibrate-kv --model DIR --prompts FILE`");
+      return make_error(ErrorCode::kNotFound,
+                        "--kv-rank needs '" + path.string() +
+                            "'; write it with `cubeforge-lab calibrate-kv --model DIR --prompts FILE`");
     CUBEFORGE_ASSIGN_OR_RETURN(kv.low_rank, LowRankKv::load(path, config, rank));
   }
   CUBEFORGE_TRY(check_kv_cache_options(kv));

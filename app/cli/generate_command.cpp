@@ -1,23 +1,23 @@
 // `cubeforge-cli generate`: a prompt to a mesh file.
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "app/cli/commands.h"
-#include "app/cli/engine_options.h"
 #include "app/cli/decoding_arguments.h"
+#include "app/cli/engine_options.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
 #include "app/cli/progress.h"
-#include "inference/pipeline/generation_report.h"
-#include "inference/planning/plan.h"
 #include "inference/core/system_info.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
+#include "inference/pipeline/generation_report.h"
+#include "inference/planning/plan.h"
 #include "inference/tensor/trace_file.h"
 
 namespace cubeforge::cli {
@@ -267,11 +267,12 @@ int run_generate(GenerateOptions o) {
   } else {
     print_timing_table(*result, stdout);
     if (sequential)
-      std::printf("exact parallel decoding: %.1f ms for the tokens against %.1f ms sequentially (%.2fx, medians of "
-                  "3 alternating), %s\n",
-                  sequential->parallel_ms, sequential->sequential_ms,
-                  sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms),
-                  sequential->tokens_equal ? "the same tokens" : "DIFFERENT TOKENS");
+      std::printf(
+          "exact parallel decoding: %.1f ms for the tokens against %.1f ms sequentially (%.2fx, medians of "
+          "3 alternating), %s\n",
+          sequential->parallel_ms, sequential->sequential_ms,
+          sequential->sequential_ms / std::max(1e-9, sequential->parallel_ms),
+          sequential->tokens_equal ? "the same tokens" : "DIFFERENT TOKENS");
     std::printf("wrote %s (%lld faces, %s)\n", out_shown.c_str(), static_cast<long long>(topology.faces),
                 topology.closed_and_oriented() ? "watertight" : "not watertight");
   }
@@ -284,8 +285,9 @@ Action add_generate_command(CLI::App& app) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand("generate", "Turn a prompt into a mesh file");
   cmd->formatter(research_help_formatter());
-  cmd->footer("Research options (KV cache forms, budget and rank, attention mode, parallel decoding's knobs, latent "
-              "selection, dense grids, traces): --help-all");
+  cmd->footer(
+      "Research options (KV cache forms, budget and rank, attention mode, parallel decoding's knobs, latent "
+      "selection, dense grids, traces): --help-all");
   CLI::Option* model = cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
   cmd->add_option("--prompt,-p", o->prompt, "What to make")->required();
   cmd->add_option("--out,-o", o->out, "Output mesh: .glb, .obj, .stl or .ply (default cubeforge.glb)");
@@ -307,19 +309,27 @@ Action add_generate_command(CLI::App& app) {
                         "a size in any unit: only the proportions matter"));
   cmd->add_option("--resolution", o->resolution, "Grid resolution: (2^R + 1)^3 points")
       ->check(whole_number_in(2, 10, "8 is the reference's"));
-  in_research_group(cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)"), true)
+  in_research_group(
+      cmd->add_option("--attention", o->attention, "causal (correct) or reference (the reference's KV-cache quirk)"),
+      true)
       ->check(CLI::IsMember({"causal", "reference"}));
   in_research_group(cmd->add_flag("--no-kv-cache", o->no_kv_cache, "Recompute the whole sequence every step"), true);
   cmd->add_option("--backend", o->backend, "Where the GPT runs: auto (CUDA when a usable GPU is present), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
-  in_research_group(cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs, "CUDA: launch each decode step's kernels instead of replaying a graph"), true);
+  in_research_group(cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs,
+                                  "CUDA: launch each decode step's kernels instead of replaying a graph"),
+                    true);
   add_decoding_arguments(cmd, o->decoding, /*research=*/true);
   in_research_group(cmd->add_flag("--dense", o->dense, "Evaluate every grid point instead of coarse-to-fine"), true);
-  in_research_group(cmd->add_option("--latent-top-k", o->latent_top_k,
-                  "Coarse-to-fine: each block of grid points attends to the K latents its parent cell weighs most "
-                  "(0: every latent, exact)"), true)
+  in_research_group(
+      cmd->add_option("--latent-top-k", o->latent_top_k,
+                      "Coarse-to-fine: each block of grid points attends to the K latents its parent cell weighs most "
+                      "(0: every latent, exact)"),
+      true)
       ->check(whole_number_in(0, 65536, "latents per block; 0 attends to every latent"));
-  in_research_group(cmd->add_flag("--reference-mapping", o->reference_mapping, "Map vertices as the reference does (shrunk by 2^R/(2^R+1))"), true);
+  in_research_group(cmd->add_flag("--reference-mapping", o->reference_mapping,
+                                  "Map vertices as the reference does (shrunk by 2^R/(2^R+1))"),
+                    true);
   cmd->add_flag("--keep-floaters", o->keep_floaters, "Keep small disconnected pieces");
   cmd->add_option("--target-faces", o->target_faces, "Simplify to this many faces (0: max(10000, 10%), -1: off)")
       ->check(CLI::Validator(
@@ -334,9 +344,12 @@ Action add_generate_command(CLI::App& app) {
       ->check(whole_number_in(0, 1024, "0 uses every core"));
   cmd->add_flag("--json", o->json, "Print one JSON object with tokens, timings and mesh statistics");
   cmd->add_flag("--quiet,-q", o->quiet, "No progress line");
-  in_research_group(cmd->add_option("--trace", o->trace,
-                  "Write the named intermediates (text encoder, prefill, first decode steps, shape decoder) to this "
-                  "safetensors file, for trace-diff"), true);
+  in_research_group(
+      cmd->add_option(
+          "--trace", o->trace,
+          "Write the named intermediates (text encoder, prefill, first decode steps, shape decoder) to this "
+          "safetensors file, for trace-diff"),
+      true);
   in_research_group(cmd->add_option("--trace-steps", o->trace_steps, "Decode steps in the trace"), true)
       ->check(whole_number_in(0, 100000, "0 records no decode step"));
   add_engine_flags(cmd, o->engine, /*research=*/true);

@@ -8,9 +8,9 @@
 int main(int argc, char** argv) {
   using namespace cubeforge::cli;
   return run_program(argc, argv, "cubeforge-lab: measuring the cubeforge engine", [](CLI::App& app) {
-    return std::vector<Action>{add_bench_command(app),           add_decoding_bench_command(app),
-                               add_decoding_compare_command(app), add_occupancy_bench_command(app),
-                               add_meshing_bench_command(app),    add_trace_diff_command(app),
-                               add_calibrate_kv_command(app),     add_compare_command(app)};
+    return std::vector<Action>{
+        add_bench_command(app),           add_decoding_bench_command(app), add_decoding_compare_command(app),
+        add_occupancy_bench_command(app), add_meshing_bench_command(app),  add_trace_diff_command(app),
+        add_calibrate_kv_command(app),    add_compare_command(app)};
   });
 }

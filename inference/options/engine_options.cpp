@@ -61,22 +61,35 @@ constexpr NameTable<OptionKey, 30> kOptionKeys{{
 }};
 
 constexpr NameTable<WeightFormat, 4> kWeightFormats{{
-    {WeightFormat::kStored, "stored"}, {WeightFormat::kBF16, "bf16"}, {WeightFormat::kQ8, "q8"}, {WeightFormat::kQ4, "q4"},
+    {WeightFormat::kStored, "stored"},
+    {WeightFormat::kBF16, "bf16"},
+    {WeightFormat::kQ8, "q8"},
+    {WeightFormat::kQ4, "q4"},
 }};
 constexpr NameTable<KvFormat, 4> kKvFormats{{
-    {KvFormat::kF32, "f32"}, {KvFormat::kBF16, "bf16"}, {KvFormat::kFp8, "fp8"}, {KvFormat::kInt8, "int8"},
+    {KvFormat::kF32, "f32"},
+    {KvFormat::kBF16, "bf16"},
+    {KvFormat::kFp8, "fp8"},
+    {KvFormat::kInt8, "int8"},
 }};
 constexpr NameTable<BackendChoice, 3> kBackendChoices{{
-    {BackendChoice::kAuto, "auto"}, {BackendChoice::kCpu, "cpu"}, {BackendChoice::kCuda, "cuda"},
+    {BackendChoice::kAuto, "auto"},
+    {BackendChoice::kCpu, "cpu"},
+    {BackendChoice::kCuda, "cuda"},
 }};
 constexpr NameTable<AttentionMode, 2> kAttentionModes{{
-    {AttentionMode::kCausal, "causal"}, {AttentionMode::kReference, "reference"},
+    {AttentionMode::kCausal, "causal"},
+    {AttentionMode::kReference, "reference"},
 }};
 constexpr NameTable<DecodingMode, 3> kDecodingModes{{
-    {DecodingMode::kSequential, "sequential"}, {DecodingMode::kJacobi, "jacobi"}, {DecodingMode::kDiffusion, "diffusion"},
+    {DecodingMode::kSequential, "sequential"},
+    {DecodingMode::kJacobi, "jacobi"},
+    {DecodingMode::kDiffusion, "diffusion"},
 }};
 constexpr NameTable<DiffusionCache, 3> kDiffusionCaches{{
-    {DiffusionCache::kNone, "none"}, {DiffusionCache::kPrefix, "prefix"}, {DiffusionCache::kDual, "dual"},
+    {DiffusionCache::kNone, "none"},
+    {DiffusionCache::kPrefix, "prefix"},
+    {DiffusionCache::kDual, "dual"},
 }};
 
 Error invalid(OptionKey option, std::string message) {
@@ -123,8 +136,7 @@ Status check_kv_cache_options(const KvCacheOptions& options) {
     return invalid(OptionKey::kKvBudget, "a KV budget keeps BOS and at least one more position: give 2 to " +
                                              std::to_string(kMaxKvSize) + " slots, or 0 to keep every position");
   if (options.rank < 0 || options.rank > kMaxKvSize)
-    return invalid(OptionKey::kKvRank,
-                   "a KV rank is 0 (full keys and values) or up to " + std::to_string(kMaxKvSize));
+    return invalid(OptionKey::kKvRank, "a KV rank is 0 (full keys and values) or up to " + std::to_string(kMaxKvSize));
   if (options.budget > 0 && options.format == KvFormat::kInt8)
     return invalid(OptionKey::kKvBudget,
                    "eviction rewrites cache slots, but the INT8 (KIVI) cache quantises keys in blocks of 32 slots "
@@ -144,8 +156,7 @@ std::optional<AttentionMode> parse_attention_mode(std::string_view name) { retur
 Status check_sampling_options(const SamplingOptions& options) {
   if (!options.greedy && !(options.temperature > 0.f && std::isfinite(options.temperature)))
     return invalid(OptionKey::kTemperature, "the sampling temperature must be a number > 0");
-  if (!(options.top_p > 0.f && options.top_p <= 1.f))
-    return invalid(OptionKey::kTopP, "top-p must be in (0, 1]");
+  if (!(options.top_p > 0.f && options.top_p <= 1.f)) return invalid(OptionKey::kTopP, "top-p must be in (0, 1]");
   if (options.top_k < 0) return invalid(OptionKey::kTopK, "top-k must be 0 (off) or positive");
   return ok_status();
 }
@@ -172,10 +183,9 @@ Status check_decode_options(const DecodeOptions& options) {
 Status check_meshing_options(const MeshingOptions& options) {
   if (options.resolution < kMinResolution || options.resolution > kMaxResolution)
     return invalid(OptionKey::kResolution, "resolution " + std::to_string(options.resolution) + " is outside " +
-                                               std::to_string(kMinResolution) + ".." +
-                                               std::to_string(kMaxResolution) + " (8 is the reference's)");
-  if (options.latent_top_k < 0)
-    return invalid(OptionKey::kLatentTopK, "latent top-k is 0 (every latent) or positive");
+                                               std::to_string(kMinResolution) + ".." + std::to_string(kMaxResolution) +
+                                               " (8 is the reference's)");
+  if (options.latent_top_k < 0) return invalid(OptionKey::kLatentTopK, "latent top-k is 0 (every latent) or positive");
   if (options.latent_top_k > 0 && !options.coarse_to_fine)
     return invalid(OptionKey::kLatentTopK,
                    "latent top-k chooses latents from the coarser levels of coarse-to-fine evaluation, which a "

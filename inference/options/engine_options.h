@@ -25,15 +25,38 @@ namespace cubeforge {
 // Every option an error can be about. option_key() gives the one spelling
 // that settings files, JSON reports and Error::option use.
 enum class OptionKey {
-  kWeights, kQ4Group,
-  kKvCache, kKvFormat, kKvBudget, kKvRank,
-  kBackend, kCudaGraphs, kAttention,
-  kDecoding, kGuesses, kGuessCost, kThreshold, kFactor, kDiffusionCache, kBlockSize, kSubBlock,
-  kGuidance, kSampling, kTemperature, kTopK, kTopP,
-  kBoundingBox, kResolution, kCoarseToFine, kLatentTopK, kVertexMapping, kRemoveFloaters, kTargetFaces,
+  kWeights,
+  kQ4Group,
+  kKvCache,
+  kKvFormat,
+  kKvBudget,
+  kKvRank,
+  kBackend,
+  kCudaGraphs,
+  kAttention,
+  kDecoding,
+  kGuesses,
+  kGuessCost,
+  kThreshold,
+  kFactor,
+  kDiffusionCache,
+  kBlockSize,
+  kSubBlock,
+  kGuidance,
+  kSampling,
+  kTemperature,
+  kTopK,
+  kTopP,
+  kBoundingBox,
+  kResolution,
+  kCoarseToFine,
+  kLatentTopK,
+  kVertexMapping,
+  kRemoveFloaters,
+  kTargetFaces,
   kTrace,
 };
-const char* option_key(OptionKey key);                      // "kv_format", "kv_budget", ...
+const char* option_key(OptionKey key);  // "kv_cache_format", "kv_budget", ...
 std::optional<OptionKey> option_key_from_name(std::string_view name);
 
 // An error about one option: the message says what is wrong in words that
@@ -159,8 +182,8 @@ struct DecodeOptions {
   float guidance_scale = 3.0f;  // > 0: two rows (conditional, unconditional)
   SamplingOptions sampling;     // greedy by default, like the reference
   AttentionMode attention = AttentionMode::kCausal;
-  bool use_kv_cache = true;     // off: every step recomputes the whole sequence
-  KvCacheOptions kv_cache;      // exact by default
+  bool use_kv_cache = true;  // off: every step recomputes the whole sequence
+  KvCacheOptions kv_cache;   // exact by default
   // CUDA: replay one recorded decode step per token (CUBEFORGE_CUDA_GRAPHS=0
   // switches graphs off as well).
   bool cuda_graphs = true;

@@ -4,14 +4,10 @@
 namespace cubeforge {
 
 nlohmann::json to_json(const StageTimings& t) {
-  return {{"text_ms", t.text_ms},
-          {"prefill_ms", t.prefill_ms},
-          {"decode_ms", t.decode_ms},
-          {"shape_decode_ms", t.shape_decode_ms},
-          {"occupancy_ms", t.occupancy_ms},
-          {"meshing_ms", t.meshing_ms},
-          {"cleanup_ms", t.cleanup_ms},
-          {"total_ms", t.total_ms()}};
+  return {{"text_ms", t.text_ms},           {"prefill_ms", t.prefill_ms},
+          {"decode_ms", t.decode_ms},       {"shape_decode_ms", t.shape_decode_ms},
+          {"occupancy_ms", t.occupancy_ms}, {"meshing_ms", t.meshing_ms},
+          {"cleanup_ms", t.cleanup_ms},     {"total_ms", t.total_ms()}};
 }
 
 nlohmann::json to_json(const DecodingStats& stats, const DecodingOptions& options) {

@@ -34,7 +34,7 @@ class PlanCache {
 };
 
 struct PlannedGeneration {
-  GenerationRequest request;  // token_backend and the KV bases set
+  GenerationRequest request;   // token_backend and the KV bases set
   std::string backend_reason;  // one line: which backend runs it and why
 };
 

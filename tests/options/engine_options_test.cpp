@@ -1,11 +1,11 @@
 // The engine's options: every value's name reads back as that value, every
 // option key is one spelling, and each refusal names the option at fault.
+#include "inference/options/engine_options.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
-
-#include "inference/options/engine_options.h"
 
 namespace cubeforge {
 namespace {
@@ -39,8 +39,8 @@ TEST(EngineOptions, EveryNameReadsBackAsItsValue) {
                           parse_attention_mode);
   expect_names_round_trip({DecodingMode::kSequential, DecodingMode::kJacobi, DecodingMode::kDiffusion},
                           decoding_mode_name, parse_decoding_mode);
-  expect_names_round_trip({DiffusionCache::kNone, DiffusionCache::kPrefix, DiffusionCache::kDual},
-                          diffusion_cache_name, parse_diffusion_cache);
+  expect_names_round_trip({DiffusionCache::kNone, DiffusionCache::kPrefix, DiffusionCache::kDual}, diffusion_cache_name,
+                          parse_diffusion_cache);
 }
 
 TEST(EngineOptions, OptionKeysAreOneSpellingEach) {

@@ -2,12 +2,13 @@
 // at fault before anything is opened; auto takes the CPU for one request the
 // GPU does not run and keeps the GPU (when there is one) for the next; what a
 // block-diffusion model cannot honour is said before a run.
+#include "inference/planning/plan.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <optional>
 
-#include "inference/planning/plan.h"
 #include "tests/support/hostile_files.h"
 #include "tests/support/oracle.h"
 

@@ -10,8 +10,8 @@
 namespace cubeforge::testing {
 
 inline constexpr std::array<std::string_view, 8> kLabCommands = {
-    "bench", "bench-decoding", "compare-decoding", "bench-occupancy",
-    "bench-meshing", "trace-diff", "calibrate-kv", "compare"};
+    "bench",         "bench-decoding", "compare-decoding", "bench-occupancy",
+    "bench-meshing", "trace-diff",     "calibrate-kv",     "compare"};
 
 // Whether the first word of `arguments` is a command of cubeforge-lab.
 inline bool is_lab_command(std::string_view arguments) {

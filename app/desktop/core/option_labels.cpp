@@ -8,41 +8,61 @@ namespace cubeforge::app {
 const char* control_for(OptionKey key) {
   switch (key) {
     case OptionKey::kWeights:
-    case OptionKey::kQ4Group: return "Weights";
-    case OptionKey::kKvCache: return "Faster decoding";
-    case OptionKey::kKvFormat: return "KV cache";
-    case OptionKey::kKvBudget: return "KV budget";
-    case OptionKey::kKvRank: return "KV rank";
-    case OptionKey::kBackend: return "GPU (CUDA)";
-    case OptionKey::kCudaGraphs: return "GPU fast path";
-    case OptionKey::kAttention: return "As the reference";
+    case OptionKey::kQ4Group:
+      return "Weights";
+    case OptionKey::kKvCache:
+      return "Faster decoding";
+    case OptionKey::kKvFormat:
+      return "KV cache";
+    case OptionKey::kKvBudget:
+      return "KV budget";
+    case OptionKey::kKvRank:
+      return "KV rank";
+    case OptionKey::kBackend:
+      return "GPU (CUDA)";
+    case OptionKey::kCudaGraphs:
+      return "GPU fast path";
+    case OptionKey::kAttention:
+      return "As the reference";
     case OptionKey::kDecoding:
     case OptionKey::kGuesses:
     case OptionKey::kGuessCost:
     case OptionKey::kFactor:
     case OptionKey::kDiffusionCache:
     case OptionKey::kBlockSize:
-    case OptionKey::kSubBlock: return "Decoding";
-    case OptionKey::kThreshold: return "Diffusion threshold";
-    case OptionKey::kGuidance: return "Guidance";
-    case OptionKey::kSampling: return "Vary with the seed";
-    case OptionKey::kTemperature: return "Temperature";
-    case OptionKey::kTopK: return "Top-k";
-    case OptionKey::kTopP: return "Top-p";
-    case OptionKey::kBoundingBox: return "Bounding box";
+    case OptionKey::kSubBlock:
+      return "Decoding";
+    case OptionKey::kThreshold:
+      return "Diffusion threshold";
+    case OptionKey::kGuidance:
+      return "Guidance";
+    case OptionKey::kSampling:
+      return "Vary with the seed";
+    case OptionKey::kTemperature:
+      return "Temperature";
+    case OptionKey::kTopK:
+      return "Top-k";
+    case OptionKey::kTopP:
+      return "Top-p";
+    case OptionKey::kBoundingBox:
+      return "Bounding box";
     case OptionKey::kResolution:
     case OptionKey::kCoarseToFine:
     case OptionKey::kLatentTopK:
     case OptionKey::kVertexMapping:
-    case OptionKey::kRemoveFloaters: return "Detail";
-    case OptionKey::kTargetFaces: return "Max faces";
-    case OptionKey::kTrace: return "Trace";
+    case OptionKey::kRemoveFloaters:
+      return "Detail";
+    case OptionKey::kTargetFaces:
+      return "Max faces";
+    case OptionKey::kTrace:
+      return "Trace";
   }
   return "Settings";
 }
 
 std::string for_creator(const Error& error) {
-  if (auto option = error_option(error)) return std::string(control_for(*option)) + ": " + escape_untrusted(error.message);
+  if (auto option = error_option(error))
+    return std::string(control_for(*option)) + ": " + escape_untrusted(error.message);
   return error.to_string();
 }
 
