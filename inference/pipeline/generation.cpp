@@ -145,12 +145,12 @@ Result<int> threads_within_address_space(int requested, const std::filesystem::p
                          file_bytes(model_folder / "clip" / "model.safetensors");
   const uint64_t lower = model + grid_lower_bound_bytes(resolution, coarse_to_fine) + kThreadBytes;
   if (lower > *left)
-    return make_error(ErrorCode::kOutOfMemory,
-                      "resolution " + std::to_string(resolution) + " with this model needs at least " + mib(lower) +
-                          " of address space (model " + mib(model) + ", grid " +
-                          mib(grid_lower_bound_bytes(resolution, coarse_to_fine)) + ", work buffers " +
-                          mib(kThreadBytes) + ") but the limit (ulimit -v) leaves " + mib(*left) +
-                          "; raise the limit or lower --resolution");
+    return option_error(ErrorCode::kOutOfMemory, OptionKey::kResolution,
+                        "resolution " + std::to_string(resolution) + " with this model needs at least " + mib(lower) +
+                            " of address space (model " + mib(model) + ", grid " +
+                            mib(grid_lower_bound_bytes(resolution, coarse_to_fine)) + ", work buffers " +
+                            mib(kThreadBytes) + ") but the limit (ulimit -v) leaves " + mib(*left) +
+                            "; raise the limit or lower the resolution");
   int threads = std::max(1, requested);
   const uint64_t fixed = model + grid_realistic_bytes(resolution, coarse_to_fine) + kRunMarginBytes;
   while (threads > 1 && fixed + uint64_t(threads) * kThreadBytes > *left) --threads;
