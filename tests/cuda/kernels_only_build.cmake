@@ -7,7 +7,9 @@
 # (a configure step that needs pkg-config, a definition the kernels use from
 # a source the configuration leaves out). It compiles the kernels as PTX only
 # (no machine code: ptxas is the slow half, and the main build already runs
-# it) and does not run the tests, which need a GPU.
+# it) and without optimisation (-O0 for host code, cicc's -O0 for device code:
+# whether the configuration builds does not depend on how well it optimises),
+# and does not run the tests, which need a GPU.
 #
 #   cmake -DSOURCE_DIR=… -DBINARY_DIR=… -DCUDA_COMPILER=… [-DCXX_COMPILER=…]
 #         [-DCOMPILER_LAUNCHER=…] -P kernels_only_build.cmake
@@ -23,7 +25,7 @@ endforeach()
 set(refused BLAS CLI11 PkgConfig Python3 Vulkan assimp glfw3 meshoptimizer nlohmann_json yaml-cpp)
 set(arguments -S ${SOURCE_DIR} -B ${BINARY_DIR} -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON
     -DCUBEFORGE_CUDA_KERNELS_ONLY=ON -DCUBEFORGE_FUZZ=OFF -DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}
-    -DCMAKE_CUDA_ARCHITECTURES=90-virtual)
+    -DCMAKE_CUDA_ARCHITECTURES=90-virtual "-DCMAKE_CUDA_FLAGS_RELEASE=-O0 -Xcicc -O0" -DCMAKE_CXX_FLAGS_RELEASE=-O0)
 foreach(package IN LISTS refused)
   list(APPEND arguments -DCMAKE_DISABLE_FIND_PACKAGE_${package}=ON)
 endforeach()
