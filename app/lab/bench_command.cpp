@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "app/lab/bench_statistics.h"
@@ -348,7 +349,7 @@ int plan_bench(const BenchOptions& o, BenchPlan& plan) {
 
 // The model on its backend, with what the figures are measured against.
 struct BenchBackend {
-  std::optional<DualStreamGpt> model;
+  std::unique_ptr<DualStreamGpt> model;  // where the backend finds it, wherever this moves
   BackendSelection selection;
   BandwidthFigures bandwidth;
   double load_ms = 0;
@@ -361,7 +362,8 @@ Result<BenchBackend> open_bench_backend(const BenchOptions& o, const BenchPlan& 
                                         const std::optional<BandwidthFigures>& host_bandwidth) {
   BenchBackend opened;
   CUBEFORGE_ASSIGN_OR_RETURN(WeightOptions weights, weight_options(plan.single.weights, plan.single.q4_group));
-  CUBEFORGE_ASSIGN_OR_RETURN(opened.model, DualStreamGpt::from_shared_file(loaded.file, loaded.config, weights));
+  CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt model, DualStreamGpt::from_shared_file(loaded.file, loaded.config, weights));
+  opened.model = std::make_unique<DualStreamGpt>(std::move(model));
   opened.load_ms = ms_since(load_start);
   CUBEFORGE_ASSIGN_OR_RETURN(opened.selection, select_token_backend(plan.choice, *opened.model));
   if (!o.lab.json) std::fprintf(stderr, "backend: %s\n", opened.selection.reason.c_str());

@@ -397,6 +397,7 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
   }
   auto bench_too_many = run_cli("bench-occupancy --points 10 --latent-top-k 100");
   EXPECT_EQ(bench_too_many.exit_code, 2);
+  EXPECT_NE(bench_too_many.out.find("bench-occupancy: --latent-top-k: "), std::string::npos) << bench_too_many.out;
   EXPECT_NE(bench_too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << bench_too_many.out;
   EXPECT_FALSE(std::filesystem::exists("x.glb"));
 }

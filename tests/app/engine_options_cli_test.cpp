@@ -140,6 +140,11 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   EXPECT_EQ(no_bases.exit_code, 2);
   EXPECT_NE(no_bases.out.find("generate: --kv-rank: "), std::string::npos) << no_bases.out;
   EXPECT_NE(no_bases.out.find("calibrate-kv"), std::string::npos) << no_bases.out;
+  // compare plans each variant as generate does: the same refusal, named by the same flag.
+  auto compare_no_bases = run_cli("compare --model '" + oracle_dir().string() + "' -p 'a cup' --kv-rank 0,8");
+  EXPECT_EQ(compare_no_bases.exit_code, 2);
+  EXPECT_NE(compare_no_bases.out.find("compare: --kv-rank: "), std::string::npos) << compare_no_bases.out;
+  EXPECT_NE(compare_no_bases.out.find("calibrate-kv"), std::string::npos) << compare_no_bases.out;
   // Said before the model loads: options that contradict each other need no model.
   auto no_cache = run_cli(generate + "--kv-cache fp8 --no-kv-cache");
   EXPECT_EQ(no_cache.exit_code, 2);
