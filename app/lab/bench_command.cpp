@@ -6,8 +6,6 @@
 // that drifts of a shared machine's speed reach them all alike. Every variant
 // is fed the first variant's greedy tokens (teacher forcing): they do the same
 // work, and their logits are compared with the first's at every step.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,23 +13,24 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
+#include "app/cli/engine_options.h"
+#include "app/cli/model_option.h"
+#include "app/cli/option_checks.h"
 #include "app/lab/bench_statistics.h"
 #include "app/lab/commands.h"
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"
-#include "app/cli/engine_options.h"
-#include "app/cli/model_option.h"
-#include "app/cli/option_checks.h"
 #include "inference/backend/generate.h"
-#include "inference/planning/select_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/kv_cache.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/gpt.h"
 #include "inference/model/random_weights.h"
+#include "inference/planning/select_backend.h"
 #include "inference/sampling/sampler.h"
 
 namespace cubeforge::cli {
@@ -51,7 +50,7 @@ struct BenchOptions {
   std::string save_random;  // write the random GPT here (benchmarks of file-backed loading)
   std::string backend = "auto";
   std::vector<std::string> modes;  // no-cache, cache, graph; empty: the backend's default
-  EngineFlagLists engine;  // CPU: weight formats and KV cache options; every combination runs
+  EngineFlagLists engine;          // CPU: weight formats and KV cache options; every combination runs
 };
 
 // One mode of the ablation, timed over a whole session.
@@ -172,7 +171,8 @@ Status open_variants(const BenchOptions& o, const LoadedFile& loaded, const std:
   for (const std::string& name : o.engine.weights) {
     if (run.models.count(name)) continue;
     CUBEFORGE_ASSIGN_OR_RETURN(WeightOptions options, weight_options(name, o.engine.q4_group));
-    CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt model, DualStreamGpt::from_shared_file(loaded.file, loaded.config, options));
+    CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt model,
+                               DualStreamGpt::from_shared_file(loaded.file, loaded.config, options));
     run.models.emplace(name, std::move(model));
   }
   run.convert_ms = ms_since(load_start);
@@ -208,7 +208,8 @@ Status step_variants(int steps, int batch, std::vector<Variant>& variants) {
   const size_t d = size_t(c.width);
   for (int i = 0; i < steps; ++i) {
     const std::vector<float>& first_logits = variants.front().logits;
-    const int token = int(std::max_element(first_logits.begin(), first_logits.begin() + c.codes) - first_logits.begin());
+    const int token =
+        int(std::max_element(first_logits.begin(), first_logits.begin() + c.codes) - first_logits.begin());
     for (Variant& v : variants) {
       auto row = v.model->token_embedding(token);
       for (int b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), v.embedding.begin() + ptrdiff_t(b * d));
@@ -335,7 +336,8 @@ int plan_bench(const BenchOptions& o, BenchPlan& plan) {
     std::fprintf(stderr,
                  "%s: on --backend cuda give one --weights format, one --kv-cache of f32, bf16, fp8 or int8 "
                  "and at most one --kv-budget, without --kv-rank; lists of options and ranks are compared on the "
-                 "CPU backend\n", kBenchCommand);
+                 "CPU backend\n",
+                 kBenchCommand);
     return 2;
   }
   if (!o.modes.empty() && o.modes != std::vector<std::string>{"cache"}) {
@@ -513,10 +515,11 @@ void report_modes(const BenchOptions& o, const BenchPlan& plan, const LoadedFile
   std::printf("load               %.1f ms\n", opened.load_ms);
   for (const ModeFigures& f : results) {
     const double gbps = weight_bytes / (f.median * 1e-3) / 1e9;
-    std::printf("%-9s prefill %.1f ms, TPOT median / p90 %.3f / %.3f ms (%.1f tokens/s), %.0f GB/s = %.0f%% of "
-                "the floor",
-                f.mode.c_str(), f.prefill_ms, f.median, f.p90, 1000.0 / f.median, gbps,
-                read_gbps > 0 ? 100.0 * gbps / read_gbps : 0.0);
+    std::printf(
+        "%-9s prefill %.1f ms, TPOT median / p90 %.3f / %.3f ms (%.1f tokens/s), %.0f GB/s = %.0f%% of "
+        "the floor",
+        f.mode.c_str(), f.prefill_ms, f.median, f.p90, 1000.0 / f.median, gbps,
+        read_gbps > 0 ? 100.0 * gbps / read_gbps : 0.0);
     if (opened.on_cuda())
       std::printf(", %d launches/step%s, %.0f MB on the device", f.stats.kernel_launches_per_step,
                   f.stats.graph_replay ? " (one graph)" : "", f.stats.device_memory_bytes / 1e6);
@@ -536,7 +539,8 @@ Result<std::vector<ModeFigures>> run_modes(const BenchOptions& o, const BenchBac
                                            KvFormat kv_format, std::span<const float> cond_rows) {
   std::vector<std::string> modes = o.modes;
   if (modes.empty())
-    modes = opened.on_cuda() ? std::vector<std::string>{"no-cache", "cache", "graph"} : std::vector<std::string>{"cache"};
+    modes =
+        opened.on_cuda() ? std::vector<std::string>{"no-cache", "cache", "graph"} : std::vector<std::string>{"cache"};
   std::vector<ModeFigures> results;
   for (const std::string& mode : modes) {
     if (mode == "graph" && !opened.on_cuda()) {

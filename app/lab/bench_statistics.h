@@ -1,4 +1,5 @@
-// Summaries of repeated timings, shared by the benchmark and comparison commands.
+// Summaries of repeated timings, and the clocks they read, shared by the
+// benchmark and comparison commands.
 #pragma once
 
 #include <time.h>

@@ -5,22 +5,21 @@
 // whole sequence is then run once more as one prefill, whose cache (both
 // guidance rows, every layer) joins the calibration. The bases are written
 // beside the model as kv_bases.safetensors unless --out says otherwise.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
-#include "app/lab/commands.h"
-#include "app/lab/lab_options.h"
-#include "app/lab/lab_report.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
 #include "app/cli/prompt_list.h"
+#include "app/lab/commands.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
+#include "inference/backend/generate.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
-#include "inference/backend/generate.h"
 #include "inference/model/kv_calibration.h"
 #include "inference/pipeline/generation.h"
 
@@ -169,8 +168,8 @@ int run_calibrate(const CalibrateOptions& o) {
 
 Action add_calibrate_kv_command(CLI::App& app) {
   auto o = std::make_shared<CalibrateOptions>();
-  CLI::App* cmd =
-      app.add_subcommand(kCalibrateCommand, "Write low-rank key and value bases (for --kv-rank) from calibration captions");
+  CLI::App* cmd = app.add_subcommand(kCalibrateCommand,
+                                     "Write low-rank key and value bases (for --kv-rank) from calibration captions");
   add_lab_options(cmd, o->lab, kAllLabOptions);
   cmd->add_option("--rank", o->rank, "Vectors per layer to write (0: the model's width, so any --kv-rank can use it)")
       ->check(whole_number_in(0, 1 << 20, "0 writes as many as the model's width"));

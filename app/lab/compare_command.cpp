@@ -12,25 +12,24 @@
 //   token_agreement       the fraction of steps with the exact run's token
 //   mesh_iou              the volumetric IoU of its mesh with the exact mesh
 // Speed is bench's job; this measures quality only.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 
-#include "app/lab/commands.h"
-#include "app/lab/lab_options.h"
-#include "app/lab/lab_report.h"
 #include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
 #include "app/cli/prompt_list.h"
+#include "app/lab/commands.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
+#include "inference/backend/generate.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/mesh_metrics.h"
-#include "inference/backend/generate.h"
 #include "inference/pipeline/generation.h"
 #include "inference/planning/plan.h"
 
@@ -83,8 +82,8 @@ Result<Run> run_tokens(const CubeModel& model, const Conditions& c, float guidan
   options.kv_cache = kv;
   TokenTrace trace;
   Run run;
-  CUBEFORGE_ASSIGN_OR_RETURN(run.tokens, generate_tokens(model.gpt(), c.cond, c.uncond, model.shape_tokens(), options,
-                                                         {}, &trace, forced));
+  CUBEFORGE_ASSIGN_OR_RETURN(
+      run.tokens, generate_tokens(model.gpt(), c.cond, c.uncond, model.shape_tokens(), options, {}, &trace, forced));
   run.logits = std::move(trace.combined_logits);
   return run;
 }
@@ -269,8 +268,8 @@ void report_compare(const CompareOptions& o, const ComparePlan& plan, const std:
   std::printf("%s: %zu captions, %d tokens each, against stored weights and the exact cache\n",
               readable_untrusted(exact_model.folder().string()).c_str(), plan.prompts.size(),
               exact_model.shape_tokens());
-  std::printf("%-28s %12s %12s %10s %10s %9s %9s\n", "variant", "logit err", "(max)", "agreement", "first div",
-              "IoU", "(min)");
+  std::printf("%-28s %12s %12s %10s %10s %9s %9s\n", "variant", "logit err", "(max)", "agreement", "first div", "IoU",
+              "(min)");
   for (size_t i = 0; i < plan.variants.size(); ++i) {
     const nlohmann::json& r = summary[i];
     std::printf("%-28s %12.3g %12.3g %10.3f %10.1f %9.3f %9.3f\n", plan.variants[i].label().c_str(),

@@ -8,19 +8,18 @@
 // evaluation, with the default guessing policy and with a guess at every
 // evaluation (what a backend whose extra positions cost nothing would get).
 // The condition is projected random text features, as `bench` uses.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 
+#include "app/cli/model_option.h"
 #include "app/lab/bench_statistics.h"
 #include "app/lab/commands.h"
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"
-#include "app/cli/model_option.h"
 #include "inference/cpu/ops.h"
 #include "inference/decoding/decoding.h"
 #include "inference/model/random_weights.h"
@@ -54,7 +53,8 @@ Result<LoadedGpt> load_gpt(const DecodingBenchOptions& o, const std::filesystem:
   LoadedGpt loaded;
   if (o.shape.empty()) {
     if (!std::filesystem::exists(dir / "config.yaml"))
-      return make_error(ErrorCode::kNotFound, "'" + dir.string() + "' has no config.yaml to say how many tokens a shape has");
+      return make_error(ErrorCode::kNotFound,
+                        "'" + dir.string() + "' has no config.yaml to say how many tokens a shape has");
     CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig config, parse_model_config_yaml(dir / "config.yaml"));
     CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt gpt, DualStreamGpt::load(dir / "shape_gpt.safetensors", &config.gpt));
     loaded.gpt.emplace(std::move(gpt));
@@ -85,7 +85,9 @@ struct DecodingBenchPlan {
   AttentionMode attention = AttentionMode::kCausal;
   float guidance = 0.f;
   std::vector<float> cond, uncond;
-  std::span<const float> unconditional() const { return guidance > 0.f ? std::span<const float>(uncond) : std::span<const float>(); }
+  std::span<const float> unconditional() const {
+    return guidance > 0.f ? std::span<const float>(uncond) : std::span<const float>();
+  }
 };
 
 // Exit status 0 with the plan filled, else the status to exit with (after saying why).
@@ -105,7 +107,8 @@ int plan_decoding_bench(const DecodingBenchOptions& o, DecodingBenchPlan& plan) 
   plan.loaded = std::move(*loaded);
   const DualStreamGpt& gpt = *plan.loaded.gpt;
   if (gpt.config().block_diffusion()) {
-    std::fprintf(stderr, "%s: %s is a block-diffusion model; this compares decodings of an autoregressive one "
+    std::fprintf(stderr,
+                 "%s: %s is a block-diffusion model; this compares decodings of an autoregressive one "
                  "(generate --decoding diffusion --json reports block diffusion)\n",
                  kDecodingBenchCommand, plan.loaded.description.c_str());
     return 2;
@@ -234,10 +237,11 @@ void report_decoding_bench(const DecodingBenchOptions& o, const DecodingBenchPla
   for (size_t i = 0; i < relative.size(); ++i) std::printf("%zu: %.2f  ", i + 1, relative[i]);
   std::printf("(positions: time relative to one)\n");
   std::printf("sequential          %.1f ms\n", sequential_ms);
-  for (auto [name, run] : {std::pair{"jacobi", &runs.adaptive_run}, std::pair{"jacobi, always guess", &runs.always_run}}) {
+  for (auto [name, run] :
+       {std::pair{"jacobi", &runs.adaptive_run}, std::pair{"jacobi, always guess", &runs.always_run}}) {
     const DecodingStats& stats = run->decoded->stats;
-    std::printf("%-19s %.1f ms (%.2fx), %d evaluations, %.2f tokens per evaluation, %d of %d guesses right, %s\n",
-                name, median(run->ms), sequential_ms / std::max(1e-9, median(run->ms)), stats.model_evaluations,
+    std::printf("%-19s %.1f ms (%.2fx), %d evaluations, %.2f tokens per evaluation, %d of %d guesses right, %s\n", name,
+                median(run->ms), sequential_ms / std::max(1e-9, median(run->ms)), stats.model_evaluations,
                 stats.tokens_per_evaluation(), stats.guesses_accepted, stats.guessed,
                 run->decoded->tokens == runs.sequential_tokens ? "the same tokens" : "DIFFERENT TOKENS");
   }

@@ -13,20 +13,19 @@
 // the tokens and the shape. Each prompt is
 // generated --rounds times by both, alternating; times are medians, shapes
 // come from the last round (greedy decoding repeats itself).
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
-#include "app/lab/bench_statistics.h"
-#include "app/lab/commands.h"
-#include "app/lab/lab_options.h"
-#include "app/lab/lab_report.h"
 #include "app/cli/decoding_arguments.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
 #include "inference/core/system_info.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/geometry/occupancy_grid.h"
@@ -147,8 +146,10 @@ int plan_decoding_compare(const DecodingCompareOptions& o, DecodingComparePlan& 
   if (!plan.model) return 1;
   const bool block_diffusion = plan.model->gpt().config().block_diffusion();
   if (o.against_no_cache && (!block_diffusion || !o.reference_dir.empty())) {
-    std::fprintf(stderr, "%s: --against-no-cache compares block diffusion's caches on one block-diffusion model; "
-                 "leave out --reference\n", kCommand);
+    std::fprintf(stderr,
+                 "%s: --against-no-cache compares block diffusion's caches on one block-diffusion model; "
+                 "leave out --reference\n",
+                 kCommand);
     return 2;
   }
   const std::filesystem::path reference_folder = reference_folder_for(o, *folder, block_diffusion);
@@ -158,13 +159,17 @@ int plan_decoding_compare(const DecodingCompareOptions& o, DecodingComparePlan& 
   }
   const CubeModel& reference = plan.reference();
   if (reference.gpt().config().block_diffusion() && !o.against_no_cache) {
-    std::fprintf(stderr, "%s: the reference '%s' is a block-diffusion model; give an autoregressive one with "
-                 "--reference\n", kCommand, readable_untrusted(reference_folder.string()).c_str());
+    std::fprintf(stderr,
+                 "%s: the reference '%s' is a block-diffusion model; give an autoregressive one with "
+                 "--reference\n",
+                 kCommand, readable_untrusted(reference_folder.string()).c_str());
     return 2;
   }
   if (reference.shape_tokens() != plan.model->shape_tokens()) {
-    std::fprintf(stderr, "%s: the reference decodes %d tokens per shape and the model %d; compare models of one "
-                 "shape tokenizer\n", kCommand, reference.shape_tokens(), plan.model->shape_tokens());
+    std::fprintf(stderr,
+                 "%s: the reference decodes %d tokens per shape and the model %d; compare models of one "
+                 "shape tokenizer\n",
+                 kCommand, reference.shape_tokens(), plan.model->shape_tokens());
     return 2;
   }
   return 0;
@@ -264,12 +269,13 @@ void report_decoding_compare(const DecodingCompareOptions& o, const DecodingComp
     std::printf("%-32.32s %11d %10.2f %9.1f %9.1f %6.3f %10s %5.0f%%\n", readable_untrusted(r.prompt, 32).c_str(),
                 r.stats.model_evaluations, r.stats.tokens_per_evaluation(), r.token_ms, r.reference_token_ms, r.iou,
                 r.watertight ? "yes" : "no", 100.0 * r.tokens_agreeing / std::max(1, r.tokens));
-  std::printf("mean: %.1f evaluations (%.2fx fewer), %.2f tokens per evaluation, tokens %.1f ms against %.1f ms "
-              "(%.2fx), object %.0f ms against %.0f ms, IoU %.3f (min %.3f), watertight %.0f%% (reference %.0f%%)\n",
-              double(mean["model_evaluations"]), double(mean["fewer_model_evaluations"]),
-              double(mean["tokens_per_evaluation"]), double(mean["token_ms"]), double(mean["reference_token_ms"]),
-              double(mean["token_speedup"]), double(mean["object_ms"]), double(mean["reference_object_ms"]),
-              double(mean["iou"]), means.iou_min, 100.0 * means.watertight / n, 100.0 * means.reference_watertight / n);
+  std::printf(
+      "mean: %.1f evaluations (%.2fx fewer), %.2f tokens per evaluation, tokens %.1f ms against %.1f ms "
+      "(%.2fx), object %.0f ms against %.0f ms, IoU %.3f (min %.3f), watertight %.0f%% (reference %.0f%%)\n",
+      double(mean["model_evaluations"]), double(mean["fewer_model_evaluations"]), double(mean["tokens_per_evaluation"]),
+      double(mean["token_ms"]), double(mean["reference_token_ms"]), double(mean["token_speedup"]),
+      double(mean["object_ms"]), double(mean["reference_object_ms"]), double(mean["iou"]), means.iou_min,
+      100.0 * means.watertight / n, 100.0 * means.reference_watertight / n);
 }
 
 int run_decoding_compare(const DecodingCompareOptions& o) {

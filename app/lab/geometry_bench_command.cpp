@@ -136,8 +136,8 @@ void report_geometry(const GeometryBenchOptions& o, const std::vector<GeometryFi
     return;
   }
   std::printf("creature, %d ripple terms; coarse level %d, %d threads\n", o.ripples, o.coarse, cpu::thread_count());
-  std::printf("%10s %12s %12s %7s %14s %10s %8s %8s %10s %9s %8s\n", "resolution", "grid points", "evaluated",
-              "ratio", "coarse-to-fine", "dense", "speed-up", "differ", "MC", "faces", "closed");
+  std::printf("%10s %12s %12s %7s %14s %10s %8s %8s %10s %9s %8s\n", "resolution", "grid points", "evaluated", "ratio",
+              "coarse-to-fine", "dense", "speed-up", "differ", "MC", "faces", "closed");
   for (const GeometryFigures& f : rows) {
     std::printf("%10d %12lld %12lld %7.2f %12.1f ms", f.resolution, static_cast<long long>(f.stats.dense_points),
                 static_cast<long long>(f.stats.evaluated_points),

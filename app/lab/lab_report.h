@@ -7,9 +7,8 @@
 #pragma once
 
 #include <iostream>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "app/cli/model_option.h"
 #include "inference/cpu/blas_kernels.h"

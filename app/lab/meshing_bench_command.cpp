@@ -9,23 +9,22 @@
 // for every round; and once densely (time, and the grid points whose
 // inside/outside class differs: zero means marching cubes sees exactly the
 // dense surface). A top-k run is also compared with the full-attention one.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
+#include "app/cli/model_option.h"
+#include "app/cli/option_checks.h"
+#include "app/cli/prompt_list.h"
 #include "app/lab/bench_statistics.h"
 #include "app/lab/commands.h"
 #include "app/lab/lab_models.h"
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"
-#include "app/cli/model_option.h"
-#include "app/cli/option_checks.h"
-#include "app/cli/prompt_list.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/occupancy_grid.h"
@@ -292,8 +291,8 @@ Result<std::vector<ObjectFigures>> measure_random_objects(const MeshingBenchOpti
     const uint64_t seed = o.seed + uint64_t(i);
     auto figures = measure_random_object(shape, seed, o);
     if (!figures.ok())
-      return make_error(figures.error().code, "'random tokens, seed " + std::to_string(seed) + "': " +
-                                                  figures.error().message);
+      return make_error(figures.error().code,
+                        "'random tokens, seed " + std::to_string(seed) + "': " + figures.error().message);
     rows.push_back(std::move(*figures));
   }
   return rows;
@@ -319,8 +318,10 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
   std::string model_name;
   if (!o.shape.empty()) {
     if (!o.lab.prompts.empty() || !o.lab.prompts_file.empty() || o.lab.model_given) {
-      std::fprintf(stderr, "%s: --shape measures random tokens of random weights; leave out --model, --prompt and "
-                   "--prompts\n", kMeshingCommand);
+      std::fprintf(stderr,
+                   "%s: --shape measures random tokens of random weights; leave out --model, --prompt and "
+                   "--prompts\n",
+                   kMeshingCommand);
       return 2;
     }
     model_name = random_shape_tokenizer_name(o.shape, o.seed);

@@ -10,22 +10,21 @@
 // cells' corners are evaluated first, untimed, and each block then attends to
 // the k latents its cell's corners gave the most weight (latent_selection.h),
 // in turn with full attention at the same points.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
+#include "app/cli/option_checks.h"
 #include "app/lab/bench_statistics.h"
 #include "app/lab/commands.h"
 #include "app/lab/lab_models.h"
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"
-#include "app/cli/option_checks.h"
 #include "inference/core/system_info.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
@@ -171,8 +170,7 @@ Result<OccupancyPlan> plan_occupancy(const OccupancyBenchOptions& o, const std::
 // With a latent top-k: the cells' corners first, untimed, at the level below
 // (the coarse level of the selection), then blocks at this one.
 Result<std::optional<LatentSelectionField>> prepared_selection(const OccupancyPlan& plan,
-                                                                const ShapeTokenizer::GridQueries& grid,
-                                                                int64_t top_k) {
+                                                               const ShapeTokenizer::GridQueries& grid, int64_t top_k) {
   if (top_k == 0) return std::optional<LatentSelectionField>();
   CUBEFORGE_ASSIGN_OR_RETURN(LatentSelectionField selection,
                              LatentSelectionField::create(*plan.tokenizer, *plan.prepared, grid, plan.spec, top_k));
@@ -184,8 +182,8 @@ Result<std::optional<LatentSelectionField>> prepared_selection(const OccupancyPl
 }
 
 // One path's timings (and its logits, for the comparison between paths).
-Result<PathFigures> measure_occupancy_path(OccupancyPlan& plan, const std::string& path,
-                                           const OccupancyBenchOptions& o, std::vector<float>& logits) {
+Result<PathFigures> measure_occupancy_path(OccupancyPlan& plan, const std::string& path, const OccupancyBenchOptions& o,
+                                           std::vector<float>& logits) {
   ShapeTokenizer& tokenizer = *plan.tokenizer;
   tokenizer.set_fused_occupancy(path != "layered");
   const ShapeTokenizer::GridQueries grid = tokenizer.prepare_grid(plan.axis);
@@ -226,15 +224,15 @@ Result<PathFigures> measure_occupancy_path(OccupancyPlan& plan, const std::strin
   return f;
 }
 
-void report_occupancy(const OccupancyBenchOptions& o, const OccupancyPlan& plan, const std::vector<PathFigures>& figures,
-                      std::optional<double> largest_difference) {
+void report_occupancy(const OccupancyBenchOptions& o, const OccupancyPlan& plan,
+                      const std::vector<PathFigures>& figures, std::optional<double> largest_difference) {
   const ShapeModelConfig& config = plan.tokenizer->config();
   const double flops = occupancy_flops_per_point(config, false, config.latents);
   const double peak = o.peak_gflops > 0 ? o.peak_gflops : nominal_peak_gflops(cpu::thread_count());
   auto of_peak = [peak](double gflops) { return peak > 0 ? gflops / peak : 0.0; };
   if (o.lab.json) {
-    nlohmann::json j = {{"model", plan.model_name}, {"width", config.width},           {"latents", config.latents},
-                        {"points", o.points},       {"flops_per_point", flops},        {"peak_gflops", peak}};
+    nlohmann::json j = {{"model", plan.model_name}, {"width", config.width},    {"latents", config.latents},
+                        {"points", o.points},       {"flops_per_point", flops}, {"peak_gflops", peak}};
     for (const PathFigures& f : figures) {
       j["paths"][f.path] = {{"median_ms", f.median_ms},
                             {"points_per_second", f.points_per_second},

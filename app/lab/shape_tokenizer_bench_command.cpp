@@ -28,8 +28,8 @@ constexpr const char* kShapeTokenizerCommand = "bench-shape-tokenizer";
 
 struct ShapeTokenizerBenchOptions {
   LabOptions lab;
-  std::string shape;        // random weights of these sizes instead of a model folder
-  int decoder_layers = 0;   // with --shape: 0 keeps the preset's
+  std::string shape;       // random weights of these sizes instead of a model folder
+  int decoder_layers = 0;  // with --shape: 0 keeps the preset's
   int64_t points = 16384;
   int64_t chunk = 4096;
 };
@@ -51,8 +51,9 @@ Result<ShapeTokenizerUnderTest> load_shape_tokenizer_under_test(const ShapeToken
     CUBEFORGE_ASSIGN_OR_RETURN(ModelConfig preset, preset_model_config(o.shape));
     ShapeModelConfig config = preset.shape;
     if (o.decoder_layers > 0) config.decoder_layers = o.decoder_layers;
-    CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, random_weights_file(expected_shape_tensors(config), 2024,
-                                                                         DType::kF32, "random " + o.shape + " shape tokenizer"));
+    CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file,
+                               random_weights_file(expected_shape_tensors(config), 2024, DType::kF32,
+                                                   "random " + o.shape + " shape tokenizer"));
     CUBEFORGE_ASSIGN_OR_RETURN(loaded.tokenizer, ShapeTokenizer::from_file(std::move(file), config));
     loaded.name = "random " + o.shape + "-size shape tokenizer";
   }
@@ -94,8 +95,7 @@ std::vector<float> sphere_surface(int64_t samples) {
   return surface;
 }
 
-Result<ShapeTokenizerFigures> measure_shape_tokenizer(const ShapeTokenizer& tokenizer, int64_t points,
-                                                      int64_t chunk) {
+Result<ShapeTokenizerFigures> measure_shape_tokenizer(const ShapeTokenizer& tokenizer, int64_t points, int64_t chunk) {
   const ShapeModelConfig& config = tokenizer.config();
   ShapeTokenizerFigures f;
   std::vector<int64_t> tokens(size_t(config.latents));
@@ -140,27 +140,26 @@ void report_shape_tokenizer(const ShapeTokenizerBenchOptions& o, const ShapeToke
   const double points = double(o.points);
   const double gflops = points * occupancy_flops_per_point(config, false, config.latents) / (f.occupancy_ms * 1e6);
   if (o.lab.json) {
-    print_lab_report(kShapeTokenizerCommand,
-                     {{"model", loaded.name},
-                      {"width", config.width},
-                      {"latents", config.latents},
-                      {"decoder_layers", config.decoder_layers},
-                      {"build_ms", loaded.build_ms},
-                      {"decode_ms", f.decode_ms},
-                      {"decode_cpu_ms", f.decode_cpu_ms},
-                      {"prepare_ms", f.prepare_ms},
-                      {"points", o.points},
-                      {"chunk", o.chunk},
-                      {"occupancy_ms", f.occupancy_ms},
-                      {"occupancy_cpu_ms", f.occupancy_cpu_ms},
-                      {"points_per_second", points / (f.occupancy_ms / 1e3)},
-                      {"points_per_cpu_second", points / (f.occupancy_cpu_ms / 1e3)},
-                      {"gflops", gflops},
-                      {"logit_mean", f.logit_mean},
-                      {"encode_samples", f.samples},
-                      {"encoded_tokens", f.encoded_tokens},
-                      {"encode_ms", f.encode_ms},
-                      {"encode_cpu_ms", f.encode_cpu_ms}});
+    print_lab_report(kShapeTokenizerCommand, {{"model", loaded.name},
+                                              {"width", config.width},
+                                              {"latents", config.latents},
+                                              {"decoder_layers", config.decoder_layers},
+                                              {"build_ms", loaded.build_ms},
+                                              {"decode_ms", f.decode_ms},
+                                              {"decode_cpu_ms", f.decode_cpu_ms},
+                                              {"prepare_ms", f.prepare_ms},
+                                              {"points", o.points},
+                                              {"chunk", o.chunk},
+                                              {"occupancy_ms", f.occupancy_ms},
+                                              {"occupancy_cpu_ms", f.occupancy_cpu_ms},
+                                              {"points_per_second", points / (f.occupancy_ms / 1e3)},
+                                              {"points_per_cpu_second", points / (f.occupancy_cpu_ms / 1e3)},
+                                              {"gflops", gflops},
+                                              {"logit_mean", f.logit_mean},
+                                              {"encode_samples", f.samples},
+                                              {"encoded_tokens", f.encoded_tokens},
+                                              {"encode_ms", f.encode_ms},
+                                              {"encode_cpu_ms", f.encode_cpu_ms}});
     return;
   }
   std::printf("%s (%d decoder layers) built in %.2f s; %d threads, %s kernels, BLAS core %s\n", loaded.name.c_str(),
@@ -170,10 +169,11 @@ void report_shape_tokenizer(const ShapeTokenizerBenchOptions& o, const ShapeToke
               config.decoder_layers, f.decode_ms / 1e3, f.decode_ms / 1e3 / config.decoder_layers,
               f.decode_cpu_ms / 1e3);
   std::printf("prepare latents (LN, c_k, c_v over %d latents): %.4f s\n", config.latents, f.prepare_ms / 1e3);
-  std::printf("occupancy: %lld points in chunks of %lld: %.3f s = %.0f points/s (%.1f GFLOP/s); %.3f CPU s = %.0f "
-              "points per CPU s\n",
-              static_cast<long long>(o.points), static_cast<long long>(o.chunk), f.occupancy_ms / 1e3,
-              points / (f.occupancy_ms / 1e3), gflops, f.occupancy_cpu_ms / 1e3, points / (f.occupancy_cpu_ms / 1e3));
+  std::printf(
+      "occupancy: %lld points in chunks of %lld: %.3f s = %.0f points/s (%.1f GFLOP/s); %.3f CPU s = %.0f "
+      "points per CPU s\n",
+      static_cast<long long>(o.points), static_cast<long long>(o.chunk), f.occupancy_ms / 1e3,
+      points / (f.occupancy_ms / 1e3), gflops, f.occupancy_cpu_ms / 1e3, points / (f.occupancy_cpu_ms / 1e3));
   std::printf("logit mean %.4f\n", f.logit_mean);
   std::printf("encode %lld surface samples into %zu tokens: %.3f s (%.3f CPU s)\n", static_cast<long long>(f.samples),
               f.encoded_tokens, f.encode_ms / 1e3, f.encode_cpu_ms / 1e3);

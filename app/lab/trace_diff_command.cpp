@@ -6,11 +6,10 @@
 // not, 2 when the files cannot be compared. Tensor names come from the files:
 // the table shows them escaped and cut (untrusted_text.h), the JSON escaped
 // whole.
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "app/lab/commands.h"
 #include "app/lab/lab_options.h"
@@ -60,18 +59,20 @@ void print_json(const TraceDiffOptions& o, const TraceComparison& c) {
     for (const std::string& name : names) list.push_back(escape_untrusted(name));
     return list;
   };
-  print_lab_report(kTraceDiffCommand, {
-      {"a", escape_untrusted(o.a)},
-      {"b", escape_untrusted(o.b)},
-      {"tolerance", c.tolerance},
-      {"compared", c.tensors.size()},
-      {"first_over_tolerance", c.first_over_tolerance
-                                   ? nlohmann::json(escape_untrusted(c.tensors[*c.first_over_tolerance].name))
-                                   : nlohmann::json()},
-      {"tensors", tensors},
-      {"only_in_a", escaped(c.only_in_a)},
-      {"only_in_b", escaped(c.only_in_b)},
-  });
+  print_lab_report(
+      kTraceDiffCommand,
+      {
+          {"a", escape_untrusted(o.a)},
+          {"b", escape_untrusted(o.b)},
+          {"tolerance", c.tolerance},
+          {"compared", c.tensors.size()},
+          {"first_over_tolerance", c.first_over_tolerance
+                                       ? nlohmann::json(escape_untrusted(c.tensors[*c.first_over_tolerance].name))
+                                       : nlohmann::json()},
+          {"tensors", tensors},
+          {"only_in_a", escaped(c.only_in_a)},
+          {"only_in_b", escaped(c.only_in_b)},
+      });
 }
 
 void print_table(const TraceComparison& c) {
@@ -81,7 +82,8 @@ void print_table(const TraceComparison& c) {
     std::string shape = shape_to_string(t.shape_a);
     if (t.shape_b != t.shape_a) shape += " vs " + shape_to_string(t.shape_b);
     std::printf("%-5s %-10.3g %-10.3g %s %s: %s / %s\n", status, t.relative_error, t.max_abs_difference,
-                readable_untrusted(t.name).c_str(), shape.c_str(), values_text(t.first_a).c_str(), values_text(t.first_b).c_str());
+                readable_untrusted(t.name).c_str(), shape.c_str(), values_text(t.first_a).c_str(),
+                values_text(t.first_b).c_str());
   }
   auto list = [](const char* label, const std::vector<std::string>& names) {
     if (names.empty()) return;
@@ -96,8 +98,8 @@ void print_table(const TraceComparison& c) {
                   readable_untrusted(t.name).c_str(), t.relative_error, t.max_abs_difference);
     else
       std::printf("first over the tolerance %g: %s (sizes differ: %s vs %s)\n", c.tolerance,
-                  readable_untrusted(t.name).c_str(),
-                  shape_to_string(t.shape_a).c_str(), shape_to_string(t.shape_b).c_str());
+                  readable_untrusted(t.name).c_str(), shape_to_string(t.shape_a).c_str(),
+                  shape_to_string(t.shape_b).c_str());
   } else {
     std::printf("all %zu shared tensors within the tolerance %g\n", c.tensors.size(), c.tolerance);
   }
@@ -138,7 +140,8 @@ int run_trace_diff(const TraceDiffOptions& o) {
 Action add_trace_diff_command(CLI::App& app) {
   auto o = std::make_shared<TraceDiffOptions>();
   CLI::App* cmd = app.add_subcommand(
-      kTraceDiffCommand, "Compare two traces (generate --trace) tensor by tensor; exit 1 when one is over the tolerance");
+      kTraceDiffCommand,
+      "Compare two traces (generate --trace) tensor by tensor; exit 1 when one is over the tolerance");
   cmd->add_option("a", o->a, "A trace file")->required();
   cmd->add_option("b", o->b, "The trace or reference safetensors file to compare it with")->required();
   cmd->add_option("--tolerance", o->tolerance, "Largest relative error ‖a−b‖/‖b‖ that counts as equal")

@@ -56,7 +56,8 @@ Mesh make_sphere(size_t triangles) {
     double theta = M_PI * i / stacks;
     for (int j = 0; j <= slices; ++j) {
       double phi = 2.0 * M_PI * j / slices;
-      float n[3] = {float(std::sin(theta) * std::cos(phi)), float(std::cos(theta)), float(std::sin(theta) * std::sin(phi))};
+      float n[3] = {float(std::sin(theta) * std::cos(phi)), float(std::cos(theta)),
+                    float(std::sin(theta) * std::sin(phi))};
       mesh.positions.insert(mesh.positions.end(), {n[0], n[1], n[2]});
       mesh.normals.insert(mesh.normals.end(), {n[0], n[1], n[2]});
     }
@@ -103,7 +104,7 @@ Status render_and_wait(engine::Context& ctx, engine::OffscreenTarget& target, co
 
 // Uploads, frames and generation-like updates on one renderer's upload path.
 Result<UploadPathFigures> measure_path(engine::Context& ctx, engine::Renderer& r, const ViewportScene& scene,
-                                 const ViewportBenchOptions& o, bool screenshot) {
+                                       const ViewportBenchOptions& o, bool screenshot) {
   engine::OffscreenOptions target_options;
   target_options.width = o.width;
   target_options.height = o.height;
@@ -230,10 +231,10 @@ void report_viewport(const ViewportBenchOptions& o, engine::Context& ctx, const 
   if (!figures.interop_unavailable.empty())
     std::printf("cuda interop      : unavailable (%s)\n", figures.interop_unavailable.c_str());
   for (const UploadPathFigures& p : figures.paths) {
-    std::printf("upload (%s) : %.2f GB/s (%.2f ms per %zu-triangle mesh)\n", p.path.c_str(), p.upload_gbps,
-                p.upload_ms, triangles);
-    std::printf("updates (%s): %.1f updates/s with a frame each (%zu triangles, %.1f ms per update)\n",
-                p.path.c_str(), p.update_hz, scene.update_mesh.face_count(), p.update_frame_ms);
+    std::printf("upload (%s) : %.2f GB/s (%.2f ms per %zu-triangle mesh)\n", p.path.c_str(), p.upload_gbps, p.upload_ms,
+                triangles);
+    std::printf("updates (%s): %.1f updates/s with a frame each (%zu triangles, %.1f ms per update)\n", p.path.c_str(),
+                p.update_hz, scene.update_mesh.face_count(), p.update_frame_ms);
     std::printf("update upload (%s): %.2f ms per %zu-triangle mesh (the rest of an update is the frame)\n",
                 p.path.c_str(), p.update_upload_ms, scene.update_mesh.face_count());
   }
@@ -258,8 +259,7 @@ int run_viewport_bench(ViewportBenchOptions o) {
   ViewportScene scene;
   scene.mesh = make_sphere(o.triangles);
   scene.update_mesh = make_sphere(o.update_triangles);
-  scene.mesh_bytes =
-      double(scene.mesh.positions.size() + scene.mesh.normals.size() + scene.mesh.indices.size()) * 4.0;
+  scene.mesh_bytes = double(scene.mesh.positions.size() + scene.mesh.normals.size() + scene.mesh.indices.size()) * 4.0;
   auto figures = measure_viewport(ctx, scene, o);
   if (!figures.ok()) {
     print_error(kViewportCommand, figures.error());
@@ -280,7 +280,8 @@ Action add_viewport_bench_command(CLI::App& app) {
   cmd->add_option("--update-triangles", o->update_triangles, "Triangles of the mesh each update uploads")
       ->check(whole_number_in(8, 100'000'000, "a generation-sized mesh"));
   cmd->add_option("--size", o->size, "Offscreen image size, WIDTHxHEIGHT");
-  cmd->add_option("--frames", o->frames, "Frames timed")->check(whole_number_in(1, 100000, "keep it small on lavapipe"));
+  cmd->add_option("--frames", o->frames, "Frames timed")
+      ->check(whole_number_in(1, 100000, "keep it small on lavapipe"));
   cmd->add_option("--uploads", o->uploads, "Uploads timed")->check(whole_number_in(1, 100000, "uploads per path"));
   cmd->add_option("--updates", o->updates, "Updates (upload + frame) timed")
       ->check(whole_number_in(1, 100000, "updates per path"));

@@ -11,9 +11,8 @@ namespace cubeforge::testing {
 
 // Every build's; bench-viewport is built with the Vulkan engine only.
 inline constexpr std::array<std::string_view, 11> kLabCommands = {
-    "bench",         "bench-decoding",     "compare-decoding",      "bench-occupancy",
-    "bench-meshing", "trace-diff",         "calibrate-kv",          "compare",
-    "bench-geometry", "bench-text-encoder", "bench-shape-tokenizer"};
+    "bench",        "bench-decoding", "compare-decoding", "bench-occupancy",    "bench-meshing",        "trace-diff",
+    "calibrate-kv", "compare",        "bench-geometry",   "bench-text-encoder", "bench-shape-tokenizer"};
 inline constexpr std::string_view kLabViewportCommand = "bench-viewport";
 
 // Whether the first word of `arguments` is a command of cubeforge-lab.
