@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>

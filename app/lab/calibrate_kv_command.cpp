@@ -7,13 +7,11 @@
 // beside the model as kv_bases.safetensors unless --out says otherwise.
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
-#include "app/cli/prompt_list.h"
 #include "app/lab/commands.h"
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"

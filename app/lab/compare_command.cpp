@@ -15,14 +15,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
-#include "app/cli/prompt_list.h"
 #include "app/lab/commands.h"
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"

@@ -15,7 +15,6 @@
 // come from the last round (greedy decoding repeats itself).
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "app/cli/decoding_arguments.h"

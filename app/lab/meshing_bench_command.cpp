@@ -12,14 +12,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
-#include "app/cli/prompt_list.h"
 #include "app/lab/bench_statistics.h"
 #include "app/lab/commands.h"
 #include "app/lab/lab_models.h"

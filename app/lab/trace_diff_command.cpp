@@ -8,7 +8,6 @@
 // whole.
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "app/lab/commands.h"
