@@ -52,7 +52,7 @@
 #   sanitizer         50  compute-sanitizer memcheck, racecheck, synccheck, initcheck
 #                         over a kernel and a session subset (says so when absent)
 #   vulkan            35  ctest -L vulkan, offscreen on the machine's driver
-#   viewport          10  cubeforge-bench-viewport
+#   viewport          10  cubeforge-lab bench-viewport
 # The ctest stages run with CUBEFORGE_REQUIRE_CUDA=1: a CUDA test that finds no
 # device fails there. The summary lists every test of the cuda label with its
 # verdict, the stages not reached, the benchmark figures and the sanitizers'.
@@ -66,8 +66,8 @@ tree_link=/tmp/cubeforge-device-tree
 build_name=build-device
 # Every executable the cuda and vulkan labels run (the desktop app's window
 # tests need a display, which the machine lacks).
-device_targets=(test_cuda_kernels test_cuda cubeforge-lab test_engine_cuda test_engine_vulkan cubeforge-bench-viewport
-                test_gallery cubeforge-gallery test_imgui_overlay)
+device_targets=(test_cuda_kernels test_cuda cubeforge-lab test_engine_cuda test_engine_vulkan test_gallery
+                cubeforge-gallery test_imgui_overlay)
 
 # ------------------------------------------------------------------ report mode
 if [ "${1:-}" = "report" ]; then
@@ -540,9 +540,9 @@ fi
 # skips without it.
 with_libraries=(env -u CUBEFORGE_ORACLE_DIR "${with_libraries[@]:1}")
 ctest_stage vulkan 35 vulkan 4
-viewport_bench=$build/app/bench/cubeforge-bench-viewport
-if [ -x "$viewport_bench" ]; then
-  stage viewport 10 bench.log "" "${with_libraries[@]}" "$viewport_bench"
+# The lab has bench-viewport when it was built with the Vulkan engine.
+if "${with_libraries[@]}" "$cli" --help 2>/dev/null | grep -q '^  bench-viewport'; then
+  stage viewport 10 bench.log "" "${with_libraries[@]}" "$cli" bench-viewport
 fi
 cp "$device_dir/resource-usage.txt" "$OUT/" 2>/dev/null || true
 

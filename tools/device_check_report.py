@@ -203,6 +203,10 @@ def report_bench(out, lines):
             r = json.loads(line)
         except ValueError:
             continue
+        # cubeforge-lab's report: {"command", "machine", "results"}.
+        if r.get("command") != "bench":
+            continue
+        r = r.get("results", {})
         if "modes" not in r:
             continue
         lines.append("  bench %s on %s, weights %s, KV cache %s%s: %s steps, floor %.3f ms, device read %.0f GB/s, "

@@ -6,49 +6,50 @@
 // that drifts of a shared machine's speed reach them all alike. Every variant
 // is fed the first variant's greedy tokens (teacher forcing): they do the same
 // work, and their logits are compared with the first's at every step.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 
-#include "app/lab/bench_statistics.h"
-#include "app/lab/commands.h"
 #include "app/cli/engine_options.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
 #include "inference/backend/generate.h"
-#include "inference/planning/select_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/kv_cache.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/gpt.h"
 #include "inference/model/random_weights.h"
+#include "inference/planning/select_backend.h"
 #include "inference/sampling/sampler.h"
 
 namespace cubeforge::cli {
 
 namespace {
 
+constexpr const char* kBenchCommand = "bench";
+
 struct BenchOptions {
-  std::string model_dir;
-  std::string shape;
+  LabOptions lab;
+  std::string shape;  // random weights of a preset's sizes instead of a model folder
   std::string dtype = "bf16";
   int steps = 32;
-  int threads = 0;
   int cond_tokens = 77;
   bool guidance = true;
-  bool json = false;
   uint64_t seed = 0;
   std::string save_random;  // write the random GPT here (benchmarks of file-backed loading)
   std::string backend = "auto";
   std::vector<std::string> modes;  // no-cache, cache, graph; empty: the backend's default
-  EngineFlagLists engine;  // CPU: weight formats and KV cache options; every combination runs
+  EngineFlagLists engine;          // CPU: weight formats and KV cache options; every combination runs
 };
 
 // One mode of the ablation, timed over a whole session.
@@ -65,10 +66,9 @@ struct LoadedFile {
   std::string description;
 };
 
-Result<LoadedFile> load_file(const BenchOptions& o) {
+Result<LoadedFile> load_file(const BenchOptions& o, const std::filesystem::path& dir) {
   LoadedFile loaded;
-  if (!o.model_dir.empty()) {
-    const std::filesystem::path dir = o.model_dir;
+  if (o.shape.empty()) {
     // Every decode step streams the shape-stream weights: keep them in huge pages.
     CUBEFORGE_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(dir / "shape_gpt.safetensors",
                                                                            SafetensorsFile::Residence::kHugePages));
@@ -154,64 +154,67 @@ nlohmann::json variant_report(const Variant& v, double read_gbps) {
   };
 }
 
-int run_variants(const BenchOptions& o, const LoadedFile& loaded, const BandwidthFigures& bandwidth) {
-  auto fail = [](const Error& e) {
-    print_error("bench", e);
-    return 1;
-  };
-  const std::vector<EngineFlags> combinations = o.engine.combinations();
-  // One model per weight format, all over the one file.
-  const auto load_start = std::chrono::steady_clock::now();
+// The variants side by side: one model per weight format, all over the one
+// file, and a session per combination, prefilled.
+struct VariantRun {
   std::map<std::string, DualStreamGpt> models;
-  for (const std::string& name : o.engine.weights) {
-    if (models.count(name)) continue;
-    auto options = weight_options(name, o.engine.q4_group);
-    if (!options.ok()) return fail(options.error());
-    auto model = DualStreamGpt::from_shared_file(loaded.file, loaded.config, *options);
-    if (!model.ok()) return fail(model.error());
-    models.emplace(name, std::move(*model));
-  }
-  const double convert_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
-  const DualStreamGpt& first = models.at(combinations.front().weights);
-  const GptConfig& c = first.config();
-  const int batch = o.guidance ? 2 : 1;
-  const int cond_length = first.condition_length(o.cond_tokens);
-  const size_t d = size_t(c.width);
-  auto cond_rows = random_condition_rows(first, o, batch);
-  if (!cond_rows.ok()) return fail(cond_rows.error());
-
   std::vector<Variant> variants;
+  double convert_ms = 0;
+  int batch = 0, cond_length = 0;
+};
+
+Status open_variants(const BenchOptions& o, const LoadedFile& loaded, const std::filesystem::path& folder,
+                     VariantRun& run) {
+  const std::vector<EngineFlags> combinations = o.engine.combinations();
+  const auto load_start = std::chrono::steady_clock::now();
+  for (const std::string& name : o.engine.weights) {
+    if (run.models.count(name)) continue;
+    CUBEFORGE_ASSIGN_OR_RETURN(WeightOptions options, weight_options(name, o.engine.q4_group));
+    CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt model,
+                               DualStreamGpt::from_shared_file(loaded.file, loaded.config, options));
+    run.models.emplace(name, std::move(model));
+  }
+  run.convert_ms = ms_since(load_start);
+  const DualStreamGpt& first = run.models.at(combinations.front().weights);
+  const GptConfig& c = first.config();
+  run.batch = o.guidance ? 2 : 1;
+  run.cond_length = first.condition_length(o.cond_tokens);
+  const size_t d = size_t(c.width);
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> cond_rows, random_condition_rows(first, o, run.batch));
   for (const EngineFlags& flags : combinations) {
     Variant v;
     v.flags = flags;
-    v.model = &models.at(flags.weights);
-    auto kv = kv_cache_options(flags.kv_cache, flags.kv_budget, flags.kv_rank, o.model_dir, c);
-    if (!kv.ok()) return fail(kv.error());
-    v.kv = *kv;
-    v.session.emplace(*v.model, batch, cond_length, o.steps + 1, AttentionMode::kCausal, v.kv);
-    v.logits.resize(size_t(batch) * c.vocab_size());
-    v.embedding.resize(size_t(batch) * d);
-    variants.push_back(std::move(v));
+    v.model = &run.models.at(flags.weights);
+    CUBEFORGE_ASSIGN_OR_RETURN(v.kv, kv_cache_options(flags.kv_cache, flags.kv_budget, flags.kv_rank, folder, c));
+    v.session.emplace(*v.model, run.batch, run.cond_length, o.steps + 1, AttentionMode::kCausal, v.kv);
+    v.logits.resize(size_t(run.batch) * c.vocab_size());
+    v.embedding.resize(size_t(run.batch) * d);
+    run.variants.push_back(std::move(v));
   }
-  for (Variant& v : variants) {
+  for (Variant& v : run.variants) {
     auto bos = v.model->token_embedding(c.bos_id());
-    for (int b = 0; b < batch; ++b) std::copy(bos.begin(), bos.end(), v.embedding.begin() + ptrdiff_t(b * d));
+    for (int b = 0; b < run.batch; ++b) std::copy(bos.begin(), bos.end(), v.embedding.begin() + ptrdiff_t(b * d));
     const auto start = std::chrono::steady_clock::now();
-    Status prefill = v.session->prefill(*cond_rows, v.embedding, 1, v.logits);
-    v.prefill_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (!prefill.ok()) return fail(prefill.error());
+    CUBEFORGE_TRY(v.session->prefill(cond_rows, v.embedding, 1, v.logits));
+    v.prefill_ms = ms_since(start);
   }
-  for (int i = 0; i < o.steps; ++i) {
+  return ok_status();
+}
+
+// Step by step, every variant in turn, fed the first variant's greedy token.
+Status step_variants(int steps, int batch, std::vector<Variant>& variants) {
+  const GptConfig& c = variants.front().model->config();
+  const size_t d = size_t(c.width);
+  for (int i = 0; i < steps; ++i) {
     const std::vector<float>& first_logits = variants.front().logits;
-    const int token = int(std::max_element(first_logits.begin(), first_logits.begin() + c.codes) - first_logits.begin());
+    const int token =
+        int(std::max_element(first_logits.begin(), first_logits.begin() + c.codes) - first_logits.begin());
     for (Variant& v : variants) {
       auto row = v.model->token_embedding(token);
       for (int b = 0; b < batch; ++b) std::copy(row.begin(), row.end(), v.embedding.begin() + ptrdiff_t(b * d));
       const auto start = std::chrono::steady_clock::now();
-      Status step = v.session->decode(v.embedding, v.logits);
-      v.step_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-      if (!step.ok()) return fail(step.error());
+      CUBEFORGE_TRY(v.session->decode(v.embedding, v.logits));
+      v.step_ms.push_back(ms_since(start));
       // Besides the weights, each step reads the cache rows it attends to
       // (the session counts them in their stored form).
       v.kv_bytes_last = v.session->kv_cache_bytes();
@@ -227,43 +230,44 @@ int run_variants(const BenchOptions& o, const LoadedFile& loaded, const Bandwidt
         }
     }
   }
-  const double peak_rss_mb = peak_rss_mib();
+  return ok_status();
+}
 
+void report_variants(const BenchOptions& o, const LoadedFile& loaded, const BandwidthFigures& bandwidth,
+                     const VariantRun& run) {
+  const double peak_rss_mb = peak_rss_mib();
   std::vector<nlohmann::json> reports;
-  for (const Variant& v : variants) {
+  for (const Variant& v : run.variants) {
     nlohmann::json r = variant_report(v, bandwidth.read_gbps);
     // Against the first variant, step by step: the median of the paired ratios.
     std::vector<double> ratios;
-    for (size_t i = 0; i < v.step_ms.size(); ++i) ratios.push_back(v.step_ms[i] / variants.front().step_ms[i]);
+    for (size_t i = 0; i < v.step_ms.size(); ++i) ratios.push_back(v.step_ms[i] / run.variants.front().step_ms[i]);
     r["tpot_ratio_to_first"] = percentile(ratios, 0.5);
     reports.push_back(r);
   }
-  if (o.json) {
-    nlohmann::json report = {
+  if (o.lab.json) {
+    nlohmann::json results = {
         {"model", loaded.description},
         {"backend", backend_kind_name(BackendKind::kCpu)},
-        {"threads", cpu::thread_count()},
-        {"kernel_isa", cpu::kernel_isa()},
-        {"blas_core", cpu::blas_core_name()},
-        {"batch", batch},
-        {"cond_tokens", cond_length},
+        {"batch", run.batch},
+        {"cond_tokens", run.cond_length},
         {"steps", o.steps},
         {"mode", "cache"},
-        {"convert_ms", convert_ms},
+        {"convert_ms", run.convert_ms},
         {"memory_read_gbps", bandwidth.read_gbps},
         {"memory_copy_gbps", bandwidth.copy_gbps},
         {"peak_rss_mb", peak_rss_mb},
     };
     if (reports.size() == 1)
-      report.update(reports.front());
+      results.update(reports.front());
     else
-      report["variants"] = reports;
-    std::cout << json_line(report) << std::endl;
-    return 0;
+      results["variants"] = reports;
+    print_lab_report(kBenchCommand, results);
+    return;
   }
   std::printf("model              %s\n", loaded.description.c_str());
   std::printf("threads / kernels  %d / %s (BLAS %s)\n", cpu::thread_count(), cpu::kernel_isa(), cpu::blas_core_name());
-  std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", batch, cond_length, o.steps);
+  std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", run.batch, run.cond_length, o.steps);
   std::printf("memory read        %.2f GB/s measured (copy %.2f GB/s)\n", bandwidth.read_gbps, bandwidth.copy_gbps);
   for (const nlohmann::json& r : reports) {
     std::printf("\nweights %s, KV cache %s", r["weights"].get<std::string>().c_str(),
@@ -285,264 +289,312 @@ int run_variants(const BenchOptions& o, const LoadedFile& loaded, const Bandwidt
                 r["logit_relative_error_to_first"].get<double>());
   }
   std::printf("\npeak RSS           %.0f MB\n", peak_rss_mb);
+}
+
+int run_variants(const BenchOptions& o, const LoadedFile& loaded, const std::filesystem::path& folder,
+                 const BandwidthFigures& bandwidth) {
+  VariantRun run;
+  Status status = open_variants(o, loaded, folder, run);
+  if (status.ok()) status = step_variants(o.steps, run.batch, run.variants);
+  if (!status.ok()) {
+    print_error(kBenchCommand, status.error());
+    return exit_status_of(status.error());
+  }
+  report_variants(o, loaded, bandwidth, run);
   return 0;
 }
 
 // ---- One model on a backend, mode by mode.
 
-int run_bench(const BenchOptions& o) {
-  if (o.model_dir.empty() == o.shape.empty()) {
-    std::fprintf(stderr, "bench: give either --model DIR or --shape small|v01|v05\n");
-    return 2;
+// What the run does: on which backend, and whether it compares options side by side.
+struct BenchPlan {
+  BackendChoice choice = BackendChoice::kAuto;
+  EngineFlags single;            // the one combination of a run on a backend
+  bool compare_options = false;  // weight formats and KV options side by side, on the CPU
+  std::filesystem::path folder;  // empty with --shape
+};
+
+// Exit status 0 with the plan filled, else the status to exit with (after saying why).
+int plan_bench(const BenchOptions& o, BenchPlan& plan) {
+  if (o.shape.empty()) {
+    const auto folder = lab_model_folder(o.lab, kBenchCommand);
+    if (!folder) return 2;
+    plan.folder = *folder;
   }
-  BackendChoice choice = *parse_backend_choice(o.backend);
+  const auto choice = parse_backend_choice(o.backend);  // checked by the parser
+  plan.choice = choice.ok() ? *choice : BackendChoice::kAuto;
   const std::vector<EngineFlags> combinations = o.engine.combinations();
-  const EngineFlags& single = combinations.front();
+  plan.single = combinations.front();
   // On CUDA one combination at a time, at full rank (this path reads no KV
   // bases, so a rank is compared on the CPU); the backend's supports() says
   // whether it runs the rest once it is open.
-  const bool cuda_weights = choice == BackendChoice::kCuda && combinations.size() == 1 && single.kv_rank == 0;
-  const bool compare_options = (combinations.size() != 1 || !single.exact()) && !cuda_weights;
-  if (compare_options) {
-    if (choice == BackendChoice::kCuda) {
-      std::fprintf(stderr,
-                   "bench: on --backend cuda give one --weights format, one --kv-cache of f32, bf16, fp8 or int8 "
-                   "and at most one --kv-budget, without --kv-rank; lists of options and ranks are compared on the "
-                   "CPU backend\n");
-      return 2;
-    }
-    if (!o.modes.empty() && o.modes != std::vector<std::string>{"cache"}) {
-      std::fprintf(stderr, "bench: weight formats and KV cache options are compared with the KV cache (mode 'cache')\n");
-      return 2;
-    }
-    choice = BackendChoice::kCpu;
-  }
-  // The CPU's floor comes first, in a child process on fresh memory: a fork
-  // is only safe before any thread (the CPU pool, the CUDA runtime's) exists.
-  std::optional<BandwidthFigures> host_bandwidth;
-  if (choice != BackendChoice::kCuda) {
-    const MemoryBandwidth measured = measure_memory_bandwidth_isolated();
-    host_bandwidth = BandwidthFigures{measured.read_gbps, measured.copy_gbps};
-  }
-  cpu::set_thread_count(o.threads);
-  const auto load_start = std::chrono::steady_clock::now();
-  auto loaded = load_file(o);
-  if (!loaded.ok()) {
-    print_error("bench", loaded.error());
-    return 1;
-  }
-  if (compare_options) return run_variants(o, *loaded, *host_bandwidth);
-  auto weights = weight_options(single.weights, single.q4_group);
-  if (!weights.ok()) {
-    print_error("bench", weights.error());
+  const bool cuda_weights = plan.choice == BackendChoice::kCuda && combinations.size() == 1 && plan.single.kv_rank == 0;
+  plan.compare_options = (combinations.size() != 1 || !plan.single.exact()) && !cuda_weights;
+  if (!plan.compare_options) return 0;
+  if (plan.choice == BackendChoice::kCuda) {
+    std::fprintf(stderr,
+                 "%s: on --backend cuda give one --weights format, one --kv-cache of f32, bf16, fp8 or int8 "
+                 "and at most one --kv-budget, without --kv-rank; lists of options and ranks are compared on the "
+                 "CPU backend\n",
+                 kBenchCommand);
     return 2;
   }
-  auto model = DualStreamGpt::from_shared_file(loaded->file, loaded->config, *weights);
-  if (!model.ok()) {
-    print_error("bench", model.error());
-    return 1;
+  if (!o.modes.empty() && o.modes != std::vector<std::string>{"cache"}) {
+    std::fprintf(stderr, "%s: weight formats and KV cache options are compared with the KV cache (mode 'cache')\n",
+                 kBenchCommand);
+    return 2;
   }
-  const std::string& description = loaded->description;
-  const double load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
-  auto selection = select_token_backend(choice, *model);
-  if (!selection.ok()) {
-    std::fprintf(stderr, "bench: %s\n", selection.error().to_string().c_str());
-    return 1;
+  plan.choice = BackendChoice::kCpu;
+  return 0;
+}
+
+// The model on its backend, with what the figures are measured against.
+struct BenchBackend {
+  std::unique_ptr<DualStreamGpt> model;  // where the backend finds it, wherever this moves
+  BackendSelection selection;
+  BandwidthFigures bandwidth;
+  double load_ms = 0;
+  double weight_bytes = 0;
+  bool on_cuda() const { return selection.backend->kind() == BackendKind::kCuda; }
+};
+
+Result<BenchBackend> open_bench_backend(const BenchOptions& o, const BenchPlan& plan, const LoadedFile& loaded,
+                                        std::chrono::steady_clock::time_point load_start,
+                                        const std::optional<BandwidthFigures>& host_bandwidth) {
+  BenchBackend opened;
+  CUBEFORGE_ASSIGN_OR_RETURN(WeightOptions weights, weight_options(plan.single.weights, plan.single.q4_group));
+  CUBEFORGE_ASSIGN_OR_RETURN(DualStreamGpt model, DualStreamGpt::from_shared_file(loaded.file, loaded.config, weights));
+  opened.model = std::make_unique<DualStreamGpt>(std::move(model));
+  opened.load_ms = ms_since(load_start);
+  CUBEFORGE_ASSIGN_OR_RETURN(opened.selection, select_token_backend(plan.choice, *opened.model));
+  if (!o.lab.json) std::fprintf(stderr, "backend: %s\n", opened.selection.reason.c_str());
+  if (opened.on_cuda() || !host_bandwidth) {
+    CUBEFORGE_ASSIGN_OR_RETURN(opened.bandwidth, opened.selection.backend->measure_bandwidth());
+  } else {
+    opened.bandwidth = *host_bandwidth;
   }
-  const TokenBackend& backend = *selection->backend;
-  const bool on_cuda = backend.kind() == BackendKind::kCuda;
-  if (!o.json) std::fprintf(stderr, "backend: %s\n", selection->reason.c_str());
-  std::optional<BandwidthFigures> bandwidth = on_cuda ? std::nullopt : host_bandwidth;
-  if (!bandwidth) {
-    auto measured = backend.measure_bandwidth();
-    if (!measured.ok()) {
-      std::fprintf(stderr, "bench: %s\n", measured.error().to_string().c_str());
-      return 1;
-    }
-    bandwidth = *measured;
+  opened.weight_bytes =
+      opened.on_cuda() ? opened.selection.backend->weight_bytes() : double(opened.model->decode_weight_bytes());
+  return opened;
+}
+
+// Bytes each step reads besides the weights: the keys and values of every
+// cached position it attends to (cond + shape in dual blocks, shape only in
+// single blocks), for each CFG row.
+struct KvTraffic {
+  double slot_bytes = 0;
+  int batch = 0, cond_length = 0, budget = 0;
+  const GptConfig* config = nullptr;
+  double at(int position) const {
+    const int shape = budget > 0 ? std::min(position + 1, budget) : position + 1;
+    return slot_bytes * batch *
+           (double(config->dual_layers) * (cond_length + shape) + double(config->single_layers) * shape);
   }
-  std::vector<std::string> modes = o.modes;
-  if (modes.empty()) modes = on_cuda ? std::vector<std::string>{"no-cache", "cache", "graph"} : std::vector<std::string>{"cache"};
+};
 
-  const GptConfig& c = model->config();
-  const int batch = o.guidance ? 2 : 1;
-  const int cond_length = model->condition_length(o.cond_tokens);
-  // One form on this path: f32, bf16, fp8 or int8.
-  const KvFormat kv_format = kv_format_from_name(single.kv_cache).value_or(KvFormat::kF32);
-
-  auto cond_rows = random_condition_rows(*model, o, batch);
-  if (!cond_rows.ok()) {
-    print_error("bench", cond_rows.error());
-    return 1;
-  }
-
-  // Bytes each step reads besides the weights: the keys and values of every
-  // cached position it attends to (cond + shape in dual blocks, shape only in
-  // single blocks), for each CFG row.
-  double slot_bytes = 2.0 * double(c.width) * sizeof(float);
-  if (kv_format != KvFormat::kF32)
-    slot_bytes = cpu::kv_bytes_per_slot(kv_format, c.heads, c.head_dim());  // codes and their scales
-  auto kv_bytes_at = [&](int position) {
-    const double per_slot = slot_bytes * batch;
-    const int shape = single.kv_budget > 0 ? std::min(position + 1, single.kv_budget) : position + 1;
-    return per_slot * (double(c.dual_layers) * (cond_length + shape) + double(c.single_layers) * shape);
-  };
-  const double weight_bytes = on_cuda ? backend.weight_bytes() : double(model->decode_weight_bytes());
-
+// One mode of the ablation, timed over a whole session.
+Result<ModeFigures> run_mode(const std::string& mode, const BenchOptions& o, const BenchBackend& opened,
+                             const KvTraffic& kv, KvFormat kv_format, std::span<const float> cond_rows) {
   using Clock = std::chrono::steady_clock;
-  auto run_mode = [&](const std::string& mode) -> Result<ModeFigures> {
-    TokenSessionOptions options;
-    options.tokens = o.steps + 1;  // the prefill's token, then `steps` decode steps
-    options.cond_length = cond_length;
-    options.guidance_scale = o.guidance ? 3.0f : 0.0f;
-    options.use_kv_cache = mode != "no-cache";
-    options.cuda_graphs = mode == "graph";
-    if (options.use_kv_cache) {  // without a cache there is nothing to store or evict
-      options.kv_cache.format = kv_format;
-      options.kv_cache.budget = single.kv_budget;
-    }
-    CUBEFORGE_ASSIGN_OR_RETURN(std::unique_ptr<TokenSession> session, backend.open_session(options));
-    ModeFigures figures;
-    figures.mode = mode;
-    std::vector<int> tokens;
-    auto start = Clock::now();
-    CUBEFORGE_TRY(session->prefill(*cond_rows));
+  TokenSessionOptions options;
+  options.tokens = o.steps + 1;  // the prefill's token, then `steps` decode steps
+  options.cond_length = kv.cond_length;
+  options.guidance_scale = o.guidance ? 3.0f : 0.0f;
+  options.use_kv_cache = mode != "no-cache";
+  options.cuda_graphs = mode == "graph";
+  if (options.use_kv_cache) {  // without a cache there is nothing to store or evict
+    options.kv_cache.format = kv_format;
+    options.kv_cache.budget = kv.budget;
+  }
+  CUBEFORGE_ASSIGN_OR_RETURN(std::unique_ptr<TokenSession> session, opened.selection.backend->open_session(options));
+  ModeFigures figures;
+  figures.mode = mode;
+  std::vector<int> tokens;
+  auto start = Clock::now();
+  CUBEFORGE_TRY(session->prefill(cond_rows));
+  CUBEFORGE_TRY(session->wait_for_token());
+  CUBEFORGE_TRY(session->read_tokens(tokens));
+  figures.prefill_ms = ms_since(start);
+  int enqueued = 1;
+  auto keep_ahead = [&]() -> Status {
+    const int wanted = std::min(options.tokens, int(tokens.size()) + kStepsInFlight);
+    if (wanted > enqueued) CUBEFORGE_TRY(session->enqueue_steps(wanted - enqueued));
+    enqueued = std::max(enqueued, wanted);
+    return ok_status();
+  };
+  std::vector<double> step_ms, step_total_gbps;
+  start = Clock::now();
+  CUBEFORGE_TRY(keep_ahead());
+  while (int(tokens.size()) < options.tokens) {
     CUBEFORGE_TRY(session->wait_for_token());
+    const size_t before = tokens.size();
     CUBEFORGE_TRY(session->read_tokens(tokens));
-    figures.prefill_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    int enqueued = 1;
-    auto keep_ahead = [&]() -> Status {
-      const int wanted = std::min(options.tokens, int(tokens.size()) + kStepsInFlight);
-      if (wanted > enqueued) CUBEFORGE_TRY(session->enqueue_steps(wanted - enqueued));
-      enqueued = std::max(enqueued, wanted);
-      return ok_status();
-    };
-    std::vector<double> step_ms, step_total_gbps;
-    start = Clock::now();
+    const auto now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - start).count() / double(tokens.size() - before);
+    start = now;
+    for (size_t i = before; i < tokens.size(); ++i) {
+      step_ms.push_back(ms);
+      step_total_gbps.push_back((opened.weight_bytes + kv.at(int(i))) / (ms * 1e-3) / 1e9);
+    }
     CUBEFORGE_TRY(keep_ahead());
-    while (int(tokens.size()) < options.tokens) {
-      CUBEFORGE_TRY(session->wait_for_token());
-      const size_t before = tokens.size();
-      CUBEFORGE_TRY(session->read_tokens(tokens));
-      const auto now = Clock::now();
-      const double ms = std::chrono::duration<double, std::milli>(now - start).count() / double(tokens.size() - before);
-      start = now;
-      for (size_t i = before; i < tokens.size(); ++i) {
-        step_ms.push_back(ms);
-        step_total_gbps.push_back((weight_bytes + kv_bytes_at(int(i))) / (ms * 1e-3) / 1e9);
-      }
-      CUBEFORGE_TRY(keep_ahead());
-    }
-    figures.median = percentile(step_ms, 0.5);
-    figures.p90 = percentile(step_ms, 0.9);
-    figures.total_gbps = percentile(step_total_gbps, 0.5);
-    figures.stats = session->stats();
-    return figures;
-  };
+  }
+  figures.median = percentile(step_ms, 0.5);
+  figures.p90 = percentile(step_ms, 0.9);
+  figures.total_gbps = percentile(step_total_gbps, 0.5);
+  figures.stats = session->stats();
+  return figures;
+}
 
-  std::vector<ModeFigures> results;
-  for (const std::string& mode : modes) {
-    if (mode == "graph" && !on_cuda) {
-      if (!o.json) std::fprintf(stderr, "bench: mode 'graph' needs the CUDA backend; skipped\n");
-      continue;
-    }
-    auto figures = run_mode(mode);
-    if (!figures.ok()) {
-      std::fprintf(stderr, "bench: %s: %s\n", mode.c_str(), figures.error().to_string().c_str());
-      return 1;
-    }
-    results.push_back(*figures);
-  }
-  if (results.empty()) {
-    std::fprintf(stderr, "bench: no mode to run\n");
-    return 2;
-  }
-  const double read_gbps = bandwidth->read_gbps;
-  auto mode_json = [&](const ModeFigures& f) {
-    const double gbps = weight_bytes / (f.median * 1e-3) / 1e9;
-    return nlohmann::json{{"mode", f.mode},
-                          {"prefill_ms", f.prefill_ms},
-                          {"tpot_ms_median", f.median},
-                          {"tpot_ms_p90", f.p90},
-                          {"tokens_per_s", 1000.0 / f.median},
-                          {"weight_gbps", gbps},
-                          {"bandwidth_fraction", read_gbps > 0 ? gbps / read_gbps : 0.0},
-                          {"total_gbps", f.total_gbps},
-                          {"total_bandwidth_fraction", read_gbps > 0 ? f.total_gbps / read_gbps : 0.0},
-                          {"kernel_launches_per_step", f.stats.kernel_launches_per_step},
-                          {"graph_replay", f.stats.graph_replay},
-                          {"device_memory_mb", f.stats.device_memory_bytes / 1e6}};
-  };
-  // The top-level figures are the last mode's (the fastest of the default list).
+nlohmann::json mode_json(const ModeFigures& f, double weight_bytes, double read_gbps) {
+  const double gbps = weight_bytes / (f.median * 1e-3) / 1e9;
+  return {{"mode", f.mode},
+          {"prefill_ms", f.prefill_ms},
+          {"tpot_ms_median", f.median},
+          {"tpot_ms_p90", f.p90},
+          {"tokens_per_s", 1000.0 / f.median},
+          {"weight_gbps", gbps},
+          {"bandwidth_fraction", read_gbps > 0 ? gbps / read_gbps : 0.0},
+          {"total_gbps", f.total_gbps},
+          {"total_bandwidth_fraction", read_gbps > 0 ? f.total_gbps / read_gbps : 0.0},
+          {"kernel_launches_per_step", f.stats.kernel_launches_per_step},
+          {"graph_replay", f.stats.graph_replay},
+          {"device_memory_mb", f.stats.device_memory_bytes / 1e6}};
+}
+
+// The top-level figures are the last mode's (the fastest of the default list).
+void report_modes(const BenchOptions& o, const BenchPlan& plan, const LoadedFile& loaded, const BenchBackend& opened,
+                  const KvTraffic& kv, const std::vector<ModeFigures>& results) {
+  const TokenBackend& backend = *opened.selection.backend;
+  const double read_gbps = opened.bandwidth.read_gbps, weight_bytes = opened.weight_bytes;
   const ModeFigures& primary = results.back();
   const double peak_rss_mb = peak_rss_mib();
   const double weight_gbps = weight_bytes / (primary.median * 1e-3) / 1e9;
   const double fraction = read_gbps > 0 ? weight_gbps / read_gbps : 0.0;
   const double total_fraction = read_gbps > 0 ? primary.total_gbps / read_gbps : 0.0;
-  const double kv_mb_last = kv_bytes_at(o.steps) / 1e6;
+  const double kv_mb_last = kv.at(o.steps) / 1e6;
   const double floor_ms = read_gbps > 0 ? weight_bytes / (read_gbps * 1e9) * 1e3 : 0.0;
-
-  nlohmann::json report = {
-      {"model", description},
-      {"weights", single.weights},
-      {"backend", backend_kind_name(backend.kind())},
-      {"backend_description", backend.description()},
-      {"backend_reason", selection->reason},
-      {"threads", cpu::thread_count()},
-      {"kernel_isa", cpu::kernel_isa()},
-      {"blas_core", cpu::blas_core_name()},
-      {"batch", batch},
-      {"cond_tokens", cond_length},
-      {"steps", o.steps},
-      {"kv_cache", single.kv_cache},
-      {"kv_budget", single.kv_budget},
-      {"load_ms", load_ms},
-      {"mode", primary.mode},
-      {"prefill_ms", primary.prefill_ms},
-      {"tpot_ms_median", primary.median},
-      {"tpot_ms_p90", primary.p90},
-      {"tokens_per_s", 1000.0 / primary.median},
-      {"decode_weight_bytes", weight_bytes},
-      {"weight_gbps", weight_gbps},
-      {"total_gbps", primary.total_gbps},
-      {"total_bandwidth_fraction", total_fraction},
-      {"kv_cache_read_mb_last_step", kv_mb_last},
-      {"memory_read_gbps", read_gbps},
-      {"memory_copy_gbps", bandwidth->copy_gbps},
-      {"bandwidth_fraction", fraction},
-      {"floor_ms", floor_ms},
-      {"peak_rss_mb", peak_rss_mb},
-      {"modes", nlohmann::json::array()},
-  };
-  for (const ModeFigures& f : results) report["modes"].push_back(mode_json(f));
-  if (o.json) {
-    std::cout << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
-    return 0;
+  if (o.lab.json) {
+    nlohmann::json results_json = {
+        {"model", loaded.description},
+        {"weights", plan.single.weights},
+        {"backend", backend_kind_name(backend.kind())},
+        {"backend_description", backend.description()},
+        {"backend_reason", opened.selection.reason},
+        {"batch", kv.batch},
+        {"cond_tokens", kv.cond_length},
+        {"steps", o.steps},
+        {"kv_cache", plan.single.kv_cache},
+        {"kv_budget", plan.single.kv_budget},
+        {"load_ms", opened.load_ms},
+        {"mode", primary.mode},
+        {"prefill_ms", primary.prefill_ms},
+        {"tpot_ms_median", primary.median},
+        {"tpot_ms_p90", primary.p90},
+        {"tokens_per_s", 1000.0 / primary.median},
+        {"decode_weight_bytes", weight_bytes},
+        {"weight_gbps", weight_gbps},
+        {"total_gbps", primary.total_gbps},
+        {"total_bandwidth_fraction", total_fraction},
+        {"kv_cache_read_mb_last_step", kv_mb_last},
+        {"memory_read_gbps", read_gbps},
+        {"memory_copy_gbps", opened.bandwidth.copy_gbps},
+        {"bandwidth_fraction", fraction},
+        {"floor_ms", floor_ms},
+        {"peak_rss_mb", peak_rss_mb},
+        {"modes", nlohmann::json::array()},
+    };
+    for (const ModeFigures& f : results) results_json["modes"].push_back(mode_json(f, weight_bytes, read_gbps));
+    print_lab_report(kBenchCommand, results_json);
+    return;
   }
-  std::printf("model              %s (weights %s)\n", description.c_str(), single.weights.c_str());
-  std::printf("backend            %s (%s)\n", backend.description().c_str(), selection->reason.c_str());
+  std::printf("model              %s (weights %s)\n", loaded.description.c_str(), plan.single.weights.c_str());
+  std::printf("backend            %s (%s)\n", backend.description().c_str(), opened.selection.reason.c_str());
   std::printf("threads / kernels  %d / %s (BLAS %s)\n", cpu::thread_count(), cpu::kernel_isa(), cpu::blas_core_name());
-  std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", batch, cond_length, o.steps);
-  std::printf("load               %.1f ms\n", load_ms);
+  std::printf("batch (CFG rows)   %d, cond tokens %d, decode steps %d\n", kv.batch, kv.cond_length, o.steps);
+  std::printf("load               %.1f ms\n", opened.load_ms);
   for (const ModeFigures& f : results) {
     const double gbps = weight_bytes / (f.median * 1e-3) / 1e9;
-    std::printf("%-9s prefill %.1f ms, TPOT median / p90 %.3f / %.3f ms (%.1f tokens/s), %.0f GB/s = %.0f%% of "
-                "the floor",
-                f.mode.c_str(), f.prefill_ms, f.median, f.p90, 1000.0 / f.median, gbps,
-                read_gbps > 0 ? 100.0 * gbps / read_gbps : 0.0);
-    if (on_cuda)
+    std::printf(
+        "%-9s prefill %.1f ms, TPOT median / p90 %.3f / %.3f ms (%.1f tokens/s), %.0f GB/s = %.0f%% of "
+        "the floor",
+        f.mode.c_str(), f.prefill_ms, f.median, f.p90, 1000.0 / f.median, gbps,
+        read_gbps > 0 ? 100.0 * gbps / read_gbps : 0.0);
+    if (opened.on_cuda())
       std::printf(", %d launches/step%s, %.0f MB on the device", f.stats.kernel_launches_per_step,
                   f.stats.graph_replay ? " (one graph)" : "", f.stats.device_memory_bytes / 1e6);
     std::printf("\n");
   }
   std::printf("weights per token  %.1f MB\n", weight_bytes / 1e6);
   std::printf("weight bandwidth   %.2f GB/s of %.2f GB/s measured read (%.0f%% of the floor; copy %.2f GB/s)\n",
-              weight_gbps, read_gbps, 100.0 * fraction, bandwidth->copy_gbps);
+              weight_gbps, read_gbps, 100.0 * fraction, opened.bandwidth.copy_gbps);
   std::printf("with the KV cache   %.2f GB/s median (%.0f%% of the floor); %.0f MB of cache read at the last step\n",
               primary.total_gbps, 100.0 * total_fraction, kv_mb_last);
   std::printf("floor              %.2f ms/token\n", floor_ms);
   std::printf("peak RSS           %.0f MB\n", peak_rss_mb);
+}
+
+// Every mode --modes asks for that the backend runs (graph needs CUDA).
+Result<std::vector<ModeFigures>> run_modes(const BenchOptions& o, const BenchBackend& opened, const KvTraffic& kv,
+                                           KvFormat kv_format, std::span<const float> cond_rows) {
+  std::vector<std::string> modes = o.modes;
+  if (modes.empty())
+    modes =
+        opened.on_cuda() ? std::vector<std::string>{"no-cache", "cache", "graph"} : std::vector<std::string>{"cache"};
+  std::vector<ModeFigures> results;
+  for (const std::string& mode : modes) {
+    if (mode == "graph" && !opened.on_cuda()) {
+      if (!o.lab.json) std::fprintf(stderr, "%s: mode 'graph' needs the CUDA backend; skipped\n", kBenchCommand);
+      continue;
+    }
+    auto figures = run_mode(mode, o, opened, kv, kv_format, cond_rows);
+    if (!figures.ok()) return make_error(figures.error().code, mode + ": " + figures.error().message);
+    results.push_back(*figures);
+  }
+  if (results.empty()) return make_error(ErrorCode::kInvalidArgument, "no mode to run");
+  return results;
+}
+
+int run_bench(const BenchOptions& o) {
+  BenchPlan plan;
+  if (int status = plan_bench(o, plan); status != 0) return status;
+  // The CPU's floor comes first, in a child process on fresh memory: a fork
+  // is only safe before any thread (the CPU pool, the CUDA runtime's) exists.
+  std::optional<BandwidthFigures> host_bandwidth;
+  if (plan.choice != BackendChoice::kCuda) {
+    const MemoryBandwidth measured = measure_memory_bandwidth_isolated();
+    host_bandwidth = BandwidthFigures{measured.read_gbps, measured.copy_gbps};
+  }
+  apply_lab_threads(o.lab);
+  const auto load_start = std::chrono::steady_clock::now();
+  auto loaded = load_file(o, plan.folder);
+  if (!loaded.ok()) {
+    print_error(kBenchCommand, loaded.error());
+    return 1;
+  }
+  if (plan.compare_options) return run_variants(o, *loaded, plan.folder, *host_bandwidth);
+  auto opened = open_bench_backend(o, plan, *loaded, load_start, host_bandwidth);
+  if (!opened.ok()) {
+    print_error(kBenchCommand, opened.error());
+    return 1;
+  }
+  const GptConfig& c = opened->model->config();
+  // One form on this path: f32, bf16, fp8 or int8.
+  const KvFormat kv_format = kv_format_from_name(plan.single.kv_cache).value_or(KvFormat::kF32);
+  KvTraffic kv;
+  kv.batch = o.guidance ? 2 : 1;
+  kv.cond_length = opened->model->condition_length(o.cond_tokens);
+  kv.budget = plan.single.kv_budget;
+  kv.config = &c;
+  kv.slot_bytes = kv_format == KvFormat::kF32 ? 2.0 * double(c.width) * sizeof(float)
+                                              : cpu::kv_bytes_per_slot(kv_format, c.heads, c.head_dim());
+  auto cond_rows = random_condition_rows(*opened->model, o, kv.batch);
+  auto results = cond_rows.ok() ? run_modes(o, *opened, kv, kv_format, *cond_rows)
+                                : Result<std::vector<ModeFigures>>(cond_rows.error());
+  if (!results.ok()) {
+    print_error(kBenchCommand, results.error());
+    return results.error().code == ErrorCode::kInvalidArgument ? 2 : 1;  // no mode to run is a usage error
+  }
+  report_modes(o, plan, *loaded, *opened, kv, *results);
   return 0;
 }
 
@@ -550,16 +602,13 @@ int run_bench(const BenchOptions& o) {
 
 Action add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
-  CLI::App* cmd = app.add_subcommand("bench", "Measure prefill and per-token decode speed");
-  cmd->add_option("--model", options->model_dir, "Model folder (shape_gpt.safetensors, optional config.yaml)");
-  cmd->add_option("--shape", options->shape, "Random-weight model instead: small, v01 or v05")
-      ->check(CLI::IsMember({"small", "v01", "v05"}));
+  CLI::App* cmd = app.add_subcommand(kBenchCommand, "Measure prefill and per-token decode speed");
+  CLI::Option* model = add_lab_options(cmd, options->lab, kModelOption | kThreadsOption | kJsonOption);
+  add_shape_option(cmd, options->shape, model, "Random-weight model instead: small, v01 or v05");
   cmd->add_option("--dtype", options->dtype, "Random weights precision")->check(CLI::IsMember({"f32", "f16", "bf16"}));
   cmd->add_option("--steps", options->steps, "Decode steps to time")->check(CLI::Range(1, 100000));
-  cmd->add_option("--threads", options->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--seed", options->seed, "Seed for random weights and inputs");
   cmd->add_flag("!--no-guidance", options->guidance, "Batch 1 instead of the CFG batch of 2");
-  cmd->add_flag("--json", options->json, "Print one JSON object");
   cmd->add_option("--backend", options->backend, "Where the GPT runs: auto, cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   cmd->add_option("--modes", options->modes,

@@ -1,5 +1,8 @@
-// Summaries of repeated timings, shared by the benchmark and comparison commands.
+// Summaries of repeated timings, and the clocks they read, shared by the
+// benchmark and comparison commands.
 #pragma once
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,6 +24,14 @@ inline double median(std::vector<double> values) { return percentile(std::move(v
 
 inline double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// CPU time of every thread of the process: on a shared machine wall time
+// also counts the time other processes held the cores.
+inline double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return 1e3 * double(t.tv_sec) + 1e-6 * double(t.tv_nsec);
 }
 
 }  // namespace cubeforge::cli

@@ -13,19 +13,18 @@
 // the tokens and the shape. Each prompt is
 // generated --rounds times by both, alternating; times are medians, shapes
 // come from the last round (greedy decoding repeats itself).
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
+#include <nlohmann/json.hpp>
 
-#include "app/lab/bench_statistics.h"
-#include "app/lab/commands.h"
 #include "app/cli/decoding_arguments.h"
 #include "app/cli/interrupt.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
-#include "app/cli/prompt_list.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
 #include "inference/core/system_info.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/geometry/occupancy_grid.h"
@@ -38,17 +37,13 @@ namespace {
 constexpr const char* kCommand = "compare-decoding";
 
 struct DecodingCompareOptions {
-  std::string model_dir, reference_dir;
-  bool model_given = false;
-  std::vector<std::string> prompts;
-  std::string prompts_file;
+  LabOptions lab;
+  std::string reference_dir;
   DecodingArguments decoding;
   float guidance = 3.0f;
   int resolution = 6;
   int iou_resolution = 6;
   int rounds = 3;
-  int threads = 0;
-  bool json = false;
   bool against_no_cache = false;  // the reference is this block diffusion recomputing every position
 };
 
@@ -117,61 +112,177 @@ Result<PromptFigures> measure_prompt(const CubeModel& model, const CubeModel& re
   return figures;
 }
 
-std::optional<std::vector<std::string>> read_prompts(const DecodingCompareOptions& o) {
-  std::vector<std::string> prompts = o.prompts;
-  if (!o.prompts_file.empty()) {
-    auto from_file = read_prompts_file(o.prompts_file);
-    if (!from_file.ok()) {
-      std::fprintf(stderr, "%s: %s\n", kCommand, from_file.error().to_string().c_str());
-      return std::nullopt;
-    }
-    prompts.insert(prompts.end(), from_file->begin(), from_file->end());
+// The models the comparison runs: the decoding's, and the reference it is
+// measured against (the same model when no other is needed).
+struct DecodingComparePlan {
+  std::vector<std::string> prompts;
+  std::optional<CubeModel> model, reference_loaded;
+  const CubeModel& reference() const { return reference_loaded ? *reference_loaded : *model; }
+};
+
+// The reference --reference names, else --model itself when it is
+// autoregressive (or with --against-no-cache), else the built-in model.
+std::filesystem::path reference_folder_for(const DecodingCompareOptions& o, const std::filesystem::path& folder,
+                                           bool block_diffusion) {
+  if (!o.reference_dir.empty()) return o.reference_dir;
+  return block_diffusion && !o.against_no_cache ? default_model_folder() : folder;
+}
+
+// Exit status 0 with the plan filled, else the status to exit with (after saying why).
+int plan_decoding_compare(const DecodingCompareOptions& o, DecodingComparePlan& plan) {
+  auto prompts = lab_prompts(o.lab);
+  if (!prompts.ok()) {
+    print_error(kCommand, prompts.error());
+    return 2;
   }
-  if (prompts.empty()) {
-    std::fprintf(stderr, "%s: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE\n", kCommand);
-    return std::nullopt;
+  plan.prompts = std::move(*prompts);
+  const auto folder = lab_model_folder(o.lab, kCommand);
+  if (!folder) return 2;
+  share_one_malloc_arena_under_address_limit();
+  if (!set_threads_within_address_space(o.lab.threads, *folder, o.resolution, true, kCommand)) return 1;
+  install_interrupt_handler();
+  plan.model = load_model_or_report(*folder, kCommand);
+  if (!plan.model) return 1;
+  const bool block_diffusion = plan.model->gpt().config().block_diffusion();
+  if (o.against_no_cache && (!block_diffusion || !o.reference_dir.empty())) {
+    std::fprintf(stderr,
+                 "%s: --against-no-cache compares block diffusion's caches on one block-diffusion model; "
+                 "leave out --reference\n",
+                 kCommand);
+    return 2;
   }
-  return prompts;
+  const std::filesystem::path reference_folder = reference_folder_for(o, *folder, block_diffusion);
+  if (reference_folder != *folder) {
+    plan.reference_loaded = load_model_or_report(reference_folder, kCommand);
+    if (!plan.reference_loaded) return 1;
+  }
+  const CubeModel& reference = plan.reference();
+  if (reference.gpt().config().block_diffusion() && !o.against_no_cache) {
+    std::fprintf(stderr,
+                 "%s: the reference '%s' is a block-diffusion model; give an autoregressive one with "
+                 "--reference\n",
+                 kCommand, readable_untrusted(reference_folder.string()).c_str());
+    return 2;
+  }
+  if (reference.shape_tokens() != plan.model->shape_tokens()) {
+    std::fprintf(stderr,
+                 "%s: the reference decodes %d tokens per shape and the model %d; compare models of one "
+                 "shape tokenizer\n",
+                 kCommand, reference.shape_tokens(), plan.model->shape_tokens());
+    return 2;
+  }
+  return 0;
+}
+
+// The means over the prompts.
+struct DecodingCompareMeans {
+  double evaluations = 0, reference_evaluations = 0, tokens = 0, agreeing = 0, token_ms = 0, reference_token_ms = 0,
+         object_ms = 0, reference_object_ms = 0, iou = 0, iou_min = 1.0, watertight = 0, reference_watertight = 0;
+};
+
+DecodingCompareMeans means_of(const std::vector<PromptFigures>& rows) {
+  DecodingCompareMeans m;
+  for (const PromptFigures& r : rows) {
+    m.evaluations += r.stats.model_evaluations;
+    m.reference_evaluations += r.reference_evaluations;
+    m.tokens += r.tokens;
+    m.agreeing += r.tokens_agreeing;
+    m.token_ms += r.token_ms;
+    m.reference_token_ms += r.reference_token_ms;
+    m.object_ms += r.object_ms;
+    m.reference_object_ms += r.reference_object_ms;
+    m.iou += r.iou;
+    m.iou_min = std::min(m.iou_min, r.iou);
+    m.watertight += r.watertight;
+    m.reference_watertight += r.reference_watertight;
+  }
+  return m;
+}
+
+nlohmann::json mean_json(const DecodingCompareMeans& m, double n) {
+  return {
+      {"model_evaluations", m.evaluations / n},
+      {"reference_model_evaluations", m.reference_evaluations / n},
+      {"fewer_model_evaluations", m.evaluations > 0 ? m.reference_evaluations / m.evaluations : 0.0},
+      {"tokens_per_evaluation", m.evaluations > 0 ? m.tokens / m.evaluations : 0.0},
+      {"token_ms", m.token_ms / n},
+      {"reference_token_ms", m.reference_token_ms / n},
+      {"token_speedup", m.token_ms > 0 ? m.reference_token_ms / m.token_ms : 0.0},
+      {"object_ms", m.object_ms / n},
+      {"reference_object_ms", m.reference_object_ms / n},
+      {"iou", m.iou / n},
+      {"iou_min", m.iou_min},
+      {"watertight_rate", m.watertight / n},
+      {"reference_watertight_rate", m.reference_watertight / n},
+      {"tokens_agreeing", m.tokens > 0 ? m.agreeing / m.tokens : 0.0},
+  };
+}
+
+nlohmann::json prompt_json(const PromptFigures& r) {
+  return {{"prompt", escape_untrusted(r.prompt)},
+          {"model_evaluations", r.stats.model_evaluations},
+          {"tokens_per_evaluation", r.stats.tokens_per_evaluation()},
+          {"token_ms", r.token_ms},
+          {"object_ms", r.object_ms},
+          {"reference_model_evaluations", r.reference_evaluations},
+          {"reference_token_ms", r.reference_token_ms},
+          {"reference_object_ms", r.reference_object_ms},
+          {"tokens_agreeing", r.tokens_agreeing},
+          {"iou", r.iou},
+          {"watertight", r.watertight},
+          {"reference_watertight", r.reference_watertight}};
+}
+
+void report_decoding_compare(const DecodingCompareOptions& o, const DecodingComparePlan& plan,
+                             const std::vector<PromptFigures>& rows) {
+  const double n = double(rows.size());
+  const DecodingCompareMeans means = means_of(rows);
+  const nlohmann::json mean = mean_json(means, n);
+  nlohmann::json settings = to_json(rows.front().stats, o.decoding.options());
+  for (const char* per_run : {"model_evaluations", "tokens_per_evaluation", "tokens_per_step", "positions_per_step",
+                              "guessed", "guesses_accepted"})
+    settings.erase(per_run);
+  const std::string model_folder = plan.model->folder().string(), reference_folder = plan.reference().folder().string();
+  if (o.lab.json) {
+    nlohmann::json prompts = nlohmann::json::array();
+    for (const PromptFigures& r : rows) prompts.push_back(prompt_json(r));
+    print_lab_report(kCommand, {{"model", escape_untrusted(model_folder)},
+                                {"reference", escape_untrusted(reference_folder)},
+                                {"decoding", settings},
+                                {"reference_decoding", o.against_no_cache ? "the same, no cache" : "sequential"},
+                                {"guidance", o.guidance},
+                                {"resolution", o.resolution},
+                                {"iou_resolution", o.iou_resolution},
+                                {"rounds", o.rounds},
+                                {"mean", mean},
+                                {"prompts", prompts}});
+    return;
+  }
+  std::printf("%s (%s) against %s of %s, %d round(s), resolution %d, IoU grid %d\n",
+              readable_untrusted(model_folder).c_str(), settings.dump().c_str(),
+              o.against_no_cache ? "the same decoding without a cache" : "sequential decoding",
+              readable_untrusted(reference_folder).c_str(), o.rounds, o.resolution, o.iou_resolution);
+  std::printf("%-32s %11s %10s %9s %9s %6s %10s %6s\n", "prompt", "evaluations", "tokens/ev", "token ms", "ref ms",
+              "IoU", "watertight", "agree");
+  for (const PromptFigures& r : rows)
+    std::printf("%-32.32s %11d %10.2f %9.1f %9.1f %6.3f %10s %5.0f%%\n", readable_untrusted(r.prompt, 32).c_str(),
+                r.stats.model_evaluations, r.stats.tokens_per_evaluation(), r.token_ms, r.reference_token_ms, r.iou,
+                r.watertight ? "yes" : "no", 100.0 * r.tokens_agreeing / std::max(1, r.tokens));
+  std::printf(
+      "mean: %.1f evaluations (%.2fx fewer), %.2f tokens per evaluation, tokens %.1f ms against %.1f ms "
+      "(%.2fx), object %.0f ms against %.0f ms, IoU %.3f (min %.3f), watertight %.0f%% (reference %.0f%%)\n",
+      double(mean["model_evaluations"]), double(mean["fewer_model_evaluations"]), double(mean["tokens_per_evaluation"]),
+      double(mean["token_ms"]), double(mean["reference_token_ms"]), double(mean["token_speedup"]),
+      double(mean["object_ms"]), double(mean["reference_object_ms"]), double(mean["iou"]), means.iou_min,
+      100.0 * means.watertight / n, 100.0 * means.reference_watertight / n);
 }
 
 int run_decoding_compare(const DecodingCompareOptions& o) {
-  const auto prompts = read_prompts(o);
-  if (!prompts) return 2;
-  const auto folder = model_folder_or_report(o.model_dir, o.model_given, kCommand);
-  if (!folder) return 2;
-  share_one_malloc_arena_under_address_limit();
-  if (!set_threads_within_address_space(o.threads, *folder, o.resolution, true, kCommand)) return 1;
-  install_interrupt_handler();
-  auto model = load_model_or_report(*folder, kCommand);
-  if (!model) return 1;
-  const bool block_diffusion = model->gpt().config().block_diffusion();
-  if (o.against_no_cache && (!block_diffusion || !o.reference_dir.empty())) {
-    std::fprintf(stderr, "%s: --against-no-cache compares block diffusion's caches on one block-diffusion model; "
-                 "leave out --reference\n", kCommand);
-    return 2;
-  }
-  std::filesystem::path reference_folder = o.reference_dir;
-  if (reference_folder.empty()) reference_folder = block_diffusion && !o.against_no_cache ? default_model_folder() : *folder;
-  std::optional<CubeModel> reference_loaded;
-  if (reference_folder != *folder) {
-    reference_loaded = load_model_or_report(reference_folder, kCommand);
-    if (!reference_loaded) return 1;
-  }
-  const CubeModel& reference = reference_loaded ? *reference_loaded : *model;
-  if (reference.gpt().config().block_diffusion() && !o.against_no_cache) {
-    std::fprintf(stderr, "%s: the reference '%s' is a block-diffusion model; give an autoregressive one with "
-                 "--reference\n", kCommand, readable_untrusted(reference_folder.string()).c_str());
-    return 2;
-  }
-  if (reference.shape_tokens() != model->shape_tokens()) {
-    std::fprintf(stderr, "%s: the reference decodes %d tokens per shape and the model %d; compare models of one "
-                 "shape tokenizer\n", kCommand, reference.shape_tokens(), model->shape_tokens());
-    return 2;
-  }
-
+  DecodingComparePlan plan;
+  if (int status = plan_decoding_compare(o, plan); status != 0) return status;
   std::vector<PromptFigures> rows;
-  for (const std::string& prompt : *prompts) {
-    auto figures = measure_prompt(*model, reference, prompt, o);
+  for (const std::string& prompt : plan.prompts) {
+    auto figures = measure_prompt(*plan.model, plan.reference(), prompt, o);
     if (!figures.ok()) {
       if (figures.error().code == ErrorCode::kCancelled) return cancelled_exit_code();
       std::fprintf(stderr, "%s: '%s': %s\n", kCommand, readable_untrusted(prompt).c_str(),
@@ -180,89 +291,7 @@ int run_decoding_compare(const DecodingCompareOptions& o) {
     }
     rows.push_back(std::move(*figures));
   }
-
-  const double n = double(rows.size());
-  double evaluations = 0, reference_evaluations = 0, tokens = 0, agreeing = 0, token_ms = 0, reference_token_ms = 0,
-         object_ms = 0, reference_object_ms = 0, iou = 0, watertight_count = 0, reference_watertight_count = 0;
-  double iou_min = 1.0;
-  for (const PromptFigures& r : rows) {
-    evaluations += r.stats.model_evaluations;
-    reference_evaluations += r.reference_evaluations;
-    tokens += r.tokens;
-    agreeing += r.tokens_agreeing;
-    token_ms += r.token_ms;
-    reference_token_ms += r.reference_token_ms;
-    object_ms += r.object_ms;
-    reference_object_ms += r.reference_object_ms;
-    iou += r.iou;
-    iou_min = std::min(iou_min, r.iou);
-    watertight_count += r.watertight;
-    reference_watertight_count += r.reference_watertight;
-  }
-  const DecodingOptions decoding = o.decoding.options();
-  nlohmann::json settings = to_json(rows.front().stats, decoding);
-  for (const char* per_run : {"model_evaluations", "tokens_per_evaluation", "tokens_per_step", "positions_per_step",
-                              "guessed", "guesses_accepted"})
-    settings.erase(per_run);
-  nlohmann::json mean = {
-      {"model_evaluations", evaluations / n},
-      {"reference_model_evaluations", reference_evaluations / n},
-      {"fewer_model_evaluations", evaluations > 0 ? reference_evaluations / evaluations : 0.0},
-      {"tokens_per_evaluation", evaluations > 0 ? tokens / evaluations : 0.0},
-      {"token_ms", token_ms / n},
-      {"reference_token_ms", reference_token_ms / n},
-      {"token_speedup", token_ms > 0 ? reference_token_ms / token_ms : 0.0},
-      {"object_ms", object_ms / n},
-      {"reference_object_ms", reference_object_ms / n},
-      {"iou", iou / n},
-      {"iou_min", iou_min},
-      {"watertight_rate", watertight_count / n},
-      {"reference_watertight_rate", reference_watertight_count / n},
-      {"tokens_agreeing", tokens > 0 ? agreeing / tokens : 0.0},
-  };
-  if (o.json) {
-    nlohmann::json report = {{"model", escape_untrusted(model->folder().string())},
-                             {"reference", escape_untrusted(reference.folder().string())},
-                             {"decoding", settings},
-                             {"reference_decoding", o.against_no_cache ? "the same, no cache" : "sequential"},
-                             {"guidance", o.guidance},
-                             {"resolution", o.resolution},
-                             {"iou_resolution", o.iou_resolution},
-                             {"rounds", o.rounds},
-                             {"threads", cpu::thread_count()},
-                             {"mean", mean}};
-    for (const PromptFigures& r : rows)
-      report["prompts"].push_back({{"prompt", escape_untrusted(r.prompt)},
-                                   {"model_evaluations", r.stats.model_evaluations},
-                                   {"tokens_per_evaluation", r.stats.tokens_per_evaluation()},
-                                   {"token_ms", r.token_ms},
-                                   {"object_ms", r.object_ms},
-                                   {"reference_model_evaluations", r.reference_evaluations},
-                                   {"reference_token_ms", r.reference_token_ms},
-                                   {"reference_object_ms", r.reference_object_ms},
-                                   {"tokens_agreeing", r.tokens_agreeing},
-                                   {"iou", r.iou},
-                                   {"watertight", r.watertight},
-                                   {"reference_watertight", r.reference_watertight}});
-    std::cout << json_line(report) << std::endl;
-    return 0;
-  }
-  std::printf("%s (%s) against %s of %s, %d round(s), resolution %d, IoU grid %d\n",
-              readable_untrusted(model->folder().string()).c_str(), settings.dump().c_str(),
-              o.against_no_cache ? "the same decoding without a cache" : "sequential decoding",
-              readable_untrusted(reference.folder().string()).c_str(), o.rounds, o.resolution, o.iou_resolution);
-  std::printf("%-32s %11s %10s %9s %9s %6s %10s %6s\n", "prompt", "evaluations", "tokens/ev", "token ms", "ref ms",
-              "IoU", "watertight", "agree");
-  for (const PromptFigures& r : rows)
-    std::printf("%-32.32s %11d %10.2f %9.1f %9.1f %6.3f %10s %5.0f%%\n", readable_untrusted(r.prompt, 32).c_str(),
-                r.stats.model_evaluations, r.stats.tokens_per_evaluation(), r.token_ms, r.reference_token_ms, r.iou,
-                r.watertight ? "yes" : "no", 100.0 * r.tokens_agreeing / std::max(1, r.tokens));
-  std::printf("mean: %.1f evaluations (%.2fx fewer), %.2f tokens per evaluation, tokens %.1f ms against %.1f ms "
-              "(%.2fx), object %.0f ms against %.0f ms, IoU %.3f (min %.3f), watertight %.0f%% (reference %.0f%%)\n",
-              double(mean["model_evaluations"]), double(mean["fewer_model_evaluations"]),
-              double(mean["tokens_per_evaluation"]), double(mean["token_ms"]), double(mean["reference_token_ms"]),
-              double(mean["token_speedup"]), double(mean["object_ms"]), double(mean["reference_object_ms"]),
-              double(mean["iou"]), iou_min, 100.0 * watertight_count / n, 100.0 * reference_watertight_count / n);
+  report_decoding_compare(o, plan, rows);
   return 0;
 }
 
@@ -273,15 +302,13 @@ Action add_decoding_compare_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "compare-decoding",
       "Measure a decoding against sequential decoding: model evaluations, time, IoU and watertight meshes");
-  CLI::Option* model = cmd->add_option("--model", o->model_dir, "Model folder (default: the built-in model)");
+  add_lab_options(cmd, o->lab, kAllLabOptions);
   cmd->add_option("--reference", o->reference_dir,
                   "Autoregressive model decoded sequentially to compare with (default: --model when it is "
                   "autoregressive, else the built-in model)");
   cmd->add_flag("--against-no-cache", o->against_no_cache,
                 "Compare block diffusion with the same rule recomputing every position (exact) instead of "
                 "sequential decoding: how far a cache moves it");
-  cmd->add_option("--prompt,-p", o->prompts, "A prompt (repeatable)");
-  cmd->add_option("--prompts", o->prompts_file, "A file of prompts, one per line ('#' starts a comment)");
   add_decoding_arguments(cmd, o->decoding);
   cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale (0: off)")
       ->check(number_in(0.0, 100.0, false, "0 turns guidance off; 3 is the reference's"));
@@ -291,14 +318,7 @@ Action add_decoding_compare_command(CLI::App& app) {
       ->check(whole_number_in(2, 9, "6 is (65)^3 points"));
   cmd->add_option("--rounds", o->rounds, "Generations of each prompt by each decoding, alternating (medians)")
       ->check(whole_number_in(1, 1000, "3 gives a median of three"));
-  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
-      ->check(whole_number_in(0, 1024, "0 uses every core"));
-  cmd->add_flag("--json", o->json, "Print one JSON object");
-  return [cmd, o, model]() -> int {
-    if (!cmd->parsed()) return -1;
-    o->model_given = model->count() > 0;
-    return run_decoding_compare(*o);
-  };
+  return [cmd, o]() -> int { return cmd->parsed() ? run_decoding_compare(*o) : -1; };
 }
 
 }  // namespace cubeforge::cli

@@ -9,21 +9,20 @@
 // for every round; and once densely (time, and the grid points whose
 // inside/outside class differs: zero means marching cubes sees exactly the
 // dense surface). A top-k run is also compared with the full-attention one.
-#include <nlohmann/json.hpp>
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
-#include "app/lab/bench_statistics.h"
-#include "app/lab/commands.h"
 #include "app/cli/model_option.h"
 #include "app/cli/option_checks.h"
-#include "app/cli/prompt_list.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
+#include "app/lab/lab_models.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
 #include "inference/cpu/ops.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/occupancy_grid.h"
@@ -35,19 +34,17 @@ namespace cubeforge::cli {
 
 namespace {
 
+constexpr const char* kMeshingCommand = "bench-meshing";
+
 struct MeshingBenchOptions {
-  std::string model_dir;
-  std::vector<std::string> prompts;
-  std::string prompts_file;
+  LabOptions lab;
   std::string shape;  // a random-weight shape tokenizer of these sizes instead of a model
   int objects = 1;
   uint64_t seed = 1;
   int resolution = 7;
-  int threads = 0;
   int rounds = 1;
   std::vector<int64_t> latent_top_k;  // besides full attention, which always runs first
   bool skip_dense = false;
-  bool json = false;
   CoarseToFineOptions refinement = [] {
     CoarseToFineOptions o;
     o.evaluation.chunk_points = 8192;  // as generation evaluates
@@ -72,14 +69,6 @@ struct ObjectFigures {
   std::vector<VariantFigures> variants;  // full attention first
   double dense_ms = 0;
 };
-
-// CPU time of every thread of the process: on a shared machine wall time
-// also counts the time other processes held the cores.
-double process_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return 1e3 * double(t.tv_sec) + 1e-6 * double(t.tv_nsec);
-}
 
 Result<ObjectFigures> measure_latents(const ShapeTokenizer& shape, std::span<const float> latents,
                                       const std::string& name, const MeshingBenchOptions& o) {
@@ -157,25 +146,6 @@ Result<ObjectFigures> measure_random_object(const ShapeTokenizer& shape, uint64_
   return measure_latents(shape, latents, "random tokens, seed " + std::to_string(seed), o);
 }
 
-std::optional<std::vector<std::string>> read_prompts(const MeshingBenchOptions& o) {
-  std::vector<std::string> prompts = o.prompts;
-  if (!o.prompts_file.empty()) {
-    auto from_file = read_prompts_file(o.prompts_file);
-    if (!from_file.ok()) {
-      std::fprintf(stderr, "bench-meshing: %s\n", from_file.error().to_string().c_str());
-      return std::nullopt;
-    }
-    prompts.insert(prompts.end(), from_file->begin(), from_file->end());
-  }
-  if (prompts.empty()) {
-    std::fprintf(stderr,
-                 "bench-meshing: no prompts; pass --prompt TEXT (repeatable) or --prompts FILE, or --shape "
-                 "small|v01|v05 for random tokens of random weights\n");
-    return std::nullopt;
-  }
-  return prompts;
-}
-
 nlohmann::json levels_json(const CoarseToFineStats& stats) {
   nlohmann::json levels = nlohmann::json::array();
   for (const CoarseToFineLevel& level : stats.levels)
@@ -194,7 +164,6 @@ void print_json(const MeshingBenchOptions& o, const std::string& model_name, con
   nlohmann::json j;
   j["model"] = model_name;
   j["resolution"] = o.resolution;
-  j["threads"] = cpu::thread_count();
   j["rounds"] = o.rounds;
   j["settings"] = {{"coarse_resolution", o.refinement.coarse_resolution},
                    {"dilation", o.refinement.dilation},
@@ -263,7 +232,7 @@ void print_json(const MeshingBenchOptions& o, const std::string& model_name, con
     j["total"]["latent_selection"].push_back({{"top_k", rows.front().variants[v].top_k},
                                               {"occupancy_ms", selection_ms[v]},
                                               {"sign_disagreements", selection_disagreements[v]}});
-  std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  print_lab_report(kMeshingCommand, j);
 }
 
 void print_table(const MeshingBenchOptions& o, const std::string& model_name, const std::vector<ObjectFigures>& rows) {
@@ -311,62 +280,72 @@ void print_table(const MeshingBenchOptions& o, const std::string& model_name, co
     std::printf("differ: against the dense grid for full attention, against full attention for a top-k\n");
 }
 
-int run_meshing_bench(const MeshingBenchOptions& o) {
-  if (o.threads > 0) cpu::set_thread_count(o.threads);
+// The objects of a --shape run: random tokens of random weights, one seed each.
+Result<std::vector<ObjectFigures>> measure_random_objects(const MeshingBenchOptions& o) {
+  CUBEFORGE_ASSIGN_OR_RETURN(ShapeTokenizer shape, random_shape_tokenizer(o.shape, o.seed));
+  for (int64_t k : o.latent_top_k) CUBEFORGE_TRY(check_latent_selection(k, true, shape.config().latents));
   std::vector<ObjectFigures> rows;
-  std::string model_name;
-  auto measured = [&](Result<ObjectFigures> figures, const std::string& name) {
-    if (!figures.ok()) {
-      std::fprintf(stderr, "bench-meshing: '%s': %s\n", name.c_str(), figures.error().to_string().c_str());
-      return false;
-    }
+  for (int i = 0; i < o.objects; ++i) {
+    const uint64_t seed = o.seed + uint64_t(i);
+    auto figures = measure_random_object(shape, seed, o);
+    if (!figures.ok())
+      return make_error(figures.error().code,
+                        "'random tokens, seed " + std::to_string(seed) + "': " + figures.error().message);
     rows.push_back(std::move(*figures));
-    return true;
-  };
-  auto top_k_allowed = [&](int64_t latents) {
-    for (int64_t k : o.latent_top_k) {
-      Status status = check_latent_top_k(k, latents);
-      if (!status.ok()) {
-        std::fprintf(stderr, "bench-meshing: --latent-top-k: %s\n", status.error().message.c_str());
-        return false;
-      }
-    }
-    return true;
-  };
+  }
+  return rows;
+}
+
+// The objects of the captions, generated by `model`.
+Result<std::vector<ObjectFigures>> measure_captions(const CubeModel& model, const std::vector<std::string>& prompts,
+                                                    const MeshingBenchOptions& o) {
+  for (int64_t k : o.latent_top_k) CUBEFORGE_TRY(check_latent_selection(k, true, model.shape().config().latents));
+  std::vector<ObjectFigures> rows;
+  for (const std::string& prompt : prompts) {
+    auto figures = measure_prompt(model, prompt, o);
+    if (!figures.ok())
+      return make_error(figures.error().code, "'" + readable_untrusted(prompt) + "': " + figures.error().message);
+    rows.push_back(std::move(*figures));
+  }
+  return rows;
+}
+
+int run_meshing_bench(const MeshingBenchOptions& o) {
+  apply_lab_threads(o.lab);
+  Result<std::vector<ObjectFigures>> rows = std::vector<ObjectFigures>{};
+  std::string model_name;
   if (!o.shape.empty()) {
-    if (!o.prompts.empty() || !o.prompts_file.empty() || !o.model_dir.empty()) {
+    if (!o.lab.prompts.empty() || !o.lab.prompts_file.empty() || o.lab.model_given) {
       std::fprintf(stderr,
-                   "bench-meshing: --shape measures random tokens of random weights; leave out --model, "
-                   "--prompt and --prompts\n");
+                   "%s: --shape measures random tokens of random weights; leave out --model, --prompt and "
+                   "--prompts\n",
+                   kMeshingCommand);
       return 2;
     }
-    auto shape = random_shape_tokenizer(o.shape, o.seed);
-    if (!shape.ok()) {
-      std::fprintf(stderr, "bench-meshing: %s\n", shape.error().to_string().c_str());
-      return 1;
-    }
-    if (!top_k_allowed(shape->config().latents)) return 2;
-    model_name = "random " + o.shape + " shape tokenizer (seed " + std::to_string(o.seed) + ")";
-    for (int i = 0; i < o.objects; ++i) {
-      const uint64_t seed = o.seed + uint64_t(i);
-      if (!measured(measure_random_object(*shape, seed, o), "random tokens, seed " + std::to_string(seed))) return 1;
-    }
+    model_name = random_shape_tokenizer_name(o.shape, o.seed);
+    rows = measure_random_objects(o);
   } else {
-    const auto prompts = read_prompts(o);
-    if (!prompts) return 2;
-    const auto folder = model_folder_or_report(o.model_dir, /*given_on_command_line=*/false, "bench-meshing");
-    if (!folder) return 1;
-    auto model = load_model_or_report(*folder, "bench-meshing");
+    const auto prompts = lab_prompts(o.lab);
+    if (!prompts.ok()) {
+      std::fprintf(stderr, "%s: %s, or --shape small|v01|v05 for random tokens of random weights\n", kMeshingCommand,
+                   prompts.error().to_string().c_str());
+      return 2;
+    }
+    const auto folder = lab_model_folder(o.lab, kMeshingCommand);
+    if (!folder) return 2;
+    auto model = load_model_or_report(*folder, kMeshingCommand);
     if (!model) return 1;
-    if (!top_k_allowed(model->shape().config().latents)) return 2;
-    model_name = folder->string();
-    for (const std::string& prompt : *prompts)
-      if (!measured(measure_prompt(*model, prompt, o), prompt)) return 1;
+    model_name = readable_untrusted(folder->string());
+    rows = measure_captions(*model, *prompts, o);
   }
-  if (o.json)
-    print_json(o, model_name, rows);
+  if (!rows.ok()) {
+    print_error(kMeshingCommand, rows.error());
+    return exit_status_of(rows.error());
+  }
+  if (o.lab.json)
+    print_json(o, model_name, *rows);
   else
-    print_table(o, model_name, rows);
+    print_table(o, model_name, *rows);
   return 0;
 }
 
@@ -375,10 +354,8 @@ int run_meshing_bench(const MeshingBenchOptions& o) {
 Action add_meshing_bench_command(CLI::App& app) {
   auto options = std::make_shared<MeshingBenchOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "bench-meshing", "Measure coarse-to-fine occupancy evaluation against the dense grid on generated shapes");
-  cmd->add_option("--model", options->model_dir, "Model folder (default: the built-in model)");
-  cmd->add_option("--prompt", options->prompts, "A prompt (repeatable)");
-  cmd->add_option("--prompts", options->prompts_file, "A file of prompts, one per line (# starts a comment)");
+      kMeshingCommand, "Measure coarse-to-fine occupancy evaluation against the dense grid on generated shapes");
+  add_lab_options(cmd, options->lab, kAllLabOptions);
   cmd->add_option("--shape", options->shape,
                   "Random-weight shape tokenizer of these sizes instead, meshing random tokens: small, v01 or v05")
       ->check(CLI::IsMember({"small", "v01", "v05"}));
@@ -404,9 +381,7 @@ Action add_meshing_bench_command(CLI::App& app) {
       ->check(whole_number_in(0, 65536, "latents per block; 0 is full attention"));
   cmd->add_option("--rounds", options->rounds, "Times every setting runs, in turn (the median time is reported)")
       ->check(whole_number_in(1, 100, "rounds of all settings"));
-  cmd->add_option("--threads", options->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_flag("--no-dense", options->skip_dense, "Skip the dense grid (no time or agreement figures)");
-  cmd->add_flag("--json", options->json, "Print one JSON object");
   return [cmd, options]() -> int { return cmd->parsed() ? run_meshing_bench(*options) : -1; };
 }
 

@@ -10,18 +10,20 @@
 // cells' corners are evaluated first, untimed, and each block then attends to
 // the k latents its cell's corners gave the most weight (latent_selection.h),
 // in turn with full attention at the same points.
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 
-#include "app/lab/commands.h"
 #include "app/cli/option_checks.h"
+#include "app/lab/bench_statistics.h"
+#include "app/lab/commands.h"
+#include "app/lab/lab_models.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
 #include "inference/core/system_info.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
@@ -37,17 +39,17 @@ namespace cubeforge::cli {
 
 namespace {
 
+constexpr const char* kOccupancyCommand = "bench-occupancy";
+
 struct OccupancyBenchOptions {
-  std::string model_dir;
+  LabOptions lab;
   std::string shape;  // a random-weight shape tokenizer of these sizes instead of a model
   int64_t latent_top_k = 0;
   double peak_gflops = 0;  // 0: the nominal peak from the reported clock
   int64_t points = 262144;
   int repeats = 5;
-  int threads = 0;
   std::string path = "all";
   uint64_t seed = 1;
-  bool json = false;
 };
 
 struct PathFigures {
@@ -63,20 +65,6 @@ struct PathFigures {
   double largest_top_k_difference = 0.0;
 };
 
-// Multiply-adds per query point of the occupancy decoder (2 FLOPs each) with
-// `attended` latents per point. By grid index the first layer (query_in)
-// comes from per-axis terms: not counted.
-double flops_per_point(const ShapeModelConfig& c, int64_t hidden, bool by_grid_index, int64_t attended) {
-  const double W = double(c.width), S = double(attended), E = double(c.fourier_dim());
-  const double macs = (by_grid_index ? 0.0 : E * W) + W * W  // query_in, query_out
-                      + W * W         // c_q
-                      + 2.0 * S * W   // scores and weighted values over all heads
-                      + W * W         // c_proj
-                      + 2.0 * W * double(hidden)  // up, down
-                      + W;            // head
-  return 2.0 * macs;
-}
-
 // Two FMA units of the widest vectors per core at the reported clock: the
 // nominal peak (some CPUs have one AVX-512 FMA unit per core).
 double nominal_peak_gflops(int threads) {
@@ -85,21 +73,6 @@ double nominal_peak_gflops(int threads) {
   const std::string isa = cpu::kernel_isa();
   const double lanes = isa == "avx512" ? 16 : isa == "avx2" ? 8 : 4;
   return double(threads) * 2.0 * lanes * 2.0 * *ghz;
-}
-
-Result<ShapeTokenizer> load_tokenizer(const OccupancyBenchOptions& o, std::string& name) {
-  if (!o.shape.empty()) {
-    name = "random " + o.shape + " shape tokenizer (seed " + std::to_string(o.seed) + ")";
-    return random_shape_tokenizer(o.shape, o.seed);
-  }
-  const std::filesystem::path dir = o.model_dir.empty() ? default_model_folder() : std::filesystem::path(o.model_dir);
-  name = readable_untrusted(dir.string());
-  std::optional<ModelConfig> yaml;
-  if (std::filesystem::exists(dir / "config.yaml")) {
-    CUBEFORGE_ASSIGN_OR_RETURN(yaml, parse_model_config_yaml(dir / "config.yaml"));
-  }
-  return ShapeTokenizer::load(dir / "shape_tokenizer.safetensors", yaml ? &yaml->shape : nullptr,
-                              yaml ? (dir / "config.yaml").string() : "");
 }
 
 // `count` points of the grid in blocks of 2×2×2: the points a random cell of
@@ -127,153 +100,138 @@ void block_points(const GridSpec& spec, int64_t count, std::mt19937_64& rng, std
   }
 }
 
-int run_occupancy_bench(const OccupancyBenchOptions& o) {
-  if (o.threads > 0) cpu::set_thread_count(o.threads);
-  if (!o.shape.empty() && !o.model_dir.empty()) {
-    std::cerr << "error: give either --model DIR or --shape small|v01|v05\n";
-    return 2;
-  }
+// What every path evaluates: the tokenizer, latents of random tokens, and
+// random points of the reference's resolution-8 meshing grid, by index and by
+// coordinates (in blocks with a latent top-k, with their cells' corners).
+struct OccupancyPlan {
+  std::optional<ShapeTokenizer> tokenizer;
   std::string model_name;
-  auto tokenizer = load_tokenizer(o, model_name);
-  if (!tokenizer.ok()) {
-    std::cerr << "error: " << tokenizer.error().to_string() << "\n";
-    return 1;
-  }
-  const ShapeModelConfig& config = tokenizer->config();
-  if (Status allowed = check_latent_top_k(o.latent_top_k, config.latents); !allowed.ok()) {
-    std::cerr << "error: --latent-top-k: " << allowed.error().message << "\n";
-    return 2;
-  }
-
-  // Latents of random tokens.
-  std::mt19937_64 rng(o.seed);
-  std::vector<int64_t> tokens(static_cast<size_t>(config.latents));
-  for (int64_t& t : tokens) t = int64_t(rng() % uint64_t(config.codes));
-  auto latents = tokenizer->decode_tokens(tokens);
-  auto prepared = latents.ok() ? tokenizer->prepare_latents(*latents) : Result<PreparedLatents>(latents.error());
-  if (!prepared.ok()) {
-    std::cerr << "error: " << prepared.error().to_string() << "\n";
-    return 1;
-  }
-  // Random points of the reference's resolution-8 meshing grid, by index and
-  // by coordinates; in blocks with a latent top-k.
+  std::optional<PreparedLatents> prepared;
   GridSpec spec;
-  spec.resolution = 8;
-  const std::vector<float> axis = grid_axis_coordinates(spec);
-  std::uniform_int_distribution<int32_t> axis_index(0, int32_t(axis.size()) - 1);
-  std::vector<int32_t> ijk(size_t(o.points * 3)), corners;
-  if (o.latent_top_k > 0) {
-    block_points(spec, o.points, rng, ijk, corners);
-  } else {
-    for (int32_t& index : ijk) index = axis_index(rng);
-  }
-  std::vector<float> points(size_t(o.points * 3));
-  for (size_t i = 0; i < ijk.size(); ++i) points[i] = axis[size_t(ijk[i])];
+  std::vector<float> axis, points;
+  std::vector<int32_t> ijk, corners;
+  std::vector<std::string> paths;
+};
 
+// The paths --path asks for that this tokenizer runs; an error when one asked for by name cannot.
+Result<std::vector<std::string>> occupancy_paths(const OccupancyBenchOptions& o, const ShapeTokenizer& tokenizer) {
   std::vector<std::string> paths;
   for (const char* fused_path : {"fused", "grid"}) {
     if (o.path != "all" && o.path != fused_path) continue;
     if (o.latent_top_k > 0 && std::string(fused_path) == "fused") {
-      if (o.path == fused_path) {
-        std::cerr << "error: --latent-top-k runs at grid indices; use --path grid, layered or all\n";
-        return 2;
-      }
+      if (o.path == fused_path)
+        return option_error(ErrorCode::kInvalidArgument, OptionKey::kLatentTopK,
+                            "it runs at grid indices; use --path grid, layered or all");
       continue;
     }
-    if (tokenizer->fused_occupancy_available())
+    if (tokenizer.fused_occupancy_available())
       paths.push_back(fused_path);
-    else if (o.path == fused_path) {
-      std::cerr << "error: the fused occupancy decoder needs AVX-512 (this CPU: " << cpu::kernel_isa()
-                << ") and width, head size and hidden width in multiples of 16\n";
-      return 1;
-    }
+    else if (o.path == fused_path)
+      return make_error(ErrorCode::kUnsupported, std::string("the fused occupancy decoder needs AVX-512 (this CPU: ") +
+                                                     cpu::kernel_isa() +
+                                                     ") and width, head size and hidden width in multiples of 16");
   }
   if (o.path == "all" || o.path == "layered") paths.push_back("layered");
+  return paths;
+}
 
-  const int64_t hidden = 4 * config.width;
-  const double flops = flops_per_point(config, hidden, false, config.latents);
-  std::vector<PathFigures> figures;
-  std::vector<std::vector<float>> outputs;
-  for (const std::string& path : paths) {
-    tokenizer->set_fused_occupancy(path != "layered");
-    const ShapeTokenizer::GridQueries grid = tokenizer->prepare_grid(axis);
-    // With a latent top-k: the cells' corners first, untimed, at the level
-    // below (the coarse level of the selection), then blocks at this one.
-    std::optional<LatentSelectionField> selection;
-    if (o.latent_top_k > 0) {
-      auto created = LatentSelectionField::create(*tokenizer, *prepared, grid, spec, o.latent_top_k);
-      Status status = created.ok() ? Status(ok_status()) : Status(created.error());
-      if (created.ok()) {
-        selection.emplace(std::move(*created));
-        selection->begin_level(spec.resolution - 1);
-        std::vector<float> corner_logits(corners.size() / 3);
-        status = selection->evaluate(corners, corner_logits);
-        selection->begin_level(spec.resolution);
-      }
-      if (!status.ok()) {
-        std::cerr << "error: " << status.error().to_string() << "\n";
-        return 1;
-      }
-    }
-    std::vector<float> logits(static_cast<size_t>(o.points)), top_k_logits(logits.size());
-    std::vector<double> times, top_k_times;
-    for (int r = 0; r <= o.repeats; ++r) {  // the first run warms caches and buffers
-      auto start = std::chrono::steady_clock::now();
-      Status status = path == "grid" || selection
-                          ? occupancy_on_grid_in_slices(*tokenizer, *prepared, grid, ijk, logits)
-                          : occupancy_in_slices(*tokenizer, *prepared, points, logits);
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      if (status.ok() && r > 0) times.push_back(ms);
-      if (status.ok() && selection) {
-        start = std::chrono::steady_clock::now();
-        status = selection->evaluate(ijk, top_k_logits);
-        ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-        if (r > 0) top_k_times.push_back(ms);
-      }
-      if (!status.ok()) {
-        std::cerr << "error: " << status.error().to_string() << "\n";
-        return 1;
-      }
-    }
-    std::sort(times.begin(), times.end());
-    PathFigures f;
-    f.path = path;
-    f.median_ms = times[times.size() / 2];
-    f.points_per_second = double(o.points) / (f.median_ms / 1e3);
-    const bool by_index = path == "grid";
-    f.gflops = f.points_per_second * flops_per_point(config, hidden, by_index, config.latents) / 1e9;
-    if (selection) {
-      std::sort(top_k_times.begin(), top_k_times.end());
-      f.top_k_median_ms = top_k_times[top_k_times.size() / 2];
-      f.top_k_points_per_second = double(o.points) / (f.top_k_median_ms / 1e3);
-      f.top_k_gflops = f.top_k_points_per_second * flops_per_point(config, hidden, by_index, o.latent_top_k) / 1e9;
-      for (size_t i = 0; i < logits.size(); ++i) {
-        f.sign_disagreements += (logits[i] > 0.f) != (top_k_logits[i] > 0.f);
-        f.largest_top_k_difference =
-            std::max(f.largest_top_k_difference, double(std::abs(logits[i] - top_k_logits[i])));
-      }
-    }
-    figures.push_back(f);
-    outputs.push_back(std::move(logits));
+Result<OccupancyPlan> plan_occupancy(const OccupancyBenchOptions& o, const std::filesystem::path& folder) {
+  OccupancyPlan plan;
+  if (!o.shape.empty()) {
+    plan.model_name = random_shape_tokenizer_name(o.shape, o.seed);
+    CUBEFORGE_ASSIGN_OR_RETURN(plan.tokenizer, random_shape_tokenizer(o.shape, o.seed));
+  } else {
+    plan.model_name = readable_untrusted(folder.string());
+    CUBEFORGE_ASSIGN_OR_RETURN(plan.tokenizer, load_folder_shape_tokenizer(folder));
   }
-  // Every path against the first, at the same points.
-  double largest_difference = 0.0;
-  for (size_t p = 1; p < outputs.size(); ++p)
-    for (size_t i = 0; i < outputs[0].size(); ++i)
-      largest_difference = std::max(largest_difference, double(std::abs(outputs[0][i] - outputs[p][i])));
+  const ShapeModelConfig& config = plan.tokenizer->config();
+  CUBEFORGE_TRY(check_latent_selection(o.latent_top_k, true, config.latents));
+  CUBEFORGE_ASSIGN_OR_RETURN(plan.paths, occupancy_paths(o, *plan.tokenizer));
+  std::mt19937_64 rng(o.seed);
+  std::vector<int64_t> tokens(static_cast<size_t>(config.latents));
+  for (int64_t& t : tokens) t = int64_t(rng() % uint64_t(config.codes));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, plan.tokenizer->decode_tokens(tokens));
+  CUBEFORGE_ASSIGN_OR_RETURN(plan.prepared, plan.tokenizer->prepare_latents(latents));
+  plan.spec.resolution = 8;
+  plan.axis = grid_axis_coordinates(plan.spec);
+  plan.ijk.resize(size_t(o.points * 3));
+  if (o.latent_top_k > 0) {
+    block_points(plan.spec, o.points, rng, plan.ijk, plan.corners);
+  } else {
+    std::uniform_int_distribution<int32_t> axis_index(0, int32_t(plan.axis.size()) - 1);
+    for (int32_t& index : plan.ijk) index = axis_index(rng);
+  }
+  plan.points.resize(size_t(o.points * 3));
+  for (size_t i = 0; i < plan.ijk.size(); ++i) plan.points[i] = plan.axis[size_t(plan.ijk[i])];
+  return plan;
+}
 
+// With a latent top-k: the cells' corners first, untimed, at the level below
+// (the coarse level of the selection), then blocks at this one.
+Result<std::optional<LatentSelectionField>> prepared_selection(const OccupancyPlan& plan,
+                                                               const ShapeTokenizer::GridQueries& grid, int64_t top_k) {
+  if (top_k == 0) return std::optional<LatentSelectionField>();
+  CUBEFORGE_ASSIGN_OR_RETURN(LatentSelectionField selection,
+                             LatentSelectionField::create(*plan.tokenizer, *plan.prepared, grid, plan.spec, top_k));
+  selection.begin_level(plan.spec.resolution - 1);
+  std::vector<float> corner_logits(plan.corners.size() / 3);
+  CUBEFORGE_TRY(selection.evaluate(plan.corners, corner_logits));
+  selection.begin_level(plan.spec.resolution);
+  return std::optional<LatentSelectionField>(std::move(selection));
+}
+
+// One path's timings (and its logits, for the comparison between paths).
+Result<PathFigures> measure_occupancy_path(OccupancyPlan& plan, const std::string& path, const OccupancyBenchOptions& o,
+                                           std::vector<float>& logits) {
+  ShapeTokenizer& tokenizer = *plan.tokenizer;
+  tokenizer.set_fused_occupancy(path != "layered");
+  const ShapeTokenizer::GridQueries grid = tokenizer.prepare_grid(plan.axis);
+  CUBEFORGE_ASSIGN_OR_RETURN(std::optional<LatentSelectionField> selection,
+                             prepared_selection(plan, grid, o.latent_top_k));
+  logits.assign(static_cast<size_t>(o.points), 0.f);
+  std::vector<float> top_k_logits(logits.size());
+  std::vector<double> times, top_k_times;
+  for (int r = 0; r <= o.repeats; ++r) {  // the first run warms caches and buffers
+    auto start = std::chrono::steady_clock::now();
+    CUBEFORGE_TRY(path == "grid" || selection
+                      ? occupancy_on_grid_in_slices(tokenizer, *plan.prepared, grid, plan.ijk, logits)
+                      : occupancy_in_slices(tokenizer, *plan.prepared, plan.points, logits));
+    if (r > 0) times.push_back(ms_since(start));
+    if (!selection) continue;
+    start = std::chrono::steady_clock::now();
+    CUBEFORGE_TRY(selection->evaluate(plan.ijk, top_k_logits));
+    if (r > 0) top_k_times.push_back(ms_since(start));
+  }
+  const ShapeModelConfig& config = tokenizer.config();
+  const bool by_index = path == "grid";
+  PathFigures f;
+  f.path = path;
+  std::sort(times.begin(), times.end());
+  f.median_ms = times[times.size() / 2];
+  f.points_per_second = double(o.points) / (f.median_ms / 1e3);
+  f.gflops = f.points_per_second * occupancy_flops_per_point(config, by_index, config.latents) / 1e9;
+  if (selection) {
+    std::sort(top_k_times.begin(), top_k_times.end());
+    f.top_k_median_ms = top_k_times[top_k_times.size() / 2];
+    f.top_k_points_per_second = double(o.points) / (f.top_k_median_ms / 1e3);
+    f.top_k_gflops = f.top_k_points_per_second * occupancy_flops_per_point(config, by_index, o.latent_top_k) / 1e9;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      f.sign_disagreements += (logits[i] > 0.f) != (top_k_logits[i] > 0.f);
+      f.largest_top_k_difference = std::max(f.largest_top_k_difference, double(std::abs(logits[i] - top_k_logits[i])));
+    }
+  }
+  return f;
+}
+
+void report_occupancy(const OccupancyBenchOptions& o, const OccupancyPlan& plan,
+                      const std::vector<PathFigures>& figures, std::optional<double> largest_difference) {
+  const ShapeModelConfig& config = plan.tokenizer->config();
+  const double flops = occupancy_flops_per_point(config, false, config.latents);
   const double peak = o.peak_gflops > 0 ? o.peak_gflops : nominal_peak_gflops(cpu::thread_count());
   auto of_peak = [peak](double gflops) { return peak > 0 ? gflops / peak : 0.0; };
-  if (o.json) {
-    nlohmann::json j;
-    j["model"] = model_name;
-    j["width"] = config.width;
-    j["latents"] = config.latents;
-    j["points"] = o.points;
-    j["threads"] = cpu::thread_count();
-    j["isa"] = cpu::kernel_isa();
-    j["flops_per_point"] = flops;
-    j["peak_gflops"] = peak;
+  if (o.lab.json) {
+    nlohmann::json j = {{"model", plan.model_name}, {"width", config.width},    {"latents", config.latents},
+                        {"points", o.points},       {"flops_per_point", flops}, {"peak_gflops", peak}};
     for (const PathFigures& f : figures) {
       j["paths"][f.path] = {{"median_ms", f.median_ms},
                             {"points_per_second", f.points_per_second},
@@ -289,11 +247,11 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
                                      {"sign_disagreements", f.sign_disagreements},
                                      {"largest_logit_difference", f.largest_top_k_difference}};
     }
-    if (outputs.size() > 1) j["largest_logit_difference"] = largest_difference;
-    std::cout << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
+    if (largest_difference) j["largest_logit_difference"] = *largest_difference;
+    print_lab_report(kOccupancyCommand, j);
+    return;
   }
-  std::printf("model              %s (width %lld, %lld latents)\n", model_name.c_str(),
+  std::printf("model              %s (width %lld, %lld latents)\n", plan.model_name.c_str(),
               static_cast<long long>(config.width), static_cast<long long>(config.latents));
   std::printf("points             %lld%s, %d threads, %s kernels, %.0f FLOPs per point\n",
               static_cast<long long>(o.points), o.latent_top_k > 0 ? " in blocks of 8" : "", cpu::thread_count(),
@@ -312,7 +270,40 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
           f.median_ms / f.top_k_median_ms, f.top_k_gflops, static_cast<long long>(f.sign_disagreements),
           static_cast<long long>(o.points), f.largest_top_k_difference);
   }
-  if (outputs.size() > 1) std::printf("largest |logit difference| between the paths: %.3g\n", largest_difference);
+  if (largest_difference) std::printf("largest |logit difference| between the paths: %.3g\n", *largest_difference);
+}
+
+int run_occupancy_bench(const OccupancyBenchOptions& o) {
+  apply_lab_threads(o.lab);
+  std::filesystem::path folder;
+  if (o.shape.empty()) {
+    const auto resolved = lab_model_folder(o.lab, kOccupancyCommand);
+    if (!resolved) return 2;
+    folder = *resolved;
+  }
+  auto plan = plan_occupancy(o, folder);
+  if (!plan.ok()) {
+    print_error(kOccupancyCommand, plan.error());
+    return exit_status_of(plan.error());
+  }
+  std::vector<PathFigures> figures;
+  std::vector<std::vector<float>> outputs;
+  for (const std::string& path : plan->paths) {
+    outputs.emplace_back();
+    auto measured = measure_occupancy_path(*plan, path, o, outputs.back());
+    if (!measured.ok()) {
+      print_error(kOccupancyCommand, measured.error());
+      return 1;
+    }
+    figures.push_back(*measured);
+  }
+  // Every path against the first, at the same points.
+  std::optional<double> largest_difference;
+  if (outputs.size() > 1) largest_difference = 0.0;
+  for (size_t p = 1; p < outputs.size(); ++p)
+    for (size_t i = 0; i < outputs[0].size(); ++i)
+      largest_difference = std::max(*largest_difference, double(std::abs(outputs[0][i] - outputs[p][i])));
+  report_occupancy(o, *plan, figures, largest_difference);
   return 0;
 }
 
@@ -320,10 +311,10 @@ int run_occupancy_bench(const OccupancyBenchOptions& o) {
 
 Action add_occupancy_bench_command(CLI::App& app) {
   auto options = std::make_shared<OccupancyBenchOptions>();
-  CLI::App* cmd = app.add_subcommand("bench-occupancy", "Measure occupancy queries per second of the shape decoder");
-  cmd->add_option("--model", options->model_dir, "Model folder (default: the built-in model)");
-  cmd->add_option("--shape", options->shape, "Random-weight shape tokenizer of these sizes instead: small, v01 or v05")
-      ->check(CLI::IsMember({"small", "v01", "v05"}));
+  CLI::App* cmd = app.add_subcommand(kOccupancyCommand, "Measure occupancy queries per second of the shape decoder");
+  CLI::Option* model = add_lab_options(cmd, options->lab, kModelOption | kThreadsOption | kJsonOption);
+  add_shape_option(cmd, options->shape, model,
+                   "Random-weight shape tokenizer of these sizes instead: small, v01 or v05");
   cmd->add_option("--latent-top-k", options->latent_top_k,
                   "Also time blocks of points attending to their cell's K heaviest latents (0: full attention only)")
       ->check(whole_number_in(0, 65536, "latents per block; 0 is full attention"));
@@ -332,12 +323,10 @@ Action add_occupancy_bench_command(CLI::App& app) {
       ->check(number_in(0, 1e9, true, "GFLOP/s of all threads"));
   cmd->add_option("--points", options->points, "Query points per run")->check(CLI::Range(int64_t(1), int64_t(1) << 26));
   cmd->add_option("--repeats", options->repeats, "Timed runs (the median is reported)")->check(CLI::Range(1, 1000));
-  cmd->add_option("--threads", options->threads, "CPU threads (0: all cores)")->check(CLI::Range(0, 1024));
   cmd->add_option("--path", options->path, "fused (at points), grid (fused, at grid indices), layered or all")
       ->check(CLI::IsMember({"fused", "grid", "layered", "all"}));
   cmd->add_option("--seed", options->seed, "Seed for the random tokens and points (and weights with --shape)")
       ->check(seed_number());
-  cmd->add_flag("--json", options->json, "Print one JSON object");
   return [cmd, options]() -> int { return cmd->parsed() ? run_occupancy_bench(*options) : -1; };
 }
 

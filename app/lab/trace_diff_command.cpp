@@ -6,13 +6,13 @@
 // not, 2 when the files cannot be compared. Tensor names come from the files:
 // the table shows them escaped and cut (untrusted_text.h), the JSON escaped
 // whole.
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstdio>
-#include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "app/lab/commands.h"
+#include "app/lab/lab_options.h"
+#include "app/lab/lab_report.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/tensor/trace_file.h"
 
@@ -20,10 +20,12 @@ namespace cubeforge::cli {
 
 namespace {
 
+constexpr const char* kTraceDiffCommand = "trace-diff";
+
 struct TraceDiffOptions {
+  LabOptions lab;
   std::string a, b;
   double tolerance = 1e-4;
-  bool json = false;
 };
 
 std::string values_text(const std::vector<float>& values) {
@@ -56,19 +58,20 @@ void print_json(const TraceDiffOptions& o, const TraceComparison& c) {
     for (const std::string& name : names) list.push_back(escape_untrusted(name));
     return list;
   };
-  nlohmann::json report = {
-      {"a", escape_untrusted(o.a)},
-      {"b", escape_untrusted(o.b)},
-      {"tolerance", c.tolerance},
-      {"compared", c.tensors.size()},
-      {"first_over_tolerance", c.first_over_tolerance
-                                   ? nlohmann::json(escape_untrusted(c.tensors[*c.first_over_tolerance].name))
-                                   : nlohmann::json()},
-      {"tensors", tensors},
-      {"only_in_a", escaped(c.only_in_a)},
-      {"only_in_b", escaped(c.only_in_b)},
-  };
-  std::cout << report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+  print_lab_report(
+      kTraceDiffCommand,
+      {
+          {"a", escape_untrusted(o.a)},
+          {"b", escape_untrusted(o.b)},
+          {"tolerance", c.tolerance},
+          {"compared", c.tensors.size()},
+          {"first_over_tolerance", c.first_over_tolerance
+                                       ? nlohmann::json(escape_untrusted(c.tensors[*c.first_over_tolerance].name))
+                                       : nlohmann::json()},
+          {"tensors", tensors},
+          {"only_in_a", escaped(c.only_in_a)},
+          {"only_in_b", escaped(c.only_in_b)},
+      });
 }
 
 void print_table(const TraceComparison& c) {
@@ -78,7 +81,8 @@ void print_table(const TraceComparison& c) {
     std::string shape = shape_to_string(t.shape_a);
     if (t.shape_b != t.shape_a) shape += " vs " + shape_to_string(t.shape_b);
     std::printf("%-5s %-10.3g %-10.3g %s %s: %s / %s\n", status, t.relative_error, t.max_abs_difference,
-                readable_untrusted(t.name).c_str(), shape.c_str(), values_text(t.first_a).c_str(), values_text(t.first_b).c_str());
+                readable_untrusted(t.name).c_str(), shape.c_str(), values_text(t.first_a).c_str(),
+                values_text(t.first_b).c_str());
   }
   auto list = [](const char* label, const std::vector<std::string>& names) {
     if (names.empty()) return;
@@ -93,8 +97,8 @@ void print_table(const TraceComparison& c) {
                   readable_untrusted(t.name).c_str(), t.relative_error, t.max_abs_difference);
     else
       std::printf("first over the tolerance %g: %s (sizes differ: %s vs %s)\n", c.tolerance,
-                  readable_untrusted(t.name).c_str(),
-                  shape_to_string(t.shape_a).c_str(), shape_to_string(t.shape_b).c_str());
+                  readable_untrusted(t.name).c_str(), shape_to_string(t.shape_a).c_str(),
+                  shape_to_string(t.shape_b).c_str());
   } else {
     std::printf("all %zu shared tensors within the tolerance %g\n", c.tensors.size(), c.tolerance);
   }
@@ -103,27 +107,27 @@ void print_table(const TraceComparison& c) {
 int run_trace_diff(const TraceDiffOptions& o) {
   auto a = SafetensorsFile::open(o.a);
   if (!a.ok()) {
-    std::fprintf(stderr, "trace-diff: %s\n", a.error().to_string().c_str());
+    std::fprintf(stderr, "%s: %s\n", kTraceDiffCommand, a.error().to_string().c_str());
     return 2;
   }
   auto b = SafetensorsFile::open(o.b);
   if (!b.ok()) {
-    std::fprintf(stderr, "trace-diff: %s\n", b.error().to_string().c_str());
+    std::fprintf(stderr, "%s: %s\n", kTraceDiffCommand, b.error().to_string().c_str());
     return 2;
   }
   auto comparison = compare_traces(*a, *b, o.tolerance);
   if (!comparison.ok()) {
-    std::fprintf(stderr, "trace-diff: %s\n", comparison.error().to_string().c_str());
+    std::fprintf(stderr, "%s: %s\n", kTraceDiffCommand, comparison.error().to_string().c_str());
     return 2;
   }
   if (comparison->tensors.empty()) {
     std::fprintf(stderr,
-                 "trace-diff: '%s' and '%s' share no tensor names; compare two traces of the same model, or a "
+                 "%s: '%s' and '%s' share no tensor names; compare two traces of the same model, or a "
                  "trace and a reference dump that names its tensors as the trace does\n",
-                 readable_untrusted(o.a).c_str(), readable_untrusted(o.b).c_str());
+                 kTraceDiffCommand, readable_untrusted(o.a).c_str(), readable_untrusted(o.b).c_str());
     return 2;
   }
-  if (o.json)
+  if (o.lab.json)
     print_json(o, *comparison);
   else
     print_table(*comparison);
@@ -135,12 +139,13 @@ int run_trace_diff(const TraceDiffOptions& o) {
 Action add_trace_diff_command(CLI::App& app) {
   auto o = std::make_shared<TraceDiffOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "trace-diff", "Compare two traces (generate --trace) tensor by tensor; exit 1 when one is over the tolerance");
+      kTraceDiffCommand,
+      "Compare two traces (generate --trace) tensor by tensor; exit 1 when one is over the tolerance");
   cmd->add_option("a", o->a, "A trace file")->required();
   cmd->add_option("b", o->b, "The trace or reference safetensors file to compare it with")->required();
   cmd->add_option("--tolerance", o->tolerance, "Largest relative error ‖a−b‖/‖b‖ that counts as equal")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--json", o->json, "Print one JSON object");
+  add_lab_options(cmd, o->lab, kJsonOption);
   return [cmd, o]() -> int { return cmd->parsed() ? run_trace_diff(*o) : -1; };
 }
 

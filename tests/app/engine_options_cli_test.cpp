@@ -69,7 +69,7 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   testing::copy_builtin_model(folder);
   auto c = run_cli("calibrate-kv --model '" + folder.string() + "' -p 'a tall chair' -p 'a round table' --json");
   ASSERT_EQ(c.exit_code, 0) << c.out;
-  const auto calibration = json_of(c);
+  const auto calibration = testing::lab_results(c, "calibrate-kv");
   const int width = calibration["rank"].get<int>();
   EXPECT_EQ(width, 128);
   EXPECT_GT(calibration["rows_per_layer"].get<int>(), 2 * 64);
@@ -81,7 +81,7 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   auto r = run_cli("compare --model '" + folder.string() + "' -p 'a short mug' --resolution 5 --iou-resolution 5 " +
                "--weights stored,q8 --kv-rank 0," + std::to_string(width) + ",8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const auto variants = json_of(r)["variants"];
+  const auto variants = testing::lab_results(r, "compare")["variants"];
   ASSERT_EQ(variants.size(), 6u);
   EXPECT_EQ(variants[0]["logit_relative_error_mean"].get<double>(), 0.0);
   EXPECT_EQ(variants[0]["token_agreement_mean"].get<double>(), 1.0);
@@ -105,7 +105,7 @@ TEST(CliEngineOptions, BenchTimesEveryCombination) {
   auto r = run_cli("bench --model '" + oracle_dir().string() +
                "' --steps 6 --weights stored,q8 --kv-cache f32,fp8 --kv-budget 0,4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const auto report = json_of(r);
+  const auto report = testing::lab_results(r, "bench");
   ASSERT_EQ(report["variants"].size(), 8u);
   const auto& v = report["variants"];
   EXPECT_EQ(v[6]["weights"], "q8");
@@ -140,6 +140,11 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   EXPECT_EQ(no_bases.exit_code, 2);
   EXPECT_NE(no_bases.out.find("generate: --kv-rank: "), std::string::npos) << no_bases.out;
   EXPECT_NE(no_bases.out.find("calibrate-kv"), std::string::npos) << no_bases.out;
+  // compare plans each variant as generate does: the same refusal, named by the same flag.
+  auto compare_no_bases = run_cli("compare --model '" + oracle_dir().string() + "' -p 'a cup' --kv-rank 0,8");
+  EXPECT_EQ(compare_no_bases.exit_code, 2);
+  EXPECT_NE(compare_no_bases.out.find("compare: --kv-rank: "), std::string::npos) << compare_no_bases.out;
+  EXPECT_NE(compare_no_bases.out.find("calibrate-kv"), std::string::npos) << compare_no_bases.out;
   // Said before the model loads: options that contradict each other need no model.
   auto no_cache = run_cli(generate + "--kv-cache fp8 --no-kv-cache");
   EXPECT_EQ(no_cache.exit_code, 2);

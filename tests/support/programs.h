@@ -9,16 +9,18 @@
 
 namespace cubeforge::testing {
 
-inline constexpr std::array<std::string_view, 8> kLabCommands = {
-    "bench",         "bench-decoding", "compare-decoding", "bench-occupancy",
-    "bench-meshing", "trace-diff",     "calibrate-kv",     "compare"};
+// Every build's; bench-viewport is built with the Vulkan engine only.
+inline constexpr std::array<std::string_view, 11> kLabCommands = {
+    "bench",        "bench-decoding", "compare-decoding", "bench-occupancy",    "bench-meshing",        "trace-diff",
+    "calibrate-kv", "compare",        "bench-geometry",   "bench-text-encoder", "bench-shape-tokenizer"};
+inline constexpr std::string_view kLabViewportCommand = "bench-viewport";
 
 // Whether the first word of `arguments` is a command of cubeforge-lab.
 inline bool is_lab_command(std::string_view arguments) {
   const std::string_view command = arguments.substr(0, arguments.find(' '));
   for (std::string_view lab : kLabCommands)
     if (command == lab) return true;
-  return false;
+  return command == kLabViewportCommand;
 }
 
 #if defined(CUBEFORGE_CLI_PATH) && defined(CUBEFORGE_LAB_PATH)

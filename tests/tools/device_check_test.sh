@@ -82,7 +82,7 @@ cat > "$out/tests-kernels.log" <<'LOG'
     Start 3: NormTest.LayerNormInPlace
 LOG
 cat > "$out/bench.log" <<'LOG'
-{"model": "v05", "backend": "cuda", "backend_description": "CUDA (NVIDIA H100 80GB HBM3)", "steps": 1024, "floor_ms": 0.52, "memory_read_gbps": 3000, "decode_weight_bytes": 1.5e9, "modes": [{"mode": "graph", "prefill_ms": 12.5, "tpot_ms_median": 0.71, "tpot_ms_p90": 0.74, "weight_gbps": 2100, "bandwidth_fraction": 0.73, "kernel_launches_per_step": 122, "graph_replay": true}]}
+{"command": "bench", "machine": {"threads": 16, "kernel_isa": "avx512", "blas_core": "SkylakeX"}, "results": {"model": "v05", "backend": "cuda", "backend_description": "CUDA (NVIDIA H100 80GB HBM3)", "steps": 1024, "floor_ms": 0.52, "memory_read_gbps": 3000, "decode_weight_bytes": 1.5e9, "modes": [{"mode": "graph", "prefill_ms": 12.5, "tpot_ms_median": 0.71, "tpot_ms_p90": 0.74, "weight_gbps": 2100, "bandwidth_fraction": 0.73, "kernel_launches_per_step": 122, "graph_replay": true}]}}
 LOG
 "$check" report "$out" > "$scratch/mixed.txt" 2>&1 || fail "report exited $?"
 expect_line "$scratch/mixed.txt" '^CUDA tests \(label cuda\): 3: 1 passed, 1 FAILED, 0 skipped, 1 not run' "mixed"
