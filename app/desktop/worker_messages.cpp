@@ -96,6 +96,10 @@ struct MessageHandler {
     state.model.card.reset();
     if (card.ok()) state.model.card = *card;
     else app.log_error(card.error().to_string() + " (the prompt is not checked against it)");
+    // A blank prompt opens on the card's first example: the prompt its model
+    // was measured to draw best (tools/train/choose_examples.py).
+    if (state.model.card && !state.model.card->examples.empty() && prompt_is_blank(state.settings.prompt))
+      state.settings.prompt = state.model.card->examples.front();
   }
 
   void operator()(worker_message::LoadFailed& m) {

@@ -445,6 +445,39 @@ TEST_F(AppScript, ExportAsksBeforeReplacingAndNothingIsCutOff) {
   }
 }
 
+// A first launch opens on the loaded model's first example, the prompt its
+// card says the model draws best; a prompt the creator typed is remembered
+// over it on the next launch.
+TEST_F(AppScript, AFirstLaunchOpensOnTheModelsFirstExample) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
+  auto card = read_file_text(builtin / "card.json");
+  ASSERT_TRUE(card.ok());
+  const auto examples = nlohmann::json::parse(*card).at("examples");
+  ASSERT_GE(examples.size(), 2u) << "the built-in model's card has no examples to open on";
+  const std::string first = examples[0], other = examples[1];
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::ofstream(dir / "first.txt") << "model " << builtin.string() << "\n"
+                                   << "wait\n"
+                                   << "dump " << (dir / "first.json").string() << "\n"
+                                   << "prompt " << other << "\n"
+                                   << "quit\n";
+  std::ofstream(dir / "second.txt") << "model " << builtin.string() << "\n"
+                                    << "wait\n"
+                                    << "dump " << (dir / "second.json").string() << "\n"
+                                    << "quit\n";
+  for (const char* script : {"first.txt", "second.txt"}) {
+    int code = run_app("--script '" + (dir / script).string() + "' --data-dir '" + data.string() +
+                       "' --size 1024x700");
+    auto log = read_file_text(data / "cubeforge.log");
+    ASSERT_TRUE(log.ok());
+    ASSERT_EQ(code, 0) << *log;
+  }
+  EXPECT_EQ(read_dump(dir / "first.json")["prompt"], first);
+  EXPECT_EQ(read_dump(dir / "second.json")["prompt"], other) << "the typed prompt was not remembered";
+}
+
 // The built-in model's card in the window: "a cat" is said plainly to be a
 // guess once the next word is begun, and typing offers the card's words,
 // which a click completes.

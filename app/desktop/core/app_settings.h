@@ -25,7 +25,7 @@ struct AppSettings {
   std::string model_folder;                // empty: the built-in model, when there is one
   std::vector<std::string> recent_folders;  // most recent first, at most kMaxRecentFolders
   // Generation
-  std::string prompt = "a tall chair";  // a prompt the built-in model knows
+  std::string prompt;  // blank: the loaded model's first example (its card.json)
   std::string backend = "auto";            // auto | cpu | cuda
   bool kv_cache = true;
   bool cuda_graphs = true;
