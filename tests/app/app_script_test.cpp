@@ -1477,5 +1477,31 @@ TEST_F(AppScript, TheLatencyDemoForgetsItsFiguresWhenAnotherModelLoads) {
   EXPECT_TRUE(after["latency"]["runs"].empty()) << after["latency"];
 }
 
+// The bounding box's help says what the box does with the built-in model: a
+// hint of proportions, not a fit (Tall makes a tower squatter), and which side is up.
+TEST_F(AppScript, TheBoundingBoxSaysItIsAHintNotAFit) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "box.txt") << "model " << builtin.string() << "\n"
+                                 << "set use_bbox on\n"
+                                 << "click bbox-tall\n"
+                                 << "dump " << (dir / "tall.json").string() << "\n"
+                                 << "screenshot " << (dir / "tall.png").string() << "\n"
+                                 << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "box.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto tall = read_dump(dir / "tall.json");
+  EXPECT_EQ(tall["settings"]["bbox"], nlohmann::json::array({1.0, 2.0, 1.0}));
+  const std::string help = tall["texts"].value("bbox-help", "");
+  EXPECT_NE(help.find("hint"), std::string::npos) << help;
+  EXPECT_NE(help.find("Y is up"), std::string::npos) << "which side is the height: " << help;
+  EXPECT_EQ(help.find("fitted"), std::string::npos) << "the shape is not fitted to the box: " << help;
+}
+
 }  // namespace
 }  // namespace cubeforge::app
