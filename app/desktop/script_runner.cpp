@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/desktop/app.h"
+#include "app/desktop/core/documents_folder.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -58,6 +59,7 @@ nlohmann::json window_state(App& app) {
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};
   }
   out["mesh_faces"] = state.current.mesh.face_count();
+  out["export_folder"] = export_folder_or_documents(state.settings.export_folder).string();
   out["view_faces"] = state.view.shown_faces;  // the mesh on screen
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;

@@ -132,6 +132,13 @@ class AppScript : public ::testing::Test {
   void SetUp() override {
     if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
       GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh runs the suite under xvfb-run";
+    // The app exports into the documents folder under the home: each test
+    // has a home of its own, never the real one.
+    std::filesystem::create_directories(folder_.path() / "home");
+    ::setenv("HOME", (folder_.path() / "home").c_str(), 1);
+    ::unsetenv("XDG_CONFIG_HOME");
+    ::unsetenv("XDG_DATA_HOME");
+    ::unsetenv("XDG_CACHE_HOME");
     model_ = testing::oracle_model_folder();
     if (model_.empty())
       GTEST_SKIP() << "fixture model folder absent (set CUBEFORGE_ORACLE_DIR or place ../shared/oracle/cube3d-v05)";
@@ -1475,6 +1482,73 @@ TEST_F(AppScript, TheLatencyDemoForgetsItsFiguresWhenAnotherModelLoads) {
   const auto after = read_dump(dir / "other.json");
   EXPECT_FALSE(after["latency"]["shown"].get<bool>()) << after["latency"];
   EXPECT_TRUE(after["latency"]["runs"].empty()) << after["latency"];
+}
+
+// Exports go to the desktop's documents folder (XDG_DOCUMENTS_DIR in the
+// home's user-dirs.dirs), made when the first export needs it, not to the
+// folder the app was started from; the panel says where; a folder typed in
+// its place is remembered for the next start.
+TEST_F(AppScript, ExportsGoToTheDocumentsFolderAndATypedFolderIsRemembered) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  const auto home = dir / "home", started_in = dir / "started-in", chosen = dir / "chosen";
+  std::filesystem::create_directories(home / ".config");
+  std::filesystem::create_directories(started_in);
+  std::ofstream(home / ".config" / "user-dirs.dirs") << "# written by xdg-user-dirs-update\n"
+                                                     << "XDG_DESKTOP_DIR=\"$HOME/Desktop\"\n"
+                                                     << "XDG_DOCUMENTS_DIR=\"$HOME/Dokumente\"\n";
+  const auto documents = home / "Dokumente";
+  std::ofstream(dir / "start.txt") << "dump " << (dir / "start.json").string() << "\n"
+                                   << "quit\n";
+  std::ofstream(dir / "export.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a mug\n"
+                                    << "set resolution 4\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "click export-glb\n"
+                                    << "dump " << (dir / "exported.json").string() << "\n"
+                                    << "screenshot " << (dir / "export-panel.png").string() << "\n"
+                                    << "click export-folder\n"
+                                    << "key ctrl+a\n"
+                                    << "type " << chosen.string() << "\n"
+                                    << "key enter\n"
+                                    << "dump " << (dir / "typed.json").string() << "\n"
+                                    << "quit\n";
+  std::ofstream(dir / "again.txt") << "dump " << (dir / "again.json").string() << "\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  // Run from a folder of its own, which must stay empty.
+  auto run_in_folder = [&](const std::string& script) {
+    const std::string command = "cd '" + started_in.string() + "' && CUBEFORGE_SYNC_VALIDATION=1 '" +
+                                CUBEFORGE_APP_PATH + "' --script '" + (dir / script).string() + "' --data-dir '" +
+                                data.string() + "' --size 1280x720";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(run_in_folder("start.txt"), 0);
+  const auto start = read_dump(dir / "start.json");
+  EXPECT_EQ(start["export_folder"], documents.string());
+  EXPECT_FALSE(std::filesystem::exists(documents)) << "the documents folder is made by an export, not at start";
+  const std::string said = start["texts"].value("export-folder", "");
+  EXPECT_EQ(said, documents.string() + " (your documents folder)") << "the panel says where exports go";
+
+  int code = run_in_folder("export.txt");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto exported = read_dump(dir / "exported.json");
+  const auto file = documents / (slugify("a mug") + "-0.glb");
+  EXPECT_EQ(exported["export"]["result"], "wrote " + file.string()) << exported["export"];
+  EXPECT_TRUE(import_mesh(file).ok()) << file;
+  EXPECT_TRUE(std::filesystem::is_empty(started_in)) << "nothing goes to the folder the app started from";
+  EXPECT_EQ(read_dump(dir / "typed.json")["export_folder"], chosen.string());
+  auto settings = read_file_text(data / "settings.json");
+  ASSERT_TRUE(settings.ok());
+  EXPECT_EQ(nlohmann::json::parse(*settings)["export_folder"], chosen.string());
+
+  EXPECT_EQ(run_in_folder("again.txt"), 0);
+  EXPECT_EQ(read_dump(dir / "again.json")["export_folder"], chosen.string()) << "the typed folder is remembered";
 }
 
 // The bounding box's help says what the box does with the built-in model: a

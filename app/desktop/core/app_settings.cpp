@@ -159,6 +159,9 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
     }
   });
   if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);
+  // The working directory was the default export folder before the documents
+  // folder: a "." saved then was never chosen, so it becomes the new default.
+  if (settings.export_folder == ".") settings.export_folder.clear();
   if (settings.recent_folders.size() > AppSettings::kMaxRecentFolders)
     settings.recent_folders.resize(AppSettings::kMaxRecentFolders);
   CUBEFORGE_TRY(check_ranges(settings));

@@ -55,8 +55,9 @@ struct AppSettings {
   bool progressive_preview = true;
   int preview_every = 8;                   // tokens between previews
   int preview_resolution = 4;
-  // Export
-  std::string export_folder = ".";
+  // Export. An empty folder is the desktop's documents folder
+  // (documents_folder.h), found when exporting; a folder typed is kept.
+  std::string export_folder;
   std::string export_template = "{prompt}-{seed}.glb";
   // Viewport
   bool wireframe = false;
