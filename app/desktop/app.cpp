@@ -6,6 +6,7 @@
 
 #include "app/desktop/core/app_settings.h"
 #include "engine/image_output.h"
+#include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/pipeline/cube_model.h"
 
@@ -157,8 +158,7 @@ void App::pick_candidate(int index) {
   // Only shown: the settings change when the person asks (use_candidate_settings).
   candidates.picked = index;
   const Candidate& picked = candidates.items[size_t(index)];
-  state.current = {picked.mesh, picked.request.prompt, picked.request.seed};
-  show_mesh(state.current.mesh, true);
+  take_current(picked.mesh, picked.request.prompt, picked.request.seed, true);
   log("picked seed " + std::to_string(picked.request.seed) + " (" + std::to_string(picked.mesh.face_count()) +
       " faces)");
 }
@@ -235,7 +235,8 @@ Result<ThumbnailMosaic> App::render_thumbnail(int cells) {
 Status App::export_current(const std::string& path) {
   if (state.current.mesh.empty())
     return make_error(ErrorCode::kInvalidArgument, "nothing to export yet: generate a shape or pick one from History");
-  return export_mesh(state.current.mesh, path);
+  apply_loose_pieces_setting();  // a script's `set` may have changed it since the last frame
+  return export_mesh(current_mesh_shown(), path);
 }
 
 Status App::screenshot(const std::string& path) {
@@ -267,6 +268,43 @@ void App::show_mesh(const Mesh& mesh, bool frame_camera) {
   }
 }
 
+void App::take_current(Mesh mesh, const std::string& prompt, uint64_t seed, bool frame_camera) {
+  CurrentShape& current = state.current;
+  current = CurrentShape{};
+  current.mesh = std::move(mesh);
+  current.prompt = prompt;
+  current.seed = seed;
+  current.pieces = find_pieces(current.mesh);
+  follow_loose_pieces_setting();
+  show_current(frame_camera);
+}
+
+bool App::follow_loose_pieces_setting() {
+  CurrentShape& current = state.current;
+  const AppSettings& settings = state.settings;
+  const std::optional<float> wanted =
+      settings.remove_loose_pieces ? std::optional<float>(settings.loose_piece_fraction) : std::nullopt;
+  if (wanted == current.loose_fraction_applied) return false;
+  current.loose_fraction_applied = wanted;
+  current.without_loose = Mesh{};
+  if (wanted) {
+    current.without_loose = current.mesh;
+    remove_loose_pieces(current.without_loose, *wanted);
+  }
+  return true;
+}
+
+const Mesh& App::current_mesh_shown() const {
+  const CurrentShape& current = state.current;
+  return state.settings.remove_loose_pieces && current.loose_fraction_applied ? current.without_loose : current.mesh;
+}
+
+void App::apply_loose_pieces_setting() {
+  if (!follow_loose_pieces_setting()) return;
+  // A run's previews keep the view until it ends.
+  if (!state.generation.generating) show_current(false);
+}
+
 namespace {
 
 // The entry's settings with what belongs to this machine and window kept.
@@ -275,6 +313,8 @@ Result<AppSettings> settings_of_entry(const AppSettings& current, const HistoryE
   merged.model_folder = current.model_folder;
   merged.recent_folders = current.recent_folders;
   merged.export_folder = current.export_folder;
+  merged.remove_loose_pieces = current.remove_loose_pieces;
+  merged.loose_piece_fraction = current.loose_piece_fraction;
   merged.export_template = current.export_template;
   merged.window_width = current.window_width;
   merged.window_height = current.window_height;
@@ -302,8 +342,7 @@ void App::restore_history(const HistoryEntry& entry, bool take_settings) {
     if (restored.ok()) state.settings = *restored;
     else log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
   }
-  state.current = {std::move(*mesh), entry.prompt, entry.seed};
-  show_mesh(state.current.mesh, true);
+  take_current(std::move(*mesh), entry.prompt, entry.seed, true);
   log("restored " + entry.id + ": \"" + entry.prompt + "\"" +
       (take_settings ? std::string() : " (the shape only; your prompt and settings stay)"));
 }

@@ -31,6 +31,7 @@
 #include "app/desktop/thumbnail_mosaic.h"
 #include "engine/renderer.h"
 #include "inference/geometry/mesh.h"
+#include "inference/geometry/mesh_cleanup.h"
 
 namespace cubeforge::app {
 
@@ -59,11 +60,17 @@ struct ModelState {
 };
 
 // The current shape, which export writes and the viewport shows between runs:
-// the last finished generation or the history entry picked (previews are not).
+// the last finished generation or the history entry or candidate picked
+// (previews are not).
 struct CurrentShape {
-  Mesh mesh;
+  Mesh mesh;  // as it was made
   std::string prompt;
   uint64_t seed = 0;
+  MeshPieces pieces;  // its connected pieces, counted once (find_pieces)
+  // The mesh without its loose pieces, while the settings remove them
+  // (empty otherwise), and the share of the largest piece it was made at.
+  Mesh without_loose;
+  std::optional<float> loose_fraction_applied;
 };
 
 // The run in progress or last finished, as the statistics panel shows it.

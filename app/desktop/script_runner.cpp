@@ -59,6 +59,9 @@ nlohmann::json window_state(App& app) {
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};
   }
   out["mesh_faces"] = state.current.mesh.face_count();
+  out["pieces"] = {{"count", state.current.pieces.count()},
+                   {"loose", count_loose_pieces(state.current.pieces, state.settings.loose_piece_fraction)},
+                   {"shown_faces", app.current_mesh_shown().face_count()}};
   out["export_folder"] = export_folder_or_documents(state.settings.export_folder).string();
   out["view_faces"] = state.view.shown_faces;  // the mesh on screen
   out["busy"] = app.worker.busy();

@@ -188,7 +188,7 @@ struct MessageHandler {
       if (cancelled) app.log("generation cancelled: " + generation.progress.status(elapsed_ms));
       else app.log_error("generation failed: " + for_creator(finished.result.error()));
       // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
-      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      if (generation.preview_uploads > 0) app.show_current(false);
       return;
     }
     GenerationResult& result = *finished.result;
@@ -196,13 +196,13 @@ struct MessageHandler {
       generation.progress.finish(RunOutcome::kFailed, elapsed_ms);
       app.log_error("the decoded shape has no surface at resolution " + std::to_string(finished.request.resolution) +
                     "; try another seed or prompt");
-      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      if (generation.preview_uploads > 0) app.show_current(false);
       return;
     }
     const bool first_mesh = state.current.mesh.empty();
-    state.current = {std::move(result.mesh), finished.request.prompt, finished.request.seed};
     auto upload_started = Clock::now();
-    app.show_mesh(state.current.mesh, first_mesh || generation.preview_uploads > 0);
+    app.take_current(std::move(result.mesh), finished.request.prompt, finished.request.seed,
+                     first_mesh || generation.preview_uploads > 0);
     generation.progress.set_upload_ms(ms_between(upload_started, Clock::now()));
     generation.progress.finish(RunOutcome::kDone, finished.wall_ms);
     note_first_mesh("the final mesh");
@@ -299,7 +299,7 @@ struct MessageHandler {
     if (m.cancelled) app.log("candidates cancelled after " + std::to_string(m.made));
     else if (!m.error.empty()) app.log_error("candidates: " + m.error);
     // Until one is picked, the view goes back to the current shape.
-    if (!state.current.mesh.empty()) app.show_mesh(state.current.mesh, false);
+    if (!state.current.mesh.empty()) app.show_current(false);
   }
 
   void operator()(worker_message::Log& m) { state.log.add(m.error, m.text); }

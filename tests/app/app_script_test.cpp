@@ -9,11 +9,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <array>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -1482,6 +1484,124 @@ TEST_F(AppScript, TheLatencyDemoForgetsItsFiguresWhenAnotherModelLoads) {
   const auto after = read_dump(dir / "other.json");
   EXPECT_FALSE(after["latency"]["shown"].get<bool>()) << after["latency"];
   EXPECT_TRUE(after["latency"]["runs"].empty()) << after["latency"];
+}
+
+// A mesh file's connected pieces, found another way than the app's: the
+// file read back through Assimp, its vertices joined where their positions
+// are equal, the pieces by a depth-first walk over the faces, each with the
+// volume it encloses.
+struct FilePieces {
+  std::vector<double> volume;
+  std::vector<size_t> faces;
+  size_t loose(double fraction) const {
+    const double largest = *std::max_element(volume.begin(), volume.end());
+    return size_t(std::count_if(volume.begin(), volume.end(), [&](double v) { return v < fraction * largest; }));
+  }
+};
+
+FilePieces pieces_of_file(const std::filesystem::path& path) {
+  FilePieces out;
+  auto mesh = import_mesh(path);
+  EXPECT_TRUE(mesh.ok()) << path;
+  if (!mesh.ok()) return out;
+  std::map<std::array<float, 3>, size_t> point_of;
+  std::vector<size_t> point(mesh->vertex_count());
+  for (size_t v = 0; v < mesh->vertex_count(); ++v) {
+    const std::array<float, 3> p{mesh->positions[v * 3], mesh->positions[v * 3 + 1], mesh->positions[v * 3 + 2]};
+    point[v] = point_of.emplace(p, point_of.size()).first->second;
+  }
+  std::vector<std::vector<size_t>> faces_at(point_of.size());
+  for (size_t f = 0; f < mesh->face_count(); ++f)
+    for (int c = 0; c < 3; ++c) faces_at[point[mesh->indices[f * 3 + c]]].push_back(f);
+  std::vector<int> piece_of_face(mesh->face_count(), -1);
+  for (size_t start = 0; start < mesh->face_count(); ++start) {
+    if (piece_of_face[start] >= 0) continue;
+    const int piece = int(out.volume.size());
+    out.volume.push_back(0);
+    out.faces.push_back(0);
+    std::vector<size_t> stack{start};
+    piece_of_face[start] = piece;
+    while (!stack.empty()) {
+      const size_t f = stack.back();
+      stack.pop_back();
+      const float* a = &mesh->positions[size_t(mesh->indices[f * 3]) * 3];
+      const float* b = &mesh->positions[size_t(mesh->indices[f * 3 + 1]) * 3];
+      const float* c = &mesh->positions[size_t(mesh->indices[f * 3 + 2]) * 3];
+      out.volume[size_t(piece)] += (double(a[0]) * (double(b[1]) * c[2] - double(b[2]) * c[1]) -
+                                    double(a[1]) * (double(b[0]) * c[2] - double(b[2]) * c[0]) +
+                                    double(a[2]) * (double(b[0]) * c[1] - double(b[1]) * c[0])) / 6.0;
+      ++out.faces[size_t(piece)];
+      for (int corner = 0; corner < 3; ++corner)
+        for (size_t next : faces_at[point[mesh->indices[f * 3 + corner]]])
+          if (piece_of_face[next] < 0) {
+            piece_of_face[next] = piece;
+            stack.push_back(next);
+          }
+    }
+  }
+  for (double& v : out.volume) v = std::abs(v);
+  return out;
+}
+
+// Every result's connected pieces are counted and shown; "Remove loose
+// pieces" leaves the ones under a share of the largest's volume out of the
+// view and of the export, and is kept with the settings. The counts are
+// checked against the exported files' pieces, found another way.
+TEST_F(AppScript, CountsPiecesAndRemovesLooseOnesFromViewAndExport) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  // "a mug" at resolution 6: the built-in model's mug and a small piece beside it.
+  std::ofstream(dir / "pieces.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a mug\n"
+                                    << "set resolution 6\n"
+                                    << "set loose_piece_fraction 0.02\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "export " << (dir / "whole.obj").string() << "\n"
+                                    << "dump " << (dir / "whole.json").string() << "\n"
+                                    << "set remove_loose_pieces on\n"
+                                    << "idle 2\n"
+                                    << "export " << (dir / "without.obj").string() << "\n"
+                                    << "dump " << (dir / "without.json").string() << "\n"
+                                    << "screenshot " << (dir / "without.png").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "pieces.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const FilePieces whole = pieces_of_file(dir / "whole.obj");
+  ASSERT_GE(whole.volume.size(), 2u) << "the test needs a result of several pieces";
+  const size_t loose = whole.loose(0.02);
+  ASSERT_GE(loose, 1u) << "the test needs a loose piece";
+  const auto before = read_dump(dir / "whole.json");
+  EXPECT_EQ(size_t(before["pieces"]["count"]), whole.volume.size());
+  EXPECT_EQ(size_t(before["pieces"]["loose"]), loose);
+  const std::string line = before["texts"].value("pieces", "");
+  EXPECT_NE(line.find(std::to_string(whole.volume.size()) + " connected pieces"), std::string::npos) << line;
+  EXPECT_NE(line.find(std::to_string(loose) + " loose"), std::string::npos) << line;
+
+  // Without the loose pieces: the export has the others, whole, and the view shows what export writes.
+  const FilePieces kept = pieces_of_file(dir / "without.obj");
+  EXPECT_EQ(kept.volume.size(), whole.volume.size() - loose);
+  EXPECT_EQ(kept.loose(0.02), 0u);
+  size_t kept_faces = 0;
+  for (size_t p = 0; p < whole.volume.size(); ++p)
+    if (whole.volume[p] >= 0.02 * *std::max_element(whole.volume.begin(), whole.volume.end()))
+      kept_faces += whole.faces[p];
+  size_t exported_faces = 0;
+  for (size_t f : kept.faces) exported_faces += f;
+  EXPECT_EQ(exported_faces, kept_faces);
+  const auto after = read_dump(dir / "without.json");
+  EXPECT_EQ(size_t(after["pieces"]["shown_faces"]), kept_faces);
+  EXPECT_EQ(size_t(after["view_faces"]), kept_faces) << "the view shows what export writes";
+  EXPECT_EQ(after["mesh_faces"], before["mesh_faces"]) << "the shape itself stays whole (the history keeps it)";
+  auto settings = read_file_text(data / "settings.json");
+  ASSERT_TRUE(settings.ok());
+  EXPECT_TRUE(nlohmann::json::parse(*settings)["remove_loose_pieces"].get<bool>()) << "the choice is remembered";
 }
 
 // Exports go to the desktop's documents folder (XDG_DOCUMENTS_DIR in the

@@ -41,6 +41,8 @@ TEST(AppSettings, RoundTripThroughTheFileKeepsEveryField) {
   settings.preview_every = 3;
   settings.export_template = "{seed}.stl";
   settings.export_folder = "~/shapes";
+  settings.remove_loose_pieces = true;
+  settings.loose_piece_fraction = 0.1f;
   settings.wireframe = true;
   settings.window_width = 960;
   const auto path = folder.path() / "sub" / "settings.json";
@@ -88,6 +90,8 @@ TEST(AppSettings, MissingFileGivesDefaultsAndMissingKeysKeepThem) {
   auto chosen = settings_from_json(nlohmann::json{{"export_folder", "./exports"}});
   ASSERT_TRUE(chosen.ok());
   EXPECT_EQ(chosen->export_folder, "./exports");
+  EXPECT_FALSE(partial->remove_loose_pieces);
+  EXPECT_FALSE(settings_from_json(nlohmann::json{{"loose_piece_fraction", 0}}).ok());
 }
 
 // Each value the engine does not take, and each combination it refuses, is an

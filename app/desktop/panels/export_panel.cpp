@@ -39,7 +39,7 @@ void write_export(App& app, const ExportTarget& target) {
   }
   Status status = app.state.current.mesh.empty()
                       ? make_error(ErrorCode::kInvalidArgument, "nothing to export yet: generate a shape first")
-                      : export_mesh(app.state.current.mesh, target.path, target.format);
+                      : export_mesh(app.current_mesh_shown(), target.path, target.format);
   report(app, status, "export", target.path.string());
 }
 
