@@ -81,6 +81,7 @@ bool App::start_generation_of(const GenerationRequest& request) {
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   state.generation.preview_uploads = 0;
+  state.generation.offered_preview.reset();  // this run's previews replace it
   state.generation.first_mesh_ms.reset();
   state.generation.requested = Clock::now();
   log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
@@ -275,6 +276,7 @@ void App::take_current(Mesh mesh, const std::string& prompt, uint64_t seed, bool
   current.prompt = prompt;
   current.seed = seed;
   current.pieces = find_pieces(current.mesh);
+  state.generation.offered_preview.reset();
   follow_loose_pieces_setting();
   show_current(frame_camera);
 }
@@ -301,8 +303,23 @@ const Mesh& App::current_mesh_shown() const {
 
 void App::apply_loose_pieces_setting() {
   if (!follow_loose_pieces_setting()) return;
-  // A run's previews keep the view until it ends.
-  if (!state.generation.generating) show_current(false);
+  // A run's previews and an offered preview keep the view until they end.
+  if (!state.generation.generating && !state.generation.offered_preview) show_current(false);
+}
+
+void App::keep_offered_preview() {
+  auto& offered = state.generation.offered_preview;
+  if (!offered) return;
+  OfferedPreview kept = std::move(*offered);
+  log("kept the cancelled run's " + kept.what + " as the current shape (" + std::to_string(kept.mesh.face_count()) +
+      " faces)");
+  take_current(std::move(kept.mesh), kept.prompt, kept.seed, false);
+}
+
+void App::discard_offered_preview() {
+  if (!state.generation.offered_preview) return;
+  state.generation.offered_preview.reset();
+  show_current(false);
 }
 
 namespace {

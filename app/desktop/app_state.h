@@ -60,8 +60,8 @@ struct ModelState {
 };
 
 // The current shape, which export writes and the viewport shows between runs:
-// the last finished generation or the history entry or candidate picked
-// (previews are not).
+// the last finished generation, the history entry or candidate picked, or a
+// cancelled run's preview kept (previews are not, until kept).
 struct CurrentShape {
   Mesh mesh;  // as it was made
   std::string prompt;
@@ -73,6 +73,15 @@ struct CurrentShape {
   std::optional<float> loose_fraction_applied;
 };
 
+// What a cancelled run leaves: its last preview, offered to keep instead of
+// thrown away. It stays on screen until kept, put back or replaced by a run.
+struct OfferedPreview {
+  Mesh mesh;
+  std::string what;  // "preview from 24 tokens", "coarse preview at resolution 5"
+  std::string prompt;
+  uint64_t seed = 0;
+};
+
 // The run in progress or last finished, as the statistics panel shows it.
 struct GenerationState {
   bool generating = false;  // a generation or the latency demo runs
@@ -81,6 +90,9 @@ struct GenerationState {
   std::string weights, kv_cache;  // what the current run decodes with (kv_cache_label)
   int preview_uploads = 0;  // previews shown during this run
   std::string preview_shown;  // what the mesh on screen is while the run goes on
+  Mesh last_preview;          // the run's latest preview, offered if the run is cancelled
+  std::string last_preview_what;
+  std::optional<OfferedPreview> offered_preview;
   std::optional<double> first_mesh_ms;  // from Generate to the first mesh on screen
   Clock::time_point requested;          // when Generate was pressed
   PreviewCost last_preview_cost;

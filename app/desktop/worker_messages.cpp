@@ -145,6 +145,9 @@ struct MessageHandler {
     if (m.coarse) std::snprintf(what, sizeof what, "coarse preview at resolution %d", kCoarseResolution);
     else std::snprintf(what, sizeof what, "preview from %d tokens", m.tokens_known);
     generation.preview_shown = what;
+    // Kept for a cancel, which offers it instead of throwing it away.
+    generation.last_preview = std::move(m.mesh);
+    generation.last_preview_what = what;
     note_first_mesh(what);
   }
 
@@ -187,8 +190,18 @@ struct MessageHandler {
       generation.progress.finish(cancelled ? RunOutcome::kCancelled : RunOutcome::kFailed, elapsed_ms);
       if (cancelled) app.log("generation cancelled: " + generation.progress.status(elapsed_ms));
       else app.log_error("generation failed: " + for_creator(finished.result.error()));
-      // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
-      if (generation.preview_uploads > 0) app.show_current(false);
+      // A cancelled run's last preview stays on screen, offered to keep; a
+      // failed run leaves the current shape on screen.
+      if (cancelled && generation.preview_uploads > 0 && !generation.last_preview.empty()) {
+        generation.offered_preview =
+            OfferedPreview{std::move(generation.last_preview), generation.last_preview_what, finished.request.prompt,
+                           finished.request.seed};
+        app.log("the cancelled run's " + generation.offered_preview->what +
+                " stays on screen: keep it, or go back to the previous shape");
+      } else if (generation.preview_uploads > 0) {
+        app.show_current(false);
+      }
+      generation.last_preview = Mesh{};
       return;
     }
     GenerationResult& result = *finished.result;
@@ -197,8 +210,10 @@ struct MessageHandler {
       app.log_error("the decoded shape has no surface at resolution " + std::to_string(finished.request.resolution) +
                     "; try another seed or prompt");
       if (generation.preview_uploads > 0) app.show_current(false);
+      generation.last_preview = Mesh{};
       return;
     }
+    generation.last_preview = Mesh{};
     const bool first_mesh = state.current.mesh.empty();
     auto upload_started = Clock::now();
     app.take_current(std::move(result.mesh), finished.request.prompt, finished.request.seed,

@@ -1486,6 +1486,7 @@ TEST_F(AppScript, TheLatencyDemoForgetsItsFiguresWhenAnotherModelLoads) {
   EXPECT_TRUE(after["latency"]["runs"].empty()) << after["latency"];
 }
 
+
 // A mesh file's connected pieces, found another way than the app's: the
 // file read back through Assimp, its vertices joined where their positions
 // are equal, the pieces by a depth-first walk over the faces, each with the
@@ -1669,6 +1670,64 @@ TEST_F(AppScript, ExportsGoToTheDocumentsFolderAndATypedFolderIsRemembered) {
 
   EXPECT_EQ(run_in_folder("again.txt"), 0);
   EXPECT_EQ(read_dump(dir / "again.json")["export_folder"], chosen.string()) << "the typed folder is remembered";
+}
+
+// Cancel leaves no share of the run on its bar, and the run's last preview
+// stays on screen, offered to keep: kept, it is the shape export writes.
+TEST_F(AppScript, ACancelledRunOffersItsPreviewAndLeavesNoStalePercentage) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "cancel.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a tall chair\n"
+                                    << "set resolution 5\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "dump " << (dir / "before.json").string() << "\n"
+                                    << "prompt a round table\n"
+                                    << "set resolution 8\n"
+                                    << "set progressive_preview on\n"
+                                    << "set preview_every 8\n"
+                                    << "hold-previews\n"
+                                    << "generate\n"
+                                    << "wait-preview\n"
+                                    << "click cancel\n"
+                                    << "wait\n"
+                                    << "idle 2\n"
+                                    << "dump " << (dir / "cancelled.json").string() << "\n"
+                                    << "screenshot " << (dir / "cancelled.png").string() << "\n"
+                                    << "click keep-preview\n"
+                                    << "dump " << (dir / "kept.json").string() << "\n"
+                                    << "export " << (dir / "kept.ply").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "cancel.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto before = read_dump(dir / "before.json");
+  ASSERT_GT(int(before["mesh_faces"]), 0);
+  const auto cancelled = read_dump(dir / "cancelled.json");
+  ASSERT_EQ(cancelled["run"]["outcome"], "cancelled") << *log;
+  EXPECT_EQ(double(cancelled["run"]["fraction"]), 0.0) << "the bar keeps the share where the run stopped";
+  EXPECT_EQ(cancelled["texts"].value("run-progress", ""), "Cancelled");
+  ASSERT_TRUE(cancelled.contains("offered_preview")) << "the cancelled run's preview was thrown away\n" << *log;
+  const int preview_faces = cancelled["offered_preview"]["faces"];
+  EXPECT_GT(preview_faces, 0);
+  EXPECT_EQ(int(cancelled["view_faces"]), preview_faces) << "the preview is not what the view shows";
+  EXPECT_EQ(cancelled["mesh_faces"], before["mesh_faces"]) << "the current shape changed before it was kept";
+  const std::string offer = cancelled["texts"].value("offered-preview", "");
+  EXPECT_NE(offer.find("cancelled"), std::string::npos) << offer;
+  EXPECT_TRUE(cancelled["targets"].contains("keep-preview"));
+
+  const auto kept = read_dump(dir / "kept.json");
+  EXPECT_FALSE(kept.contains("offered_preview"));
+  EXPECT_EQ(int(kept["mesh_faces"]), preview_faces) << "Keep did not make the preview the current shape";
+  auto written = import_mesh(dir / "kept.ply");
+  ASSERT_TRUE(written.ok()) << written.error().to_string();
+  EXPECT_EQ(int(written->face_count()), preview_faces);
 }
 
 // The bounding box's help says what the box does with the built-in model: a
