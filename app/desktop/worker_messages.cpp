@@ -193,9 +193,8 @@ struct MessageHandler {
       // A cancelled run's last preview stays on screen, offered to keep; a
       // failed run leaves the current shape on screen.
       if (cancelled && generation.preview_uploads > 0 && !generation.last_preview.empty()) {
-        generation.offered_preview =
-            OfferedPreview{std::move(generation.last_preview), generation.last_preview_what, finished.request.prompt,
-                           finished.request.seed};
+        generation.offered_preview = OfferedPreview{std::move(generation.last_preview), generation.last_preview_what,
+                                                    finished.request.prompt, finished.request.seed};
         app.log("the cancelled run's " + generation.offered_preview->what +
                 " stays on screen: keep it, or go back to the previous shape");
       } else if (generation.preview_uploads > 0) {

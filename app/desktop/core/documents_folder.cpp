@@ -31,9 +31,12 @@ std::filesystem::path documents_from_user_dirs(const std::filesystem::path& file
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t' || value.back() == '\r')) value.pop_back();
     if (value.size() < 2 || value.front() != '"' || value.back() != '"') continue;
     value = value.substr(1, value.size() - 2);
-    if (value == "$HOME" || value == "$HOME/") found = home;  // the directory is disabled: the home folder
-    else if (value.rfind("$HOME/", 0) == 0 && !home.empty()) found = std::filesystem::path(home) / value.substr(6);
-    else if (!value.empty() && value.front() == '/') found = value;
+    if (value == "$HOME" || value == "$HOME/")
+      found = home;  // the directory is disabled: the home folder
+    else if (value.rfind("$HOME/", 0) == 0 && !home.empty())
+      found = std::filesystem::path(home) / value.substr(6);
+    else if (!value.empty() && value.front() == '/')
+      found = value;
     // The last assignment wins, as in the shell.
   }
   return found;
@@ -46,7 +49,8 @@ std::filesystem::path documents_folder() {
   std::string config = environment("XDG_CONFIG_HOME");
   if (config.empty() && !home.empty()) config = home + "/.config";
   if (!config.empty()) {
-    const std::filesystem::path named = documents_from_user_dirs(std::filesystem::path(config) / "user-dirs.dirs", home);
+    const std::filesystem::path named =
+        documents_from_user_dirs(std::filesystem::path(config) / "user-dirs.dirs", home);
     if (!named.empty()) return named.lexically_normal();
   }
   if (home.empty()) {

@@ -51,8 +51,8 @@ void export_to(App& app, const Result<ExportTarget>& target) {
   }
   // The documents folder, chosen by the app, is made without asking; a
   // folder the person typed is offered for creation (it may be a typo).
-  const bool documents = app.state.settings.export_folder.empty() &&
-                         target->path.parent_path() == documents_folder().lexically_normal();
+  const bool documents =
+      app.state.settings.export_folder.empty() && target->path.parent_path() == documents_folder().lexically_normal();
   if ((!target->folder_missing || documents) && !target->exists) {
     write_export(app, *target);
     return;

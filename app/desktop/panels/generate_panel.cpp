@@ -29,8 +29,7 @@ std::string run_bar_text(RunOutcome outcome, float fraction) {
 void draw_offered_preview(App& app) {
   const std::optional<OfferedPreview>& offered = app.state.generation.offered_preview;
   if (!offered) return;
-  const std::string shown = "Showing the cancelled run's " + offered->what +
-                            "; export writes it once kept";
+  const std::string shown = "Showing the cancelled run's " + offered->what + "; export writes it once kept";
   ImGui::TextWrapped("%s", shown.c_str());
   remember_text(app, "offered-preview", shown);
   if (ImGui::Button("Keep the preview")) app.keep_offered_preview();
