@@ -6,6 +6,7 @@
 
 #include "app/desktop/core/app_settings.h"
 #include "engine/image_output.h"
+#include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/pipeline/cube_model.h"
 
@@ -80,6 +81,7 @@ bool App::start_generation_of(const GenerationRequest& request) {
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   state.generation.preview_uploads = 0;
+  state.generation.offered_preview.reset();  // this run's previews replace it
   state.generation.first_mesh_ms.reset();
   state.generation.requested = Clock::now();
   log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
@@ -157,8 +159,7 @@ void App::pick_candidate(int index) {
   // Only shown: the settings change when the person asks (use_candidate_settings).
   candidates.picked = index;
   const Candidate& picked = candidates.items[size_t(index)];
-  state.current = {picked.mesh, picked.request.prompt, picked.request.seed};
-  show_mesh(state.current.mesh, true);
+  take_current(picked.mesh, picked.request.prompt, picked.request.seed, true);
   log("picked seed " + std::to_string(picked.request.seed) + " (" + std::to_string(picked.mesh.face_count()) +
       " faces)");
 }
@@ -235,7 +236,8 @@ Result<ThumbnailMosaic> App::render_thumbnail(int cells) {
 Status App::export_current(const std::string& path) {
   if (state.current.mesh.empty())
     return make_error(ErrorCode::kInvalidArgument, "nothing to export yet: generate a shape or pick one from History");
-  return export_mesh(state.current.mesh, path);
+  apply_loose_pieces_setting();  // a script's `set` may have changed it since the last frame
+  return export_mesh(current_mesh_shown(), path);
 }
 
 Status App::screenshot(const std::string& path) {
@@ -267,6 +269,59 @@ void App::show_mesh(const Mesh& mesh, bool frame_camera) {
   }
 }
 
+void App::take_current(Mesh mesh, const std::string& prompt, uint64_t seed, bool frame_camera) {
+  CurrentShape& current = state.current;
+  current = CurrentShape{};
+  current.mesh = std::move(mesh);
+  current.prompt = prompt;
+  current.seed = seed;
+  current.pieces = find_pieces(current.mesh);
+  state.generation.offered_preview.reset();
+  follow_loose_pieces_setting();
+  show_current(frame_camera);
+}
+
+bool App::follow_loose_pieces_setting() {
+  CurrentShape& current = state.current;
+  const AppSettings& settings = state.settings;
+  const std::optional<float> wanted =
+      settings.remove_loose_pieces ? std::optional<float>(settings.loose_piece_fraction) : std::nullopt;
+  if (wanted == current.loose_fraction_applied) return false;
+  current.loose_fraction_applied = wanted;
+  current.without_loose = Mesh{};
+  if (wanted) {
+    current.without_loose = current.mesh;
+    remove_loose_pieces(current.without_loose, *wanted);
+  }
+  return true;
+}
+
+const Mesh& App::current_mesh_shown() const {
+  const CurrentShape& current = state.current;
+  return state.settings.remove_loose_pieces && current.loose_fraction_applied ? current.without_loose : current.mesh;
+}
+
+void App::apply_loose_pieces_setting() {
+  if (!follow_loose_pieces_setting()) return;
+  // A run's previews and an offered preview keep the view until they end.
+  if (!state.generation.generating && !state.generation.offered_preview) show_current(false);
+}
+
+void App::keep_offered_preview() {
+  auto& offered = state.generation.offered_preview;
+  if (!offered) return;
+  OfferedPreview kept = std::move(*offered);
+  log("kept the cancelled run's " + kept.what + " as the current shape (" + std::to_string(kept.mesh.face_count()) +
+      " faces)");
+  take_current(std::move(kept.mesh), kept.prompt, kept.seed, false);
+}
+
+void App::discard_offered_preview() {
+  if (!state.generation.offered_preview) return;
+  state.generation.offered_preview.reset();
+  show_current(false);
+}
+
 namespace {
 
 // The entry's settings with what belongs to this machine and window kept.
@@ -275,6 +330,8 @@ Result<AppSettings> settings_of_entry(const AppSettings& current, const HistoryE
   merged.model_folder = current.model_folder;
   merged.recent_folders = current.recent_folders;
   merged.export_folder = current.export_folder;
+  merged.remove_loose_pieces = current.remove_loose_pieces;
+  merged.loose_piece_fraction = current.loose_piece_fraction;
   merged.export_template = current.export_template;
   merged.window_width = current.window_width;
   merged.window_height = current.window_height;
@@ -302,8 +359,7 @@ void App::restore_history(const HistoryEntry& entry, bool take_settings) {
     if (restored.ok()) state.settings = *restored;
     else log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
   }
-  state.current = {std::move(*mesh), entry.prompt, entry.seed};
-  show_mesh(state.current.mesh, true);
+  take_current(std::move(*mesh), entry.prompt, entry.seed, true);
   log("restored " + entry.id + ": \"" + entry.prompt + "\"" +
       (take_settings ? std::string() : " (the shape only; your prompt and settings stay)"));
 }

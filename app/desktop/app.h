@@ -72,6 +72,24 @@ struct App {
   Status screenshot(const std::string& path);
   // Uploads the mesh to the viewport; frame_camera fits the camera to it.
   void show_mesh(const Mesh& mesh, bool frame_camera);
+  // Makes `mesh` the current shape (its pieces counted, its loose pieces
+  // removed if the settings say so) and shows it; a preview offered goes.
+  void take_current(Mesh mesh, const std::string& prompt, uint64_t seed, bool frame_camera);
+  // The current shape as the view shows it and export writes it: without its
+  // loose pieces when the settings remove them.
+  const Mesh& current_mesh_shown() const;
+  void show_current(bool frame_camera) { show_mesh(current_mesh_shown(), frame_camera); }
+  // Follows the settings' loose pieces choice (checked every frame: a click
+  // or a script's `set` changes it); shows the result unless a run or an
+  // offered preview has the view.
+  void apply_loose_pieces_setting();
+  // Remakes the current shape without its loose pieces if the settings
+  // changed since it was made; true when it did.
+  bool follow_loose_pieces_setting();
+  // A cancelled run's preview: kept as the current shape, or put away for
+  // the current shape.
+  void keep_offered_preview();
+  void discard_offered_preview();
   // Shows the entry's mesh; take_settings also puts back its prompt and settings.
   void restore_history(const HistoryEntry& entry, bool take_settings = true);
   // Whether restoring the entry would change the typed prompt or the settings.

@@ -31,6 +31,7 @@
 #include "app/desktop/thumbnail_mosaic.h"
 #include "engine/renderer.h"
 #include "inference/geometry/mesh.h"
+#include "inference/geometry/mesh_cleanup.h"
 
 namespace cubeforge::app {
 
@@ -59,9 +60,24 @@ struct ModelState {
 };
 
 // The current shape, which export writes and the viewport shows between runs:
-// the last finished generation or the history entry picked (previews are not).
+// the last finished generation, the history entry or candidate picked, or a
+// cancelled run's preview kept (previews are not, until kept).
 struct CurrentShape {
+  Mesh mesh;  // as it was made
+  std::string prompt;
+  uint64_t seed = 0;
+  MeshPieces pieces;  // its connected pieces, counted once (find_pieces)
+  // The mesh without its loose pieces, while the settings remove them
+  // (empty otherwise), and the share of the largest piece it was made at.
+  Mesh without_loose;
+  std::optional<float> loose_fraction_applied;
+};
+
+// What a cancelled run leaves: its last preview, offered to keep instead of
+// thrown away. It stays on screen until kept, put back or replaced by a run.
+struct OfferedPreview {
   Mesh mesh;
+  std::string what;  // "preview from 24 tokens", "coarse preview at resolution 5"
   std::string prompt;
   uint64_t seed = 0;
 };
@@ -74,6 +90,9 @@ struct GenerationState {
   std::string weights, kv_cache;  // what the current run decodes with (kv_cache_label)
   int preview_uploads = 0;  // previews shown during this run
   std::string preview_shown;  // what the mesh on screen is while the run goes on
+  Mesh last_preview;          // the run's latest preview, offered if the run is cancelled
+  std::string last_preview_what;
+  std::optional<OfferedPreview> offered_preview;
   std::optional<double> first_mesh_ms;  // from Generate to the first mesh on screen
   Clock::time_point requested;          // when Generate was pressed
   PreviewCost last_preview_cost;

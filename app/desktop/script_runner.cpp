@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/desktop/app.h"
+#include "app/desktop/core/documents_folder.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -58,6 +59,12 @@ nlohmann::json window_state(App& app) {
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};
   }
   out["mesh_faces"] = state.current.mesh.face_count();
+  out["pieces"] = {{"count", state.current.pieces.count()},
+                   {"loose", count_loose_pieces(state.current.pieces, state.settings.loose_piece_fraction)},
+                   {"shown_faces", app.current_mesh_shown().face_count()}};
+  if (const auto& offered = state.generation.offered_preview)
+    out["offered_preview"] = {{"what", offered->what}, {"faces", offered->mesh.face_count()}};
+  out["export_folder"] = export_folder_or_documents(state.settings.export_folder).string();
   out["view_faces"] = state.view.shown_faces;  // the mesh on screen
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;
@@ -285,6 +292,11 @@ void run_command(App& app, const ScriptCommand& command) {
     case ScriptCommand::Kind::kErrorPopup:
       state.log.popup_in_scripts = true;
       break;
+    case ScriptCommand::Kind::kWaitPreview:
+      break;  // step_script holds the next command until a preview shows
+    case ScriptCommand::Kind::kHoldPreviews:
+      app.worker.hold_after_previews(true);
+      break;
     case ScriptCommand::Kind::kDump: {
       Status written = write_file_atomically(command.argument, window_state(app).dump(1) + "\n");
       if (!written.ok()) app.log_error(where + "dump: " + written.error().to_string());
@@ -347,6 +359,12 @@ void step_script(App& app, float frame_ms, bool idle) {
   }
   const ScriptCommand& command = script.commands[script.next];
   if (command.waits_for_idle() && !idle) return;
+  // `wait-preview`: done once the run shows a preview; a run that ends
+  // without one is an error, not a wait for ever.
+  if (command.kind == ScriptCommand::Kind::kWaitPreview && state.generation.preview_uploads == 0) {
+    if (!idle || state.generation.generating) return;
+    app.log_error("script line " + std::to_string(command.line) + ": wait-preview: the run showed no preview");
+  }
   ++script.next;
   run_command(app, command);
 }

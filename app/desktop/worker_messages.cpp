@@ -149,6 +149,9 @@ struct MessageHandler {
     if (m.coarse) std::snprintf(what, sizeof what, "coarse preview at resolution %d", kCoarseResolution);
     else std::snprintf(what, sizeof what, "preview from %d tokens", m.tokens_known);
     generation.preview_shown = what;
+    // Kept for a cancel, which offers it instead of throwing it away.
+    generation.last_preview = std::move(m.mesh);
+    generation.last_preview_what = what;
     note_first_mesh(what);
   }
 
@@ -191,8 +194,17 @@ struct MessageHandler {
       generation.progress.finish(cancelled ? RunOutcome::kCancelled : RunOutcome::kFailed, elapsed_ms);
       if (cancelled) app.log("generation cancelled: " + generation.progress.status(elapsed_ms));
       else app.log_error("generation failed: " + for_creator(finished.result.error()));
-      // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
-      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      // A cancelled run's last preview stays on screen, offered to keep; a
+      // failed run leaves the current shape on screen.
+      if (cancelled && generation.preview_uploads > 0 && !generation.last_preview.empty()) {
+        generation.offered_preview = OfferedPreview{std::move(generation.last_preview), generation.last_preview_what,
+                                                    finished.request.prompt, finished.request.seed};
+        app.log("the cancelled run's " + generation.offered_preview->what +
+                " stays on screen: keep it, or go back to the previous shape");
+      } else if (generation.preview_uploads > 0) {
+        app.show_current(false);
+      }
+      generation.last_preview = Mesh{};
       return;
     }
     GenerationResult& result = *finished.result;
@@ -200,13 +212,15 @@ struct MessageHandler {
       generation.progress.finish(RunOutcome::kFailed, elapsed_ms);
       app.log_error("the decoded shape has no surface at resolution " + std::to_string(finished.request.resolution) +
                     "; try another seed or prompt");
-      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      if (generation.preview_uploads > 0) app.show_current(false);
+      generation.last_preview = Mesh{};
       return;
     }
+    generation.last_preview = Mesh{};
     const bool first_mesh = state.current.mesh.empty();
-    state.current = {std::move(result.mesh), finished.request.prompt, finished.request.seed};
     auto upload_started = Clock::now();
-    app.show_mesh(state.current.mesh, first_mesh || generation.preview_uploads > 0);
+    app.take_current(std::move(result.mesh), finished.request.prompt, finished.request.seed,
+                     first_mesh || generation.preview_uploads > 0);
     generation.progress.set_upload_ms(ms_between(upload_started, Clock::now()));
     generation.progress.finish(RunOutcome::kDone, finished.wall_ms);
     note_first_mesh("the final mesh");
@@ -303,7 +317,7 @@ struct MessageHandler {
     if (m.cancelled) app.log("candidates cancelled after " + std::to_string(m.made));
     else if (!m.error.empty()) app.log_error("candidates: " + m.error);
     // Until one is picked, the view goes back to the current shape.
-    if (!state.current.mesh.empty()) app.show_mesh(state.current.mesh, false);
+    if (!state.current.mesh.empty()) app.show_current(false);
   }
 
   void operator()(worker_message::Log& m) { state.log.add(m.error, m.text); }

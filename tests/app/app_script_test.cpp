@@ -9,11 +9,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <array>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -132,6 +134,13 @@ class AppScript : public ::testing::Test {
   void SetUp() override {
     if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
       GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh runs the suite under xvfb-run";
+    // The app exports into the documents folder under the home: each test
+    // has a home of its own, never the real one.
+    std::filesystem::create_directories(folder_.path() / "home");
+    ::setenv("HOME", (folder_.path() / "home").c_str(), 1);
+    ::unsetenv("XDG_CONFIG_HOME");
+    ::unsetenv("XDG_DATA_HOME");
+    ::unsetenv("XDG_CACHE_HOME");
     model_ = testing::oracle_model_folder();
     if (model_.empty())
       GTEST_SKIP() << "fixture model folder absent (set CUBEFORGE_ORACLE_DIR or place ../shared/oracle/cube3d-v05)";
@@ -1508,6 +1517,276 @@ TEST_F(AppScript, TheLatencyDemoForgetsItsFiguresWhenAnotherModelLoads) {
   const auto after = read_dump(dir / "other.json");
   EXPECT_FALSE(after["latency"]["shown"].get<bool>()) << after["latency"];
   EXPECT_TRUE(after["latency"]["runs"].empty()) << after["latency"];
+}
+
+
+// A mesh file's connected pieces, found another way than the app's: the
+// file read back through Assimp, its vertices joined where their positions
+// are equal, the pieces by a depth-first walk over the faces, each with the
+// volume it encloses.
+struct FilePieces {
+  std::vector<double> volume;
+  std::vector<size_t> faces;
+  size_t loose(double fraction) const {
+    const double largest = *std::max_element(volume.begin(), volume.end());
+    return size_t(std::count_if(volume.begin(), volume.end(), [&](double v) { return v < fraction * largest; }));
+  }
+};
+
+FilePieces pieces_of_file(const std::filesystem::path& path) {
+  FilePieces out;
+  auto mesh = import_mesh(path);
+  EXPECT_TRUE(mesh.ok()) << path;
+  if (!mesh.ok()) return out;
+  std::map<std::array<float, 3>, size_t> point_of;
+  std::vector<size_t> point(mesh->vertex_count());
+  for (size_t v = 0; v < mesh->vertex_count(); ++v) {
+    const std::array<float, 3> p{mesh->positions[v * 3], mesh->positions[v * 3 + 1], mesh->positions[v * 3 + 2]};
+    point[v] = point_of.emplace(p, point_of.size()).first->second;
+  }
+  std::vector<std::vector<size_t>> faces_at(point_of.size());
+  for (size_t f = 0; f < mesh->face_count(); ++f)
+    for (int c = 0; c < 3; ++c) faces_at[point[mesh->indices[f * 3 + c]]].push_back(f);
+  std::vector<int> piece_of_face(mesh->face_count(), -1);
+  for (size_t start = 0; start < mesh->face_count(); ++start) {
+    if (piece_of_face[start] >= 0) continue;
+    const int piece = int(out.volume.size());
+    out.volume.push_back(0);
+    out.faces.push_back(0);
+    std::vector<size_t> stack{start};
+    piece_of_face[start] = piece;
+    while (!stack.empty()) {
+      const size_t f = stack.back();
+      stack.pop_back();
+      const float* a = &mesh->positions[size_t(mesh->indices[f * 3]) * 3];
+      const float* b = &mesh->positions[size_t(mesh->indices[f * 3 + 1]) * 3];
+      const float* c = &mesh->positions[size_t(mesh->indices[f * 3 + 2]) * 3];
+      out.volume[size_t(piece)] += (double(a[0]) * (double(b[1]) * c[2] - double(b[2]) * c[1]) -
+                                    double(a[1]) * (double(b[0]) * c[2] - double(b[2]) * c[0]) +
+                                    double(a[2]) * (double(b[0]) * c[1] - double(b[1]) * c[0])) / 6.0;
+      ++out.faces[size_t(piece)];
+      for (int corner = 0; corner < 3; ++corner)
+        for (size_t next : faces_at[point[mesh->indices[f * 3 + corner]]])
+          if (piece_of_face[next] < 0) {
+            piece_of_face[next] = piece;
+            stack.push_back(next);
+          }
+    }
+  }
+  for (double& v : out.volume) v = std::abs(v);
+  return out;
+}
+
+// Every result's connected pieces are counted and shown; "Remove loose
+// pieces" leaves the ones under a share of the largest's volume out of the
+// view and of the export, and is kept with the settings. The counts are
+// checked against the exported files' pieces, found another way.
+TEST_F(AppScript, CountsPiecesAndRemovesLooseOnesFromViewAndExport) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  // "a mug" at resolution 6: the built-in model's mug and a small piece beside it.
+  std::ofstream(dir / "pieces.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a mug\n"
+                                    << "set resolution 6\n"
+                                    << "set loose_piece_fraction 0.02\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "export " << (dir / "whole.obj").string() << "\n"
+                                    << "dump " << (dir / "whole.json").string() << "\n"
+                                    << "set remove_loose_pieces on\n"
+                                    << "idle 2\n"
+                                    << "export " << (dir / "without.obj").string() << "\n"
+                                    << "dump " << (dir / "without.json").string() << "\n"
+                                    << "screenshot " << (dir / "without.png").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "pieces.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const FilePieces whole = pieces_of_file(dir / "whole.obj");
+  ASSERT_GE(whole.volume.size(), 2u) << "the test needs a result of several pieces";
+  const size_t loose = whole.loose(0.02);
+  ASSERT_GE(loose, 1u) << "the test needs a loose piece";
+  const auto before = read_dump(dir / "whole.json");
+  EXPECT_EQ(size_t(before["pieces"]["count"]), whole.volume.size());
+  EXPECT_EQ(size_t(before["pieces"]["loose"]), loose);
+  const std::string line = before["texts"].value("pieces", "");
+  EXPECT_NE(line.find(std::to_string(whole.volume.size()) + " connected pieces"), std::string::npos) << line;
+  EXPECT_NE(line.find(std::to_string(loose) + " loose"), std::string::npos) << line;
+
+  // Without the loose pieces: the export has the others, whole, and the view shows what export writes.
+  const FilePieces kept = pieces_of_file(dir / "without.obj");
+  EXPECT_EQ(kept.volume.size(), whole.volume.size() - loose);
+  EXPECT_EQ(kept.loose(0.02), 0u);
+  size_t kept_faces = 0;
+  for (size_t p = 0; p < whole.volume.size(); ++p)
+    if (whole.volume[p] >= 0.02 * *std::max_element(whole.volume.begin(), whole.volume.end()))
+      kept_faces += whole.faces[p];
+  size_t exported_faces = 0;
+  for (size_t f : kept.faces) exported_faces += f;
+  EXPECT_EQ(exported_faces, kept_faces);
+  const auto after = read_dump(dir / "without.json");
+  EXPECT_EQ(size_t(after["pieces"]["shown_faces"]), kept_faces);
+  EXPECT_EQ(size_t(after["view_faces"]), kept_faces) << "the view shows what export writes";
+  EXPECT_EQ(after["mesh_faces"], before["mesh_faces"]) << "the shape itself stays whole (the history keeps it)";
+  auto settings = read_file_text(data / "settings.json");
+  ASSERT_TRUE(settings.ok());
+  EXPECT_TRUE(nlohmann::json::parse(*settings)["remove_loose_pieces"].get<bool>()) << "the choice is remembered";
+}
+
+// Exports go to the desktop's documents folder (XDG_DOCUMENTS_DIR in the
+// home's user-dirs.dirs), made when the first export needs it, not to the
+// folder the app was started from; the panel says where; a folder typed in
+// its place is remembered for the next start.
+TEST_F(AppScript, ExportsGoToTheDocumentsFolderAndATypedFolderIsRemembered) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  const auto home = dir / "home", started_in = dir / "started-in", chosen = dir / "chosen";
+  std::filesystem::create_directories(home / ".config");
+  std::filesystem::create_directories(started_in);
+  std::ofstream(home / ".config" / "user-dirs.dirs") << "# written by xdg-user-dirs-update\n"
+                                                     << "XDG_DESKTOP_DIR=\"$HOME/Desktop\"\n"
+                                                     << "XDG_DOCUMENTS_DIR=\"$HOME/Dokumente\"\n";
+  const auto documents = home / "Dokumente";
+  std::ofstream(dir / "start.txt") << "dump " << (dir / "start.json").string() << "\n"
+                                   << "quit\n";
+  std::ofstream(dir / "export.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a mug\n"
+                                    << "set resolution 4\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "click export-glb\n"
+                                    << "dump " << (dir / "exported.json").string() << "\n"
+                                    << "screenshot " << (dir / "export-panel.png").string() << "\n"
+                                    << "click export-folder\n"
+                                    << "key ctrl+a\n"
+                                    << "type " << chosen.string() << "\n"
+                                    << "key enter\n"
+                                    << "dump " << (dir / "typed.json").string() << "\n"
+                                    << "quit\n";
+  std::ofstream(dir / "again.txt") << "dump " << (dir / "again.json").string() << "\n"
+                                   << "quit\n";
+  const auto data = dir / "data";
+  // Run from a folder of its own, which must stay empty.
+  auto run_in_folder = [&](const std::string& script) {
+    const std::string command = "cd '" + started_in.string() + "' && CUBEFORGE_SYNC_VALIDATION=1 '" +
+                                CUBEFORGE_APP_PATH + "' --script '" + (dir / script).string() + "' --data-dir '" +
+                                data.string() + "' --size 1280x720";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  EXPECT_EQ(run_in_folder("start.txt"), 0);
+  const auto start = read_dump(dir / "start.json");
+  EXPECT_EQ(start["export_folder"], documents.string());
+  EXPECT_FALSE(std::filesystem::exists(documents)) << "the documents folder is made by an export, not at start";
+  const std::string said = start["texts"].value("export-folder", "");
+  EXPECT_EQ(said, documents.string() + " (your documents folder)") << "the panel says where exports go";
+
+  int code = run_in_folder("export.txt");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto exported = read_dump(dir / "exported.json");
+  const auto file = documents / (slugify("a mug") + "-0.glb");
+  EXPECT_EQ(exported["export"]["result"], "wrote " + file.string()) << exported["export"];
+  EXPECT_TRUE(import_mesh(file).ok()) << file;
+  EXPECT_TRUE(std::filesystem::is_empty(started_in)) << "nothing goes to the folder the app started from";
+  EXPECT_EQ(read_dump(dir / "typed.json")["export_folder"], chosen.string());
+  auto settings = read_file_text(data / "settings.json");
+  ASSERT_TRUE(settings.ok());
+  EXPECT_EQ(nlohmann::json::parse(*settings)["export_folder"], chosen.string());
+
+  EXPECT_EQ(run_in_folder("again.txt"), 0);
+  EXPECT_EQ(read_dump(dir / "again.json")["export_folder"], chosen.string()) << "the typed folder is remembered";
+}
+
+// Cancel leaves no share of the run on its bar, and the run's last preview
+// stays on screen, offered to keep: kept, it is the shape export writes.
+TEST_F(AppScript, ACancelledRunOffersItsPreviewAndLeavesNoStalePercentage) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "cancel.txt") << "model " << builtin.string() << "\n"
+                                    << "prompt a tall chair\n"
+                                    << "set resolution 5\n"
+                                    << "generate\n"
+                                    << "wait\n"
+                                    << "dump " << (dir / "before.json").string() << "\n"
+                                    << "prompt a round table\n"
+                                    << "set resolution 8\n"
+                                    << "set progressive_preview on\n"
+                                    << "set preview_every 8\n"
+                                    << "hold-previews\n"
+                                    << "generate\n"
+                                    << "wait-preview\n"
+                                    << "click cancel\n"
+                                    << "wait\n"
+                                    << "idle 2\n"
+                                    << "dump " << (dir / "cancelled.json").string() << "\n"
+                                    << "screenshot " << (dir / "cancelled.png").string() << "\n"
+                                    << "click keep-preview\n"
+                                    << "dump " << (dir / "kept.json").string() << "\n"
+                                    << "export " << (dir / "kept.ply").string() << "\n"
+                                    << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "cancel.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+
+  const auto before = read_dump(dir / "before.json");
+  ASSERT_GT(int(before["mesh_faces"]), 0);
+  const auto cancelled = read_dump(dir / "cancelled.json");
+  ASSERT_EQ(cancelled["run"]["outcome"], "cancelled") << *log;
+  EXPECT_EQ(double(cancelled["run"]["fraction"]), 0.0) << "the bar keeps the share where the run stopped";
+  EXPECT_EQ(cancelled["texts"].value("run-progress", ""), "Cancelled");
+  ASSERT_TRUE(cancelled.contains("offered_preview")) << "the cancelled run's preview was thrown away\n" << *log;
+  const int preview_faces = cancelled["offered_preview"]["faces"];
+  EXPECT_GT(preview_faces, 0);
+  EXPECT_EQ(int(cancelled["view_faces"]), preview_faces) << "the preview is not what the view shows";
+  EXPECT_EQ(cancelled["mesh_faces"], before["mesh_faces"]) << "the current shape changed before it was kept";
+  const std::string offer = cancelled["texts"].value("offered-preview", "");
+  EXPECT_NE(offer.find("cancelled"), std::string::npos) << offer;
+  EXPECT_TRUE(cancelled["targets"].contains("keep-preview"));
+
+  const auto kept = read_dump(dir / "kept.json");
+  EXPECT_FALSE(kept.contains("offered_preview"));
+  EXPECT_EQ(int(kept["mesh_faces"]), preview_faces) << "Keep did not make the preview the current shape";
+  auto written = import_mesh(dir / "kept.ply");
+  ASSERT_TRUE(written.ok()) << written.error().to_string();
+  EXPECT_EQ(int(written->face_count()), preview_faces);
+}
+
+// The bounding box's help says what the box does with the built-in model: a
+// hint of proportions, not a fit (Tall makes a tower squatter), and which side is up.
+TEST_F(AppScript, TheBoundingBoxSaysItIsAHintNotAFit) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "box.txt") << "model " << builtin.string() << "\n"
+                                 << "set use_bbox on\n"
+                                 << "click bbox-tall\n"
+                                 << "dump " << (dir / "tall.json").string() << "\n"
+                                 << "screenshot " << (dir / "tall.png").string() << "\n"
+                                 << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "box.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x720");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto tall = read_dump(dir / "tall.json");
+  EXPECT_EQ(tall["settings"]["bbox"], nlohmann::json::array({1.0, 2.0, 1.0}));
+  const std::string help = tall["texts"].value("bbox-help", "");
+  EXPECT_NE(help.find("hint"), std::string::npos) << help;
+  EXPECT_NE(help.find("Y is up"), std::string::npos) << "which side is the height: " << help;
+  EXPECT_EQ(help.find("fitted"), std::string::npos) << "the shape is not fitted to the box: " << help;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <variant>
 
 #include "app/desktop/core/generation_worker.h"
 #include "inference/model/gpt_kv_cache.h"
@@ -185,6 +186,40 @@ TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
   EXPECT_EQ(cost.previews + cost.skipped, due);
   EXPECT_LE(cost.overhead(), 0.75) << cost.previews << " previews took " << cost.preview_ms << " ms of "
                                    << cost.decode_ms << " ms decode";
+}
+
+// Held after a preview (the app's scripts cancel a run with a preview on
+// screen this way), the run waits for the cancel however fast the machine,
+// and stops at once when it comes.
+TEST_F(WorkerOnFixture, HeldAfterAPreviewARunWaitsForTheCancel) {
+  worker_.hold_after_previews(true);
+  PreviewOptions every;
+  every.enabled = true;
+  every.every_tokens = 1;
+  every.max_decode_overhead = 1e9;
+  ASSERT_TRUE(worker_.generate(request(), every));
+  std::vector<WorkerMessage> messages;
+  bool previewed = false;
+  while (!previewed && worker_.busy()) {
+    for (WorkerMessage& m : worker_.drain()) {
+      previewed |= std::holds_alternative<worker_message::Preview>(m);
+      messages.push_back(std::move(m));
+    }
+    if (!previewed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(previewed) << "the run ended without a preview (none of this fixture's had a surface)";
+  EXPECT_TRUE(worker_.busy()) << "the run went on after its preview";
+  const int known = only<worker_message::Preview>(messages).back().tokens_known;
+  worker_.cancel();
+  for (WorkerMessage& m : wait_for(worker_)) messages.push_back(std::move(m));
+  auto finished = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_FALSE(finished[0].result.ok());
+  EXPECT_EQ(finished[0].result.error().code, ErrorCode::kCancelled);
+  int tokens = 0;
+  for (const auto& e : only<worker_message::Event>(messages)) tokens += e.event.kind == GenerationEvent::Kind::kToken;
+  EXPECT_LE(tokens, known + 1) << "tokens decoded after the held preview";
+  worker_.hold_after_previews(false);
 }
 
 // Held at its start, the job cannot run ahead of the cancel on a loaded

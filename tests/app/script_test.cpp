@@ -20,13 +20,19 @@ TEST(Script, ParsesEveryCommandSkippingCommentsAndBlanks) {
       "cancel\n"
       "export /tmp/out.glb\n"
       "screenshot shot.png\n"
+      "hold-previews\n"
+      "wait-preview\n"
       "quit\n");
   ASSERT_TRUE(script.ok()) << script.error().to_string();
-  ASSERT_EQ(script->size(), 11u);
+  ASSERT_EQ(script->size(), 13u);
   using K = ScriptCommand::Kind;
-  const std::vector<K> kinds = {K::kModel,   K::kPrompt, K::kSet,    K::kGenerate,   K::kWait,      K::kIdle,
-                                K::kLatency, K::kCancel, K::kExport, K::kScreenshot, K::kQuit};
+  const std::vector<K> kinds = {K::kModel,      K::kPrompt,       K::kSet,         K::kGenerate, K::kWait,
+                                K::kIdle,       K::kLatency,      K::kCancel,      K::kExport,   K::kScreenshot,
+                                K::kHoldPreviews, K::kWaitPreview, K::kQuit};
   for (size_t i = 0; i < kinds.size(); ++i) EXPECT_EQ((*script)[i].kind, kinds[i]) << i;
+  // Neither waits for the run to end: they are for the run in progress.
+  EXPECT_FALSE((*script)[10].waits_for_idle());
+  EXPECT_FALSE((*script)[11].waits_for_idle());
   EXPECT_EQ((*script)[0].argument, "../models/tiny");
   EXPECT_EQ((*script)[1].argument, "a red dragon");
   EXPECT_EQ((*script)[1].line, 4);

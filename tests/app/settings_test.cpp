@@ -40,6 +40,9 @@ TEST(AppSettings, RoundTripThroughTheFileKeepsEveryField) {
   settings.progressive_preview = true;
   settings.preview_every = 3;
   settings.export_template = "{seed}.stl";
+  settings.export_folder = "~/shapes";
+  settings.remove_loose_pieces = true;
+  settings.loose_piece_fraction = 0.1f;
   settings.wireframe = true;
   settings.window_width = 960;
   const auto path = folder.path() / "sub" / "settings.json";
@@ -79,6 +82,16 @@ TEST(AppSettings, MissingFileGivesDefaultsAndMissingKeysKeepThem) {
   EXPECT_EQ(partial->kv_budget, 0);
   EXPECT_EQ(partial->kv_rank, 0);
   EXPECT_TRUE(engine_options_exact(*partial));
+  // From before the documents folder: the working directory, saved as the old
+  // default, becomes the new default; a folder chosen stays.
+  auto old_default = settings_from_json(nlohmann::json{{"export_folder", "."}});
+  ASSERT_TRUE(old_default.ok());
+  EXPECT_EQ(old_default->export_folder, "");
+  auto chosen = settings_from_json(nlohmann::json{{"export_folder", "./exports"}});
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->export_folder, "./exports");
+  EXPECT_FALSE(partial->remove_loose_pieces);
+  EXPECT_FALSE(settings_from_json(nlohmann::json{{"loose_piece_fraction", 0}}).ok());
 }
 
 // Each value the engine does not take, and each combination it refuses, is an

@@ -47,6 +47,8 @@ void visit_fields(AppSettings& s, Visitor&& visit) {
   visit("progressive_preview", s.progressive_preview);
   visit("preview_every", s.preview_every);
   visit("preview_resolution", s.preview_resolution);
+  visit("remove_loose_pieces", s.remove_loose_pieces);
+  visit("loose_piece_fraction", s.loose_piece_fraction);
   visit("export_folder", s.export_folder);
   visit("export_template", s.export_template);
   visit("wireframe", s.wireframe);
@@ -90,6 +92,8 @@ Status check_ranges(const AppSettings& s) {
   if (!(s.temperature > 0.f)) return bad("setting 'temperature' must be positive");
   if (s.top_k < 0) return bad("setting 'top_k' must be 0 (off) or positive");
   if (!(s.top_p > 0.f && s.top_p <= 1.f)) return bad("setting 'top_p' must be in (0, 1]");
+  if (!(s.loose_piece_fraction > 0.f && s.loose_piece_fraction <= 0.5f))
+    return bad("setting 'loose_piece_fraction' must be in (0, 0.5]: a share of the largest piece's volume");
   for (float side : s.bbox)
     if (!(side >= kMinBoundingBoxSide && side <= kMaxBoundingBoxSide)) {
       char range[96];
@@ -159,6 +163,9 @@ Result<AppSettings> settings_from_json(const nlohmann::json& json) {
     }
   });
   if (!failure.empty()) return make_error(ErrorCode::kCorruptFile, failure);
+  // The working directory was the default export folder before the documents
+  // folder: a "." saved then was never chosen, so it becomes the new default.
+  if (settings.export_folder == ".") settings.export_folder.clear();
   if (settings.recent_folders.size() > AppSettings::kMaxRecentFolders)
     settings.recent_folders.resize(AppSettings::kMaxRecentFolders);
   CUBEFORGE_TRY(check_ranges(settings));

@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "inference/core/result.h"
+#include "inference/geometry/mesh_cleanup.h"
 #include "inference/pipeline/generation.h"
 
 namespace cubeforge::app {
@@ -55,8 +56,13 @@ struct AppSettings {
   bool progressive_preview = true;
   int preview_every = 8;                   // tokens between previews
   int preview_resolution = 4;
-  // Export
-  std::string export_folder = ".";
+  // Result: pieces under loose_piece_fraction of the largest's volume are
+  // left out of the view and of exports (mesh_cleanup.h's rule).
+  bool remove_loose_pieces = false;
+  float loose_piece_fraction = kDefaultLoosePieceFraction;
+  // Export. An empty folder is the desktop's documents folder
+  // (documents_folder.h), found when exporting; a folder typed is kept.
+  std::string export_folder;
   std::string export_template = "{prompt}-{seed}.glb";
   // Viewport
   bool wireframe = false;

@@ -88,9 +88,31 @@ GenerationWorker::GenerationWorker(int generation_threads) {
 }
 
 GenerationWorker::~GenerationWorker() {
-  cancel_.store(true);
+  cancel();
   hold_jobs(false);
   if (job_.joinable()) job_.join();
+}
+
+void GenerationWorker::cancel() {
+  {
+    // Under the lock, so that a job about to wait on a hold sees the flag or the wake-up.
+    std::lock_guard lock(hold_mutex_);
+    cancel_.store(true);
+  }
+  hold_released_.notify_all();
+}
+
+void GenerationWorker::hold_after_previews(bool held) {
+  {
+    std::lock_guard lock(hold_mutex_);
+    previews_held_ = held;
+  }
+  hold_released_.notify_all();
+}
+
+void GenerationWorker::wait_if_previews_held() {
+  std::unique_lock lock(hold_mutex_);
+  hold_released_.wait(lock, [this] { return !previews_held_ || cancel_.load(); });
 }
 
 void GenerationWorker::hold_jobs(bool held) {
@@ -233,8 +255,10 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
     ++cost.previews;
     preview_estimate_ms_ = preview_ms;
     preview_estimate_resolution_ = preview.resolution;
-    if (mesh.ok() && !mesh->mesh.empty())
+    if (mesh.ok() && !mesh->mesh.empty()) {
       messages_.push(worker_message::Preview{run, std::move(mesh->mesh), known, preview_ms, false, ms_since(started)});
+      wait_if_previews_held();
+    }
   };
   worker_message::RunFinished finished;
   finished.run = run;
@@ -269,9 +293,12 @@ Result<GenerationResult> GenerationWorker::mesh_in_passes(const CubeModel& model
     auto mesh = tokens_to_mesh(model, tokens.tokens, coarse, {}, &cancel_);
     if (!mesh.ok()) return mesh.take_error();
     coarse_pass_ms_ = ms_since(pass_started);
-    if (!mesh->mesh.empty())
+    if (!mesh->mesh.empty()) {
       messages_.push(worker_message::Preview{run, std::move(mesh->mesh), static_cast<int>(tokens.tokens.size()),
                                              *coarse_pass_ms_, true, ms_since(started)});
+      wait_if_previews_held();
+      if (cancel_.load()) return make_error(ErrorCode::kCancelled, "cancelled after the coarse preview");
+    }
   }
   // The final pass's estimate: its last time at this resolution, else the
   // coarse pass's scaled by how the surface's cells grow (4x per level).

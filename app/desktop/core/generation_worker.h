@@ -257,10 +257,14 @@ class GenerationWorker {
   // every seed the same shape) and meshed at candidate_resolution(), to
   // compare side by side and pick one to refine.
   bool generate_candidates(const GenerationRequest& request, int count);
-  void cancel() { cancel_.store(true); }
+  void cancel();
   // Tests: while held, a job that starts waits before its first step, so a
   // test can cancel it before it runs whatever the machine's load.
   void hold_jobs(bool held);
+  // Tests: while held, a generation waits after each preview it sends until
+  // it is cancelled (or released), so a test can cancel a run that has shown
+  // a preview whatever the machine's speed.
+  void hold_after_previews(bool held);
 
   bool busy() const { return busy_.load(); }
   // Whether `request` can run on the loaded model, as its decoding
@@ -319,6 +323,9 @@ class GenerationWorker {
   std::mutex hold_mutex_;
   std::condition_variable hold_released_;
   bool jobs_held_ = false;
+  bool previews_held_ = false;
+  // Waits while previews are held, until released or cancelled.
+  void wait_if_previews_held();
   std::jthread job_;  // last member: joined first on destruction
 };
 

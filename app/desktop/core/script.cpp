@@ -116,6 +116,8 @@ bool ScriptCommand::waits_for_idle() const {
     case Kind::kResetLayout:
     case Kind::kDump:
     case Kind::kErrorPopup:
+    case Kind::kWaitPreview:
+    case Kind::kHoldPreviews:
       return false;
     default:
       return true;
@@ -140,6 +142,8 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
       {"type", ScriptCommand::Kind::kType, true},         {"resize", ScriptCommand::Kind::kResize, true},
       {"reset-layout", ScriptCommand::Kind::kResetLayout, false}, {"dump", ScriptCommand::Kind::kDump, true},
       {"error-popup", ScriptCommand::Kind::kErrorPopup, false},
+      {"wait-preview", ScriptCommand::Kind::kWaitPreview, false},
+      {"hold-previews", ScriptCommand::Kind::kHoldPreviews, false},
   };
   std::vector<ScriptCommand> commands;
   std::istringstream in(text);

@@ -13,6 +13,11 @@
 //   export PATH        export the current mesh (format from the extension)
 //   screenshot PATH    save the viewport as PNG
 //   quit               close the app
+//   wait-preview       wait until the run in progress shows a preview
+//   hold-previews      tests: from here on a run waits after each preview
+//                      until it is cancelled (GenerationWorker::hold_after_previews),
+//                      so that `wait-preview` then `cancel` cancels a run with a
+//                      preview on screen however fast the machine is
 //
 // Input, through the same queue as a person's (core/input_queue.h), each
 // command's events in one burst as if they all came during one frame:
@@ -36,8 +41,8 @@
 //
 // Blank lines and lines starting with '#' are ignored. Each command runs when
 // the app is idle (no load or generation running), so `wait` is explicit
-// punctuation, except `cancel`, the input and window commands, `dump` and `error-popup`,
-// which run at once; the command after an input command waits until the
+// punctuation, except `cancel`, the input and window commands, `dump`, `error-popup`,
+// `wait-preview` and `hold-previews`, which run at once; the command after an input command waits until the
 // input has been handed to the panels.
 #pragma once
 
@@ -52,7 +57,7 @@ namespace cubeforge::app {
 struct ScriptCommand {
   enum class Kind {
     kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kIdle, kExport, kScreenshot, kQuit,
-    kClick, kDrag, kDragRight, kKey, kType, kResize, kResetLayout, kDump, kErrorPopup
+    kClick, kDrag, kDragRight, kKey, kType, kResize, kResetLayout, kDump, kErrorPopup, kWaitPreview, kHoldPreviews
   };
   Kind kind = Kind::kWait;
   std::string argument;  // kSet: "KEY VALUE"

@@ -24,6 +24,24 @@ std::string run_bar_text(RunOutcome outcome, float fraction) {
   return text;
 }
 
+// A cancelled run's last preview, on screen: keep it as the current shape
+// (export then writes it), or go back to the shape before the run.
+void draw_offered_preview(App& app) {
+  const std::optional<OfferedPreview>& offered = app.state.generation.offered_preview;
+  if (!offered) return;
+  const std::string shown = "Showing the cancelled run's " + offered->what + "; export writes it once kept";
+  ImGui::TextWrapped("%s", shown.c_str());
+  remember_text(app, "offered-preview", shown);
+  if (ImGui::Button("Keep the preview")) app.keep_offered_preview();
+  remember_item(app, "keep-preview");
+  reason_tooltip("Make it the current shape: the view keeps it and export writes it");
+  const bool nothing_before = app.state.current.mesh.empty();
+  const char* back = nothing_before ? "Discard it" : "Back to the previous shape";
+  flow_next(button_width(back));
+  if (ImGui::Button(back)) app.discard_offered_preview();
+  remember_item(app, "discard-preview");
+}
+
 // The run in words and one bar that only moves forward: which pass, about how
 // long is left, what the view shows meanwhile; how the last run ended.
 void draw_run_status(App& app) {
@@ -31,15 +49,20 @@ void draw_run_status(App& app) {
   GenerationProgress& progress = generation.progress;
   if (!generation.generating && progress.outcome() == RunOutcome::kRunning) return;  // nothing run yet
   const double elapsed_ms = ms_between(generation.run_started, Clock::now());
-  const std::string status = progress.status(elapsed_ms);
+  std::string status = progress.status(elapsed_ms);
+  if (progress.outcome() == RunOutcome::kCancelled && !generation.offered_preview && !app.state.current.mesh.empty())
+    status += "; the previous shape stays";
   if (progress.outcome() == RunOutcome::kFailed) ImGui::TextColored(kErrorTextColour, "%s", status.c_str());
   else ImGui::TextWrapped("%s", status.c_str());
+  remember_text(app, "run-status", status);
+  // A stopped run's bar is empty (fraction() is 0), its overlay says how it ended.
   const float fraction = progress.fraction(elapsed_ms);
   const std::string overlay = run_bar_text(progress.outcome(), fraction);
   ImGui::ProgressBar(fraction, ImVec2(-1, 0), overlay.c_str());
   remember_item(app, "run-progress");
   remember_text(app, "run-progress", overlay);
   if (!generation.preview_shown.empty()) ImGui::TextDisabled("Showing the %s", generation.preview_shown.c_str());
+  draw_offered_preview(app);
 }
 
 // What the loaded model knows, next to the prompt: a plain warning when the

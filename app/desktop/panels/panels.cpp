@@ -38,6 +38,8 @@ void draw_panels(App& app) {
   }
   draw_latency_panel(app);
   draw_error_popup(app);
+  // The loose pieces choice, clicked above or set by a script, reaches the view.
+  app.apply_loose_pieces_setting();
   layout.place_panels = false;
 }
 

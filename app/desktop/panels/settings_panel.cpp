@@ -297,7 +297,19 @@ void draw_sampling_section(App& app) {
   ImGui::EndDisabled();
 }
 
-void draw_shape_section(AppSettings& settings) {
+// The bounding box is a condition the model was trained with (each training
+// shape's own proportions, X width, Y height, Z depth), not a fit: it asks
+// for proportions, both ways. Measured on the built-in model (height over
+// width, no box -> Tall): a tower 3.8 -> 2.4 and a bottle 3.0 -> 2.8 come out
+// squatter, a chair 1.2 -> 2.1 and a lamp 0.4 -> 2.6 taller, and "a vase" stays
+// squat (0.4 -> 0.5).
+constexpr const char* kBoundingBoxHelp =
+    "Width, height, depth (Y is up): proportions asked of the model, a hint it was trained with, not a fit. The "
+    "shape usually takes the box's longest side as its own, with proportions of its own; some prompts ignore the "
+    "box. A box pulls both ways: Tall (1:2:1) makes a shape more than twice as high as wide squatter.";
+
+void draw_shape_section(App& app) {
+  AppSettings& settings = app.state.settings;
   ImGui::SliderInt("Detail", &settings.resolution, 4, 9, "resolution %d");
   reason_tooltip("Grid of (2^R + 1)^3 points; each step up costs about 4 to 8 times the meshing time. "
                  "A coarse preview shows first either way.");
@@ -307,16 +319,25 @@ void draw_shape_section(AppSettings& settings) {
   ImGui::Checkbox("Bounding box", &settings.use_bbox);
   ImGui::BeginDisabled(!settings.use_bbox);
   ImGui::SliderFloat3("Size", settings.bbox.data(), 0.1f, 2.f, "%.2f");
-  reason_tooltip("Width, height, depth: the shape is fitted to these proportions");
+  reason_tooltip(kBoundingBoxHelp);
+  remember_text(app, "bbox-help", kBoundingBoxHelp);
   struct Preset {
     const char* name;
+    const char* id;
     std::array<float, 3> size;
+    const char* help;
   };
-  static const Preset presets[] = {{"Cube", {1, 1, 1}}, {"Tall", {1, 2, 1}}, {"Wide", {2, 1, 1}},
-                                   {"Flat", {2, 0.5f, 2}}};
+  static const Preset presets[] = {
+      {"Cube", "bbox-cube", {1, 1, 1}, "As high as wide and deep (1:1:1)"},
+      {"Tall", "bbox-tall", {1, 2, 1},
+       "About twice as high as wide (1:2:1): a shape already taller than that comes out squatter"},
+      {"Wide", "bbox-wide", {2, 1, 1}, "About twice as wide as high and deep (2:1:1)"},
+      {"Flat", "bbox-flat", {2, 0.5f, 2}, "Four times as wide and deep as high (2:0.5:2)"}};
   for (const Preset& preset : presets) {
     if (&preset != presets) flow_next(button_width(preset.name));
     if (ImGui::Button(preset.name)) settings.bbox = preset.size;
+    remember_item(app, preset.id);
+    reason_tooltip(preset.help);
   }
   ImGui::EndDisabled();
 }
@@ -340,7 +361,7 @@ void draw_settings(App& app) {
     remember_item(app, name);
     return open;
   };
-  if (section("Shape", "section-shape", ImGuiTreeNodeFlags_DefaultOpen)) draw_shape_section(settings);
+  if (section("Shape", "section-shape", ImGuiTreeNodeFlags_DefaultOpen)) draw_shape_section(app);
   if (section("Variation", "section-variation", ImGuiTreeNodeFlags_DefaultOpen)) draw_sampling_section(app);
   if (section("Preview", "section-preview", 0)) draw_preview_section(settings);
   if (section("Speed", "section-speed", 0)) {

@@ -1,4 +1,4 @@
-// The Live statistics panel: token progress, the weights and KV cache the run
+// The Live statistics panel: the current shape's connected pieces, token progress, the weights and KV cache the run
 // decodes with, the token grid, time to first token, TPOT and tokens/s plots, per-stage times, memory, the cost of
 // progressive previews and frame times (the latency demo has its own view).
 #include <algorithm>
@@ -88,12 +88,45 @@ void draw_frame_times(const FrameTimes& frame_times) {
                        generating.p95_ms, generating.max_ms);
 }
 
+// The current shape's connected pieces, the loose ones among them (under the
+// settings' share of the largest piece's volume, mesh_cleanup.h's rule), and
+// the choice to leave those out of the view and of exports.
+void draw_pieces(App& app) {
+  const CurrentShape& current = app.state.current;
+  if (current.mesh.empty()) return;
+  const AppSettings& settings = app.state.settings;
+  const size_t pieces = current.pieces.count();
+  const int64_t loose = count_loose_pieces(current.pieces, settings.loose_piece_fraction);
+  char line[200];
+  if (loose == 0)
+    std::snprintf(line, sizeof line, "Shape: %zu connected piece%s", pieces, pieces == 1 ? "" : "s");
+  else
+    std::snprintf(line, sizeof line, "Shape: %zu connected pieces, %lld loose (under %.1f%% of the largest's volume)",
+                  pieces, static_cast<long long>(loose), 100.0 * settings.loose_piece_fraction);
+  ImGui::TextWrapped("%s", line);
+  remember_text(app, "pieces", line);
+  AppSettings& choice = app.state.settings;
+  ImGui::Checkbox("Remove loose pieces", &choice.remove_loose_pieces);
+  remember_item(app, "remove-loose-pieces");
+  reason_tooltip("Leave out of the view and of exports the pieces whose volume is under this share of the largest "
+                 "piece's; the history keeps the whole shape");
+  if (choice.remove_loose_pieces) {
+    ImGui::SameLine();
+    float percent = choice.loose_piece_fraction * 100.f;
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::SliderFloat("##loose-share", &percent, 0.1f, 50.f, "under %.1f%%", ImGuiSliderFlags_Logarithmic))
+      choice.loose_piece_fraction = std::clamp(percent, 0.1f, 50.f) / 100.f;
+    reason_tooltip("of the largest piece's volume");
+  }
+}
+
 }  // namespace
 
 void draw_statistics_panel(App& app) {
   const AppState& state = app.state;
   const GenerationProgress& progress = state.generation.progress;
   begin_panel(app, Panel::kStatistics);
+  draw_pieces(app);
   const int done = progress.tokens_done(), count = progress.token_count();
   char overlay[64];
   if (progress.outcome() == RunOutcome::kCancelled)
