@@ -135,12 +135,14 @@ class AppScript : public ::testing::Test {
     if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
       GTEST_SKIP() << "no display (DISPLAY unset); tools/test.sh runs the suite under xvfb-run";
     // The app exports into the documents folder under the home: each test
-    // has a home of its own, never the real one.
+    // has a home of its own, never the real one. Caches (Mesa's and the
+    // validation layer's compiled shaders) stay where they were.
     std::filesystem::create_directories(folder_.path() / "home");
+    const char* home = std::getenv("HOME");
+    if (!std::getenv("XDG_CACHE_HOME") && home) ::setenv("XDG_CACHE_HOME", (std::string(home) + "/.cache").c_str(), 1);
     ::setenv("HOME", (folder_.path() / "home").c_str(), 1);
     ::unsetenv("XDG_CONFIG_HOME");
     ::unsetenv("XDG_DATA_HOME");
-    ::unsetenv("XDG_CACHE_HOME");
     model_ = testing::oracle_model_folder();
     if (model_.empty())
       GTEST_SKIP() << "fixture model folder absent (set CUBEFORGE_ORACLE_DIR or place ../shared/oracle/cube3d-v05)";
