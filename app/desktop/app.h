@@ -110,7 +110,8 @@ struct App {
 };
 
 // --- each frame ---
-void handle_worker_messages(App& app);
+// True when there were messages (what the panels show may have changed).
+bool handle_worker_messages(App& app);
 // Counts down `idle N`, else runs the next command once nothing runs
 // (`idle`: the worker was idle when this frame began).
 void step_script(App& app, float frame_ms, bool idle);

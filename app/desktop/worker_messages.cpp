@@ -325,8 +325,10 @@ struct MessageHandler {
 
 }  // namespace
 
-void handle_worker_messages(App& app) {
-  for (WorkerMessage& message : app.worker.drain()) std::visit(MessageHandler{app}, message);
+bool handle_worker_messages(App& app) {
+  std::vector<WorkerMessage> messages = app.worker.drain();
+  for (WorkerMessage& message : messages) std::visit(MessageHandler{app}, message);
+  return !messages.empty();
 }
 
 }  // namespace cubeforge::app

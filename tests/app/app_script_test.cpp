@@ -1789,5 +1789,37 @@ TEST_F(AppScript, TheBoundingBoxSaysItIsAHintNotAFit) {
   EXPECT_EQ(help.find("fitted"), std::string::npos) << "the shape is not fitted to the box: " << help;
 }
 
+// Left alone, the app sleeps: over 40 wakeups of its event loop with nothing
+// happening it draws no frame (counted, not timed, so the machine's speed
+// does not matter; the few frames input leaves for the panels to settle are
+// over before the rest begins). Scripted input still wakes it: what is typed
+// after the rest reaches the prompt.
+TEST_F(AppScript, AnIdleAppDrawsNoFramesAndInputWakesIt) {
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "rest.txt") << "model " << model_.string() << "\n"
+                                  << "prompt a chair\n"
+                                  << "idle 10\n"
+                                  << "rest 40\n"
+                                  << dump("rested") << "click prompt\n"
+                                  << "key end\n"
+                                  << "type s\n"
+                                  << "idle 2\n"
+                                  << dump("woken") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "rest.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto rested = read_dump(dir / "rested.json");
+  EXPECT_EQ(rested["rest"]["wakeups"], 40) << rested["rest"];
+  // A stray window-system event (focus, a repaint) may draw one frame and the
+  // panels' settling after it; an app that draws continuously draws 40.
+  EXPECT_LE(int(rested["rest"]["frames"]), 1 + 3) << rested["rest"] << "\n" << *log;
+  EXPECT_NE(log->find("while resting: "), std::string::npos) << *log;
+  const auto woken = read_dump(dir / "woken.json");
+  EXPECT_EQ(woken["prompt"], "a chairs") << "the input after the rest did not reach the prompt";
+}
+
 }  // namespace
 }  // namespace cubeforge::app

@@ -277,6 +277,9 @@ class GenerationWorker {
   bool has_model() const;
   std::optional<ModelSummary> model_summary() const;
   std::vector<WorkerMessage> drain() { return messages_.drain(); }
+  // Called on the worker's thread after each message it queues, so a UI
+  // asleep until something happens wakes to drain it (glfwPostEmptyEvent).
+  void set_wake(std::function<void()> wake) { messages_.set_wake(std::move(wake)); }
 
  private:
   bool start(std::function<void()> job);
