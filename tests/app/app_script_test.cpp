@@ -693,6 +693,7 @@ TEST_F(AppScript, ABlankPromptStartsNothingAndSaysWhy) {
                                    << "wait\n"
                                    << "click candidates\n"
                                    << "wait\n"
+                                   << "click section-engineers\n"
                                    << "click latency-demo\n"
                                    << "wait\n"
                                    << dump("blank") << "generate\n"
@@ -1454,7 +1455,7 @@ TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
                                       << "model " << model_.string() << "\n"
                                       << "set kv_cache_format fp8\n"
                                       << "click section-shape\n"
-                                      << "click section-speed\n"
+                                      << "click section-engineers\n"
                                       << "idle 2\n"
                                       << "click attention-reference\n"
                                       << "click vary-with-seed\n"
@@ -1819,6 +1820,45 @@ TEST_F(AppScript, AnIdleAppDrawsNoFramesAndInputWakesIt) {
   EXPECT_NE(log->find("while resting: "), std::string::npos) << *log;
   const auto woken = read_dump(dir / "woken.json");
   EXPECT_EQ(woken["prompt"], "a chairs") << "the input after the rest did not reach the prompt";
+}
+
+// A creator's panel shows the creator's controls first: the latency demo and
+// the reference implementation's attention wait in a closed section for
+// engineers after every other section, and are there once it is opened.
+TEST_F(AppScript, EngineersControlsWaitInAClosedSectionAfterTheCreatorsOnes) {
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "engineers.txt") << "model " << model_.string() << "\n"
+                                       << "prompt a chair\n"
+                                       << "idle 2\n"
+                                       << dump("closed") << "screenshot " << (dir / "closed.png").string() << "\n"
+                                       << "click section-shape\n"
+                                       << "click section-variation\n"
+                                       << "click section-engineers\n"
+                                       << "idle 2\n"
+                                       << dump("open") << "screenshot " << (dir / "open.png").string() << "\n"
+                                       << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "engineers.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto closed = read_dump(dir / "closed.json");
+  const auto& targets = closed["targets"];
+  ASSERT_TRUE(targets.contains("section-engineers")) << targets;
+  EXPECT_FALSE(targets.contains("latency-demo")) << "the latency demo is among the creator's controls";
+  EXPECT_FALSE(targets.contains("attention-reference")) << "the reference's attention is among the creator's controls";
+  const float engineers_y = targets["section-engineers"]["y"];
+  for (const char* creators : {"generate", "section-shape", "section-variation", "section-preview", "section-speed",
+                               "section-model"}) {
+    ASSERT_TRUE(targets.contains(creators)) << creators;
+    EXPECT_LT(float(targets[creators]["y"]), engineers_y) << creators << " comes after the engineers' section";
+  }
+  const auto open = read_dump(dir / "open.json");
+  for (const char* engineers : {"latency-demo", "attention-reference"}) {
+    ASSERT_TRUE(open["targets"].contains(engineers)) << engineers;
+    EXPECT_GT(float(open["targets"][engineers]["y"]), float(open["targets"]["section-engineers"]["y"])) << engineers;
+  }
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The settings inside the Generate panel, one collapsing section each, in the
 // words of someone making shapes (the engineering terms are in the tooltips
 // and the statistics): shape, variation, preview, speed (with the smaller
-// weights and KV caches), model. Each
+// weights and KV caches), model, and last, closed, what engineers measure
+// with (the latency demo, the reference's attention). Each
 // widget edits AppSettings directly; settings.json is written when the app
 // closes and after each generation the history keeps.
 #include <algorithm>
@@ -113,6 +114,22 @@ void draw_backend_section(App& app) {
   reason_tooltip(graphs_apply ? "CUDA graphs: the GPU replays each token's work in one launch"
                               : "Needs the GPU (CUDA graphs): " +
                                     (cuda.available ? std::string("choose Auto or GPU") : cuda.why_not));
+}
+
+// What engineers measure and compare with, kept out of a creator's way in a
+// section of its own, closed until opened: the latency demo and the
+// reference implementation's attention.
+void draw_engineers_section(App& app) {
+  AppSettings& settings = app.state.settings;
+  const std::string why_not = app.why_not_generate();
+  ImGui::BeginDisabled(!why_not.empty());
+  if (ImGui::Button("Latency demo")) app.start_latency_demo();
+  ImGui::EndDisabled();
+  remember_item(app, "latency-demo");
+  reason_tooltip(why_not.empty() ? "Runs this prompt without the KV cache, with it, and with CUDA graphs when "
+                                   "available, and compares TPOT and total time"
+                                 : why_not);
+  ImGui::TextDisabled("Attention");
   int attention = settings.attention == "reference" ? 1 : 0;
   ImGui::RadioButton("Exact", &attention, 0);
   reason_tooltip("Correct causal attention: the same result as recomputing the whole sequence");
@@ -371,6 +388,7 @@ void draw_settings(App& app) {
   // Without a model the section is where to start.
   if (!app.worker.has_model()) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
   if (section("Model", "section-model", 0)) draw_model_section(app);
+  if (section("For engineers", "section-engineers", 0)) draw_engineers_section(app);
   ImGui::PopItemWidth();
 }
 
