@@ -56,6 +56,7 @@ struct ModelState {
   std::string load_step;
   double load_fraction = 0;
   std::string status;          // the last load's outcome, shown under the buttons
+  std::string status_detail;   // the same in the engine's terms, for its tooltip
   std::optional<ModelCard> card;  // what the loaded model says it knows (card.json), if anything
 };
 

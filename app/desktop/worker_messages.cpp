@@ -83,11 +83,14 @@ struct MessageHandler {
     state.model.loading_folder.clear();
     state.settings.model_folder = m.summary.folder;
     remember_folder(state.settings, m.summary.folder);
+    // The panel says what the person has; the log keeps the engine's terms.
     char line[256];
     std::snprintf(line, sizeof line, "model loaded in %.0f ms: %d shape tokens, %s weights", m.summary.load_ms,
                   m.summary.shape_tokens, std::string(weight_format_name(m.summary.weights)).c_str());
-    state.model.status = line;
-    app.log(state.model.status + " (" + m.summary.folder + ")");
+    app.log(line + std::string(" (") + m.summary.folder + ")");
+    state.model.status = "Model ready, " + weights_in_words(m.summary.weights) + " (loaded in " +
+                         std::to_string(static_cast<long long>(m.summary.load_ms + 0.5)) + " ms)";
+    state.model.status_detail = line;
     // The demo's figures were of the model (or weights) before: they go with it.
     if (!state.latency.running) state.latency = LatencyDemoState{};
     if (!m.summary.kv_bases_problem.empty())
@@ -118,9 +121,11 @@ struct MessageHandler {
     const std::string in_use = loaded ? "the model in use is still " + loaded->folder : "no model is loaded";
     if (m.error.code == ErrorCode::kCancelled) {
       state.model.status = "Loading cancelled; " + in_use;
+      state.model.status_detail.clear();
       app.log("loading " + folder + " cancelled; " + in_use);
     } else {
       state.model.status = "Could not load " + folder + "; " + in_use;
+      state.model.status_detail.clear();
       app.log_error("model folder '" + folder + "': " + m.error.to_string() + " (" + in_use + ")");
     }
   }

@@ -1861,5 +1861,60 @@ TEST_F(AppScript, EngineersControlsWaitInAClosedSectionAfterTheCreatorsOnes) {
   }
 }
 
+// The speed settings speak a creator's language: what each choice does
+// (memory, speed, how much the shapes change, as measured), with the
+// engine's name for it in the tooltip only; the loaded model's line too.
+TEST_F(AppScript, SpeedChoicesSayWhatTheyDoAndKeepTheTechnicalNameInTheTooltip) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "labels.txt") << "model " << builtin.string() << "\n"
+                                    << "click section-shape\n"
+                                    << "click section-variation\n"
+                                    << "click section-speed\n"
+                                    << "idle 2\n"
+                                    << "screenshot " << (dir / "speed.png").string() << "\n"
+                                    << "click weights\n"
+                                    << "idle 2\n"
+                                    << dump("weights") << "click weights-stored\n"
+                                    << "idle 2\n"
+                                    << "click kv-cache-format\n"
+                                    << "idle 2\n"
+                                    << dump("kv") << "quit\n";
+  const auto data = dir / "data";
+  // Tall enough for the open Speed section's last combo above the Log panel.
+  int code = run_app("--script '" + (dir / "labels.txt").string() + "' --data-dir '" + data.string() +
+                     "' --size 1280x1000");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const std::vector<std::string> jargon = {"bf16", "q8", "q4", "f32", "fp8", "int8", "KV", "rank",
+                                           "position", "token", "stored", "2^R"};
+  auto expect_plain = [&](const std::string& text, const std::string& what) {
+    for (const std::string& word : jargon)
+      EXPECT_EQ(text.find(word), std::string::npos) << what << " says '" << word << "': " << text;
+  };
+  const auto weights = read_dump(dir / "weights.json");
+  expect_plain(weights["model_status"], "the loaded model's line");
+  const std::pair<const char*, std::vector<std::string>> combos[] = {
+      {"weights", {"stored", "bf16", "q8", "q4"}}, {"kv-cache-format", {"f32", "bf16", "fp8", "int8"}}};
+  for (const auto& [combo, choices] : combos) {
+    const auto state = read_dump(dir / (std::string(combo) == "weights" ? "weights.json" : "kv.json"));
+    const auto& texts = state["texts"];
+    for (const std::string& choice : choices) {
+      const std::string name = std::string(combo) + "-" + choice;
+      ASSERT_TRUE(texts.contains(name)) << name << " not shown: " << texts;
+      const std::string label = texts[name];
+      expect_plain(label, name);
+      const std::string help = texts.value(name + "-help", "");
+      EXPECT_EQ(help.rfind(choice, 0), 0u) << name << "'s tooltip does not give its technical name: " << help;
+      if (choice != choices.front()) {
+        EXPECT_NE(help.find("% of tokens"), std::string::npos) << name << "'s tooltip has no measured agreement";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cubeforge::app

@@ -196,6 +196,7 @@ void draw_generate_panel(App& app) {
     ImGui::ProgressBar(static_cast<float>(model.load_fraction), ImVec2(-1, 0), model.load_step.c_str());
   } else if (!model.status.empty()) {
     ImGui::TextWrapped("%s", model.status.c_str());
+    reason_tooltip(model.status_detail);
   }
   ImGui::Separator();
   draw_settings(app);
