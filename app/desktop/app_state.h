@@ -294,6 +294,9 @@ struct AppState {
   AppLog log;
   ViewState view;
   LayoutState layout;
+  // The settings have no timing of this machine yet: one is taken once a model
+  // is loaded and nothing runs (a person's app; a script asks with `calibrate`).
+  bool detail_calibration_due = false;
   bool script_mode = false;  // a script drives the app (and its errors fail the run)
   ScriptState script;
   bool quit = false;

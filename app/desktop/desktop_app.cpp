@@ -20,6 +20,7 @@
 
 #include "app/desktop/app.h"
 #include "app/desktop/core/data_folder.h"
+#include "app/desktop/core/detail_timing.h"
 #include "app/desktop/core/redraw_schedule.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/pipeline/cube_model.h"
@@ -54,6 +55,9 @@ bool load_state(App& app) {
   auto settings = load_settings(state.data_folder / "settings.json");
   if (settings.ok()) state.settings = *settings;
   else app.log_error(settings.error().to_string() + " (starting from the defaults)");
+  // Until the person chooses a detail it follows this machine's measured speed.
+  if (!state.settings.resolution_chosen && state.settings.detail_calibration_ms > 0)
+    state.settings.resolution = default_detail(state.settings.detail_calibration_ms);
   if (!options.prompt.empty()) state.settings.prompt = options.prompt;
 
   if (state.script_mode) {
@@ -224,6 +228,7 @@ void main_loop(App& app) {
     const bool idle = !app.worker.busy();
     const bool generating_at_wake = state.generation.generating;
     worker_news = handle_worker_messages(app);
+    app.calibrate_detail_when_due();
     const bool draw = schedule.should_draw(redraw_causes(app, worker_news), ms_between(last_frame, woke) / 1000.0);
     count_rest_wakeup(app, draw);
     if (!draw) continue;

@@ -260,6 +260,9 @@ void run_command(App& app, const ScriptCommand& command) {
       state.script.idle_frames_left = std::stoi(command.argument);
       state.script.idle_frame_ms.clear();
       break;
+    case ScriptCommand::Kind::kCalibrate:
+      if (!app.calibrate_detail()) app.log_error(where + "calibrate: no model is loaded");
+      break;
     case ScriptCommand::Kind::kRest:  // counted by the main loop
       state.script.rest_wakeups_left = std::stoi(command.argument);
       state.script.rest_wakeups = state.script.rest_frames = 0;

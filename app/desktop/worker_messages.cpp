@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "app/desktop/app.h"
+#include "app/desktop/core/detail_timing.h"
 #include "app/desktop/core/option_labels.h"
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
@@ -79,6 +80,24 @@ struct MessageHandler {
     state.model.load_fraction = m.fraction;
   }
 
+  void operator()(worker_message::DetailMeasured& m) {
+    if (!m.error.empty()) {
+      app.log_error("timing a generation on this machine: " + m.error + " (the detail stays as it is)");
+      return;
+    }
+    if (m.ms <= 0) return;  // cancelled
+    AppSettings& settings = state.settings;
+    settings.detail_calibration_ms = m.ms;
+    if (!settings.resolution_chosen) settings.resolution = default_detail(m.ms);
+    char line[200];
+    std::snprintf(line, sizeof line, "a generation at resolution %d took %.0f ms here: detail %d, %s per shape%s",
+                  m.resolution, m.ms, settings.resolution,
+                  expected_time_text(expected_generation_ms(m.ms, settings.resolution)).c_str(),
+                  settings.resolution_chosen ? " (as chosen)" : "");
+    app.log(line);
+    app.save_settings_now();
+  }
+
   void operator()(worker_message::ModelLoaded& m) {
     state.model.loading_folder.clear();
     state.settings.model_folder = m.summary.folder;
@@ -93,6 +112,7 @@ struct MessageHandler {
     state.model.status_detail = line;
     // The demo's figures were of the model (or weights) before: they go with it.
     if (!state.latency.running) state.latency = LatencyDemoState{};
+    if (!state.script_mode && state.settings.detail_calibration_ms <= 0) state.detail_calibration_due = true;
     if (!m.summary.kv_bases_problem.empty())
       app.log_error(m.summary.kv_bases_problem + " (no KV rank for this model until it is recalibrated)");
     auto card = load_model_card(m.summary.folder);

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/desktop/core/detail_timing.h"
 #include "app/desktop/core/file_name_template.h"
 #include "app/desktop/core/latency_statistics.h"
 #include "inference/core/file_io.h"
@@ -1859,6 +1860,69 @@ TEST_F(AppScript, EngineersControlsWaitInAClosedSectionAfterTheCreatorsOnes) {
     ASSERT_TRUE(open["targets"].contains(engineers)) << engineers;
     EXPECT_GT(float(open["targets"][engineers]["y"]), float(open["targets"]["section-engineers"]["y"])) << engineers;
   }
+}
+
+// The detail follows this machine's measured speed until the person chooses
+// one: with a timing injected in the settings (so the verdict does not hang on
+// the machine running the test) the app starts at the finest detail expected
+// within a second and says its expected time; a finer detail chosen is kept
+// for the next start and says its longer time before it starts.
+TEST_F(AppScript, TheDetailAnswersInAboutASecondAndSaysItsTime) {
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::filesystem::create_directories(data);
+  // A machine on which resolution 7 takes 0.8 s.
+  const double calibration_ms = 800 / expected_generation_ms(1, 7);
+  ASSERT_EQ(default_detail(calibration_ms), 7);
+  std::ofstream(data / "settings.json") << nlohmann::json{{"detail_calibration_ms", calibration_ms}}.dump();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "first.txt") << "model " << model_.string() << "\n"
+                                   << "idle 2\n"
+                                   << dump("default") << "screenshot " << (dir / "detail.png").string() << "\n"
+                                   << "set resolution 8\n"
+                                   << "idle 2\n"
+                                   << "quit\n";
+  std::ofstream(dir / "next.txt") << "model " << model_.string() << "\n"
+                                  << "idle 2\n"
+                                  << dump("remembered") << "quit\n";
+  for (const char* script : {"first.txt", "next.txt"}) {
+    int code = run_app("--script '" + (dir / script).string() + "' --data-dir '" + data.string() + "'");
+    auto log = read_file_text(data / "cubeforge.log");
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(code, 0) << script << "\n" << *log;
+  }
+  const auto first = read_dump(dir / "default.json");
+  EXPECT_EQ(first["settings"]["resolution"], 7);
+  EXPECT_EQ(first["texts"].value("detail-expected", ""), "about 0.8 s per shape on this machine") << first["texts"];
+  const auto next = read_dump(dir / "remembered.json");
+  EXPECT_EQ(next["settings"]["resolution"], 8) << "the chosen detail was not kept";
+  EXPECT_EQ(next["texts"].value("detail-expected", ""),
+            expected_time_text(expected_generation_ms(calibration_ms, 8)) + " per shape on this machine");
+}
+
+// Without a timing the app takes one (`calibrate` runs what a person's first
+// launch runs): the measured time is kept and the detail is the one it implies.
+TEST_F(AppScript, ATimedGenerationPicksTheDetailAndIsKept) {
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::ofstream(dir / "calibrate.txt") << "model " << model_.string() << "\n"
+                                       << "calibrate\n"
+                                       << "wait\n"
+                                       << "dump " << (dir / "timed.json").string() << "\n"
+                                       << "quit\n";
+  int code = run_app("--script '" + (dir / "calibrate.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto timed = read_dump(dir / "timed.json");
+  const double measured = timed["settings"]["detail_calibration_ms"];
+  EXPECT_GT(measured, 0) << *log;
+  EXPECT_EQ(timed["settings"]["resolution"], default_detail(measured));
+  EXPECT_EQ(timed["history"]["entries"], 0) << "the timing run went to the history";
+  EXPECT_NE(log->find("a generation at resolution 6 took"), std::string::npos) << *log;
+  auto saved = read_file_text(data / "settings.json");
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(nlohmann::json::parse(*saved)["detail_calibration_ms"], measured);
 }
 
 // The speed settings speak a creator's language: what each choice does

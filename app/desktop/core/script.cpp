@@ -135,7 +135,7 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
       {"set", ScriptCommand::Kind::kSet, true},           {"generate", ScriptCommand::Kind::kGenerate, false},
       {"latency", ScriptCommand::Kind::kLatency, false},  {"cancel", ScriptCommand::Kind::kCancel, false},
       {"wait", ScriptCommand::Kind::kWait, false},        {"idle", ScriptCommand::Kind::kIdle, true},
-      {"rest", ScriptCommand::Kind::kRest, true},
+      {"rest", ScriptCommand::Kind::kRest, true},         {"calibrate", ScriptCommand::Kind::kCalibrate, false},
       {"export", ScriptCommand::Kind::kExport, true},
       {"screenshot", ScriptCommand::Kind::kScreenshot, true}, {"quit", ScriptCommand::Kind::kQuit, false},
       {"click", ScriptCommand::Kind::kClick, true},       {"drag", ScriptCommand::Kind::kDrag, true},

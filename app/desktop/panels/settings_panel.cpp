@@ -12,6 +12,7 @@
 #include <random>
 #include <span>
 
+#include "app/desktop/core/detail_timing.h"
 #include "app/desktop/core/option_labels.h"
 #include "app/desktop/panels/panels.h"
 #include "inference/pipeline/cube_model.h"
@@ -350,9 +351,21 @@ constexpr const char* kBoundingBoxHelp =
 
 void draw_shape_section(App& app) {
   AppSettings& settings = app.state.settings;
-  ImGui::SliderInt("Detail", &settings.resolution, 4, 9, "resolution %d");
-  reason_tooltip("Grid of (2^R + 1)^3 points; each step up costs about 4 to 8 times the meshing time. "
-                 "A coarse preview shows first either way.");
+  if (ImGui::SliderInt("Detail", &settings.resolution, 4, 9, "%d")) settings.resolution_chosen = true;
+  remember_item(app, "detail");
+  reason_tooltip("Finer detail shows smaller features and takes longer: each step up takes about 2 to 4 times as "
+                 "long. A coarse preview shows first either way. Technically: the meshing resolution R, a grid of "
+                 "(2^R + 1)^3 points.");
+  // What the chosen detail costs on this machine, before it starts.
+  if (settings.detail_calibration_ms > 0) {
+    const double expected_ms = expected_generation_ms(settings.detail_calibration_ms, settings.resolution);
+    const std::string expected = expected_time_text(expected_ms) + " per shape on this machine";
+    if (expected_ms > 2 * kDefaultDetailAnswerMs) ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.f), "%s", expected.c_str());
+    else ImGui::TextDisabled("%s", expected.c_str());
+    remember_text(app, "detail-expected", expected);
+    reason_tooltip("From one generation timed on this machine at its first launch; detail " +
+                   std::to_string(default_detail(settings.detail_calibration_ms)) + " answers in about a second.");
+  }
   int faces = static_cast<int>(settings.target_faces);
   if (ImGui::InputInt("Max faces", &faces, 1000, 10000)) settings.target_faces = std::max(-1, faces);
   reason_tooltip("Simplify to at most this many faces. 0: automatic (max(10000, 10% of faces)); -1: keep all");
