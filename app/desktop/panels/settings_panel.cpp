@@ -189,13 +189,13 @@ void choice_combo(App& app, const char* label, const char* name, std::string& va
 const Choice kWeightChoices[] = {
     {"stored", "Exact", "stored: the matrices as the model file holds them, exact against the reference"},
     {"bf16", "Half the memory, same shapes",
-     "bf16 (float32 rounded to bfloat16): half the memory; decoding about 1.2x as fast; 99.7% of tokens and of the "
+     "bf16 (float32 rounded to bfloat16): half the memory; decoding 1.2x to 1.5x as fast; 99.7% of tokens and of the "
      "shape's volume as with the exact weights"},
     {"q8", "Quarter memory, shapes differ a little",
-     "q8 (8-bit integers, a scale per 32 weights): a quarter of the memory; decoding about 1.2x as fast; 88% of "
+     "q8 (8-bit integers, a scale per 32 weights): a quarter of the memory; decoding 1.2x to 1.7x as fast; 88% of "
      "tokens unchanged, shapes overlap the exact ones by 90%"},
     {"q4", "Eighth memory, shapes differ a lot",
-     "q4 (4-bit integers, a scale and offset per 32 weights): an eighth of the memory; decoding about 1.3x as fast; "
+     "q4 (4-bit integers, a scale and offset per 32 weights): an eighth of the memory; decoding 1.3x to 1.6x as fast; "
      "55% of tokens unchanged, shapes overlap the exact ones by 64%"},
 };
 const Choice kKvChoices[] = {
@@ -204,11 +204,11 @@ const Choice kKvChoices[] = {
      "bf16 keys and values: half the cache's memory; decoding about 1.2x as fast; 94% of tokens unchanged, shapes "
      "overlap the exact ones by 97%"},
     {"fp8", "Quarter memory, shapes differ a lot",
-     "fp8 (8-bit floats): a quarter of the cache's memory; decoding about 1.3x as fast; 62% of tokens unchanged, "
+     "fp8 (8-bit floats): a quarter of the cache's memory; decoding up to 1.3x as fast; 62% of tokens unchanged, "
      "shapes overlap the exact ones by 70%"},
     {"int8", "Quarter memory, nearly the same shapes",
      "int8 (KIVI: 8-bit integers, keys per channel over blocks of 32 positions): about a quarter of the cache's "
-     "memory; decoding about 1.3x as fast; 96% of tokens unchanged, shapes overlap the exact ones by 98%"},
+     "memory; decoding 1.1x to 1.35x as fast; 96% of tokens unchanged, shapes overlap the exact ones by 98%"},
 };
 
 // The engine's --weights, --kv-cache, --kv-budget and --kv-rank. The
