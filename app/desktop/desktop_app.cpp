@@ -214,6 +214,7 @@ void main_loop(App& app) {
   auto last_frame = Clock::now();
   float last_frame_ms = 0;  // how long the last frame took to make
   bool worker_news = false;
+  bool generating_since_last_frame = false;
   while (!glfwWindowShouldClose(viewport.window) && !state.quit) {
     // Sleep until something happens, or until the next frame of whatever
     // moves by itself is due (core/redraw_schedule.h); the worker's news and
@@ -226,7 +227,7 @@ void main_loop(App& app) {
     const auto woke = Clock::now();
 
     const bool idle = !app.worker.busy();
-    const bool generating_at_wake = state.generation.generating;
+    generating_since_last_frame |= state.generation.generating;
     worker_news = handle_worker_messages(app);
     app.calibrate_detail_when_due();
     const bool draw = schedule.should_draw(redraw_causes(app, worker_news), ms_between(last_frame, woke) / 1000.0);
@@ -279,11 +280,12 @@ void main_loop(App& app) {
       if (spent_ms < kFramePeriodMs)
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kFramePeriodMs - spent_ms));
     }
-    // A frame made while a generation was running counts as drawn while
-    // generating, up to and including the one that hears it has finished: a
-    // run shorter than a frame still has its frame.
+    // A frame counts as drawn while generating when a generation was running
+    // at any wakeup since the last frame, up to and including the one that
+    // hears it has finished: a run shorter than a frame still has its frame.
     last_frame_ms = static_cast<float>(ms_between(woke, Clock::now()));
-    state.frames.add(last_frame_ms, generating_at_wake);
+    state.frames.add(last_frame_ms, generating_since_last_frame);
+    generating_since_last_frame = false;
   }
 }
 
