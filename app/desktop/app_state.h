@@ -267,7 +267,7 @@ struct ScriptState {
   size_t next = 0;
   int idle_frames_left = 0;  // `idle N`: frames still to count
   std::vector<float> idle_frame_ms;
-  int rest_wakeups_left = 0;  // `rest N`: event-loop wakeups still to count
+  int rest_wakeups_left = 0;              // `rest N`: event-loop wakeups still to count
   int rest_wakeups = 0, rest_frames = 0;  // the last rest's wakeups, and the frames drawn in them
   int settle_frames = 0;     // frames to let pass after input before the next command
   std::array<int, 2> resize_to{0, 0};

@@ -219,11 +219,12 @@ void main_loop(App& app) {
     // Sleep until something happens, or until the next frame of whatever
     // moves by itself is due (core/redraw_schedule.h); the worker's news and
     // a person's input end the sleep at once.
-    const double wait = schedule.wait_seconds(redraw_causes(app, worker_news),
-                                              ms_between(last_frame, Clock::now()) / 1000.0);
+    const double wait =
+        schedule.wait_seconds(redraw_causes(app, worker_news), ms_between(last_frame, Clock::now()) / 1000.0);
     if (wait <= 0) glfwPollEvents();
     // A resting script counts wakeups, not seconds: it wakes often to count them soon.
-    else glfwWaitEventsTimeout(state.script_mode ? std::min(wait, kScriptRestWakeupSeconds) : wait);
+    else
+      glfwWaitEventsTimeout(state.script_mode ? std::min(wait, kScriptRestWakeupSeconds) : wait);
     const auto woke = Clock::now();
 
     const bool idle = !app.worker.busy();

@@ -1850,8 +1850,8 @@ TEST_F(AppScript, EngineersControlsWaitInAClosedSectionAfterTheCreatorsOnes) {
   EXPECT_FALSE(targets.contains("latency-demo")) << "the latency demo is among the creator's controls";
   EXPECT_FALSE(targets.contains("attention-reference")) << "the reference's attention is among the creator's controls";
   const float engineers_y = targets["section-engineers"]["y"];
-  for (const char* creators : {"generate", "section-shape", "section-variation", "section-preview", "section-speed",
-                               "section-model"}) {
+  for (const char* creators :
+       {"generate", "section-shape", "section-variation", "section-preview", "section-speed", "section-model"}) {
     ASSERT_TRUE(targets.contains(creators)) << creators;
     EXPECT_LT(float(targets[creators]["y"]), engineers_y) << creators << " comes after the engineers' section";
   }
@@ -1948,13 +1948,13 @@ TEST_F(AppScript, SpeedChoicesSayWhatTheyDoAndKeepTheTechnicalNameInTheTooltip) 
                                     << dump("kv") << "quit\n";
   const auto data = dir / "data";
   // Tall enough for the open Speed section's last combo above the Log panel.
-  int code = run_app("--script '" + (dir / "labels.txt").string() + "' --data-dir '" + data.string() +
-                     "' --size 1280x1000");
+  int code =
+      run_app("--script '" + (dir / "labels.txt").string() + "' --data-dir '" + data.string() + "' --size 1280x1000");
   auto log = read_file_text(data / "cubeforge.log");
   ASSERT_TRUE(log.ok());
   EXPECT_EQ(code, 0) << *log;
-  const std::vector<std::string> jargon = {"bf16", "q8", "q4", "f32", "fp8", "int8", "KV", "rank",
-                                           "position", "token", "stored", "2^R"};
+  const std::vector<std::string> jargon = {"bf16", "q8",   "q4",       "f32",   "fp8",    "int8",
+                                           "KV",   "rank", "position", "token", "stored", "2^R"};
   auto expect_plain = [&](const std::string& text, const std::string& what) {
     for (const std::string& word : jargon)
       EXPECT_EQ(text.find(word), std::string::npos) << what << " says '" << word << "': " << text;

@@ -1,20 +1,20 @@
 // The detail the app starts with on a machine of a given speed, and the
 // expected time it shows beside the detail control. Speeds are given, not
 // measured, so nothing here depends on the machine running the test.
+#include "app/desktop/core/detail_timing.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "app/desktop/core/app_settings.h"
-#include "app/desktop/core/detail_timing.h"
 
 namespace cubeforge::app {
 namespace {
 
 TEST(DetailTiming, ExpectedTimesGrowWithDetailFromTheMeasuredOne) {
   EXPECT_DOUBLE_EQ(expected_generation_ms(120, kDetailCalibrationResolution), 120);
-  for (int r = 3; r <= 10; ++r)
-    EXPECT_GT(expected_generation_ms(120, r), expected_generation_ms(120, r - 1)) << r;
+  for (int r = 3; r <= 10; ++r) EXPECT_GT(expected_generation_ms(120, r), expected_generation_ms(120, r - 1)) << r;
   EXPECT_DOUBLE_EQ(expected_generation_ms(240, 8), 2 * expected_generation_ms(120, 8)) << "time scales with speed";
 }
 

@@ -2,9 +2,9 @@
 // until something happens; input draws at once and a few frames after;
 // what moves by itself draws at its steady rate. Times are given, not
 // measured, so nothing here depends on the machine's speed.
-#include <gtest/gtest.h>
-
 #include "app/desktop/core/redraw_schedule.h"
+
+#include <gtest/gtest.h>
 
 namespace cubeforge::app {
 namespace {

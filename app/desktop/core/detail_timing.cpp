@@ -14,7 +14,7 @@ namespace {
 // "Detail and time"); 2..4 and 10 are extended from their neighbours.
 constexpr int kFirstResolution = 2, kLastResolution = 10;
 constexpr double kRelativeCost[] = {
-    /* 2 */ 0.45, /* 3 */ 0.48, /* 4 */ 0.5, /* 5 */ 0.6, /* 6 */ 1.0,
+    /* 2 */ 0.45, /* 3 */ 0.48, /* 4 */ 0.5,  /* 5 */ 0.6,    /* 6 */ 1.0,
     /* 7 */ 1.7,  /* 8 */ 6.8,  /* 9 */ 33.0, /* 10 */ 160.0,
 };
 
@@ -35,9 +35,12 @@ int default_detail(double calibration_ms) {
 std::string expected_time_text(double ms) {
   char text[32];
   const double seconds = ms / 1000.0;
-  if (seconds < 0.95) std::snprintf(text, sizeof text, "about %.1f s", std::max(seconds, 0.1));
-  else if (seconds < 99.5) std::snprintf(text, sizeof text, "about %.0f s", seconds);
-  else std::snprintf(text, sizeof text, "about %.0f min", std::max(2.0, std::round(seconds / 60.0)));
+  if (seconds < 0.95)
+    std::snprintf(text, sizeof text, "about %.1f s", std::max(seconds, 0.1));
+  else if (seconds < 99.5)
+    std::snprintf(text, sizeof text, "about %.0f s", seconds);
+  else
+    std::snprintf(text, sizeof text, "about %.0f min", std::max(2.0, std::round(seconds / 60.0)));
   return text;
 }
 

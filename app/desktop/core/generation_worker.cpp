@@ -387,8 +387,10 @@ bool GenerationWorker::measure_detail_cost(const GenerationRequest& request) {
     }
     const auto started = Clock::now();
     auto result = generate_shape(*loaded, request_for_model(*opened, *loaded), {}, &cancel_);
-    if (result.ok()) measured.ms = ms_since(started);
-    else if (result.error().code != ErrorCode::kCancelled) measured.error = for_creator(result.error());
+    if (result.ok())
+      measured.ms = ms_since(started);
+    else if (result.error().code != ErrorCode::kCancelled)
+      measured.error = for_creator(result.error());
     messages_.push(measured);
   });
 }

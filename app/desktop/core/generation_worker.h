@@ -181,17 +181,20 @@ struct CandidatesFinished { int made = 0; bool cancelled = false; std::string er
 struct Log { bool error = false; std::string text; };
 // How long one whole generation took at `resolution` (measure_detail_cost);
 // ms 0 with an error, or with neither when cancelled.
-struct DetailMeasured { int resolution = 0; double ms = 0; std::string error; };
+struct DetailMeasured {
+  int resolution = 0;
+  double ms = 0;
+  std::string error;
+};
 }  // namespace worker_message
 
 using WorkerMessage =
     std::variant<worker_message::LoadProgress, worker_message::ModelLoaded, worker_message::LoadFailed,
                  worker_message::RunStarted, worker_message::Event, worker_message::Preview,
-                 worker_message::PassStarted,
-                 worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
-                 worker_message::CandidateReady, worker_message::CandidatesFinished,
-                 worker_message::LatencyRunStarted, worker_message::LatencyMeshed, worker_message::Log,
-                 worker_message::DetailMeasured>;
+                 worker_message::PassStarted, worker_message::RunFinished, worker_message::LatencyResult,
+                 worker_message::LatencyDemoFinished, worker_message::CandidateReady,
+                 worker_message::CandidatesFinished, worker_message::LatencyRunStarted, worker_message::LatencyMeshed,
+                 worker_message::Log, worker_message::DetailMeasured>;
 
 // The latency demo's runs, in order: each one faster than the last where it
 // exists. A run that this build, machine or model cannot do has a reason and

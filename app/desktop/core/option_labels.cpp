@@ -62,10 +62,14 @@ const char* control_for(OptionKey key) {
 
 std::string weights_in_words(WeightFormat format) {
   switch (format) {
-    case WeightFormat::kStored: return "exact weights";
-    case WeightFormat::kBF16: return "weights at half size";
-    case WeightFormat::kQ8: return "weights at a quarter size";
-    case WeightFormat::kQ4: return "weights at an eighth size";
+    case WeightFormat::kStored:
+      return "exact weights";
+    case WeightFormat::kBF16:
+      return "weights at half size";
+    case WeightFormat::kQ8:
+      return "weights at a quarter size";
+    case WeightFormat::kQ4:
+      return "weights at an eighth size";
   }
   return "weights " + std::string(weight_format_name(format));
 }

@@ -265,11 +265,12 @@ void draw_smaller_section(App& app) {
   remember_refusal(app, "kv-budget", !cache_refused.empty() ? cache_refused : budget_refused);
   ImGui::EndDisabled();
   reason_tooltip(!cache_refused.empty() ? cache_refused
-                 : !budget_refused.empty() ? budget_refused
-                        : "KV budget (H2O): the cache keeps at most this many shape positions per layer, the newest "
-                          "half, then those attention used most; the prompt and the first token always stay. 0: "
-                          "every position (exact). On the built-in model (64 tokens) 48 kept 93% of tokens "
-                          "unchanged and 32 kept 76%, for tokens about 7% faster.");
+                 : !budget_refused.empty()
+                     ? budget_refused
+                     : "KV budget (H2O): the cache keeps at most this many shape positions per layer, the newest "
+                       "half, then those attention used most; the prompt and the first token always stay. 0: "
+                       "every position (exact). On the built-in model (64 tokens) 48 kept 93% of tokens "
+                       "unchanged and 32 kept 76%, for tokens about 7% faster.");
 
   const int bases_rank = summary ? summary->kv_bases_rank : 0;
   ImGui::BeginDisabled(!cache_refused.empty() || (bases_rank == 0 && settings.kv_rank == 0));
@@ -282,10 +283,11 @@ void draw_smaller_section(App& app) {
   std::string rank_help;
   if (!cache_refused.empty()) rank_help = cache_refused;
   else if (bases_rank > 0)
-    rank_help = "KV rank: keys and values projected onto the first R vectors of this model's calibrated bases "
-                "(up to " + std::to_string(bases_rank) + "): less memory per token; tokens may differ. 0: full "
-                "rank (exact). On the built-in model every rank below full changed the shapes (rank 96 of 128: "
-                "54% of tokens unchanged) and was no faster over its 64 tokens.";
+    rank_help = "KV rank: keys and values projected onto the first R vectors of this model's calibrated bases " +
+                ("(up to " + std::to_string(bases_rank) + "): ") +
+                "less memory per token; tokens may differ. 0: full rank (exact). On the built-in model every rank "
+                "below full changed the shapes (rank 96 of 128: 54% of tokens unchanged) and was no faster over its "
+                "64 tokens.";
   else
     rank_help = std::string(summary && !summary->kv_bases_problem.empty()
                                 ? "This model folder's kv_bases.safetensors cannot be used (" +
@@ -353,15 +355,18 @@ void draw_shape_section(App& app) {
   AppSettings& settings = app.state.settings;
   if (ImGui::SliderInt("Detail", &settings.resolution, 4, 9, "%d")) settings.resolution_chosen = true;
   remember_item(app, "detail");
-  reason_tooltip("Finer detail shows smaller features and takes longer: each step up takes about 2 to 4 times as "
-                 "long. A coarse preview shows first either way. Technically: the meshing resolution R, a grid of "
-                 "(2^R + 1)^3 points.");
+  reason_tooltip(
+      "Finer detail shows smaller features and takes longer: each step up takes about 2 to 5 times as "
+      "long. A coarse preview shows first either way. Technically: the meshing resolution R, a grid of "
+      "(2^R + 1)^3 points.");
   // What the chosen detail costs on this machine, before it starts.
   if (settings.detail_calibration_ms > 0) {
     const double expected_ms = expected_generation_ms(settings.detail_calibration_ms, settings.resolution);
     const std::string expected = expected_time_text(expected_ms) + " per shape on this machine";
-    if (expected_ms > 2 * kDefaultDetailAnswerMs) ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.f), "%s", expected.c_str());
-    else ImGui::TextDisabled("%s", expected.c_str());
+    if (expected_ms > 2 * kDefaultDetailAnswerMs)
+      ImGui::TextColored(ImVec4(0.95f, 0.8f, 0.4f, 1.f), "%s", expected.c_str());
+    else
+      ImGui::TextDisabled("%s", expected.c_str());
     remember_text(app, "detail-expected", expected);
     reason_tooltip("From one generation timed on this machine at its first launch; detail " +
                    std::to_string(default_detail(settings.detail_calibration_ms)) + " answers in about a second.");
