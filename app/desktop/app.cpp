@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "app/desktop/core/app_settings.h"
+#include "app/desktop/core/detail_timing.h"
 #include "engine/image_output.h"
 #include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/mesh_io.h"
@@ -125,6 +126,24 @@ void App::start_latency_demo() {
   state.frames.while_generating_ms.clear();
   log("latency demo: the same prompt without the KV cache, with it, and with what else this build has, " +
       std::to_string(state.latency.repeats) + " times each");
+}
+
+bool App::calibrate_detail() {
+  GenerationRequest request = make_request(state.settings);
+  // A prompt every model answers with a shape, greedy, so the timing does not
+  // hang on what the person typed or their seed.
+  request.prompt = "a chair";
+  request.sampling.greedy = true;
+  request.resolution = kDetailCalibrationResolution;
+  if (!worker.measure_detail_cost(request)) return false;
+  state.detail_calibration_due = false;
+  log("timing one generation at resolution " + std::to_string(kDetailCalibrationResolution) +
+      " to pick the detail that answers in about a second on this machine");
+  return true;
+}
+
+void App::calibrate_detail_when_due() {
+  if (state.detail_calibration_due && !worker.busy() && worker.has_model()) calibrate_detail();
 }
 
 void App::start_candidates(int count) {

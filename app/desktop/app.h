@@ -60,6 +60,11 @@ struct App {
   std::string why_not_generate() const;
   void start_generation();
   void start_latency_demo();
+  // Times one small generation on this machine to pick the default detail
+  // (core/detail_timing.h); false when a job runs or no model is loaded.
+  bool calibrate_detail();
+  // On a first launch, once the model is loaded and nothing runs.
+  void calibrate_detail_when_due();
   // Candidates: several seeds of the prompt in a grid; pick one (shown, the
   // settings untouched); take its settings; refine it.
   void start_candidates(int count);
@@ -110,7 +115,8 @@ struct App {
 };
 
 // --- each frame ---
-void handle_worker_messages(App& app);
+// True when there were messages (what the panels show may have changed).
+bool handle_worker_messages(App& app);
 // Counts down `idle N`, else runs the next command once nothing runs
 // (`idle`: the worker was idle when this frame began).
 void step_script(App& app, float frame_ms, bool idle);

@@ -56,6 +56,7 @@ struct ModelState {
   std::string load_step;
   double load_fraction = 0;
   std::string status;          // the last load's outcome, shown under the buttons
+  std::string status_detail;   // the same in the engine's terms, for its tooltip
   std::optional<ModelCard> card;  // what the loaded model says it knows (card.json), if anything
 };
 
@@ -266,6 +267,8 @@ struct ScriptState {
   size_t next = 0;
   int idle_frames_left = 0;  // `idle N`: frames still to count
   std::vector<float> idle_frame_ms;
+  int rest_wakeups_left = 0;              // `rest N`: event-loop wakeups still to count
+  int rest_wakeups = 0, rest_frames = 0;  // the last rest's wakeups, and the frames drawn in them
   int settle_frames = 0;     // frames to let pass after input before the next command
   std::array<int, 2> resize_to{0, 0};
   int resize_frames_left = 0;  // `resize`: frames left to reach resize_to
@@ -291,6 +294,9 @@ struct AppState {
   AppLog log;
   ViewState view;
   LayoutState layout;
+  // The settings have no timing of this machine yet: one is taken once a model
+  // is loaded and nothing runs (a person's app; a script asks with `calibrate`).
+  bool detail_calibration_due = false;
   bool script_mode = false;  // a script drives the app (and its errors fail the run)
   ScriptState script;
   bool quit = false;

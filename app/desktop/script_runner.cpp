@@ -122,6 +122,7 @@ nlohmann::json window_state(App& app) {
   if (ImGuiWindow* view = ImGui::FindWindowByName(kLatencyViewTitle); view && view->WasActive)
     out["latency"]["view"] = {{"content_width", view->ContentSize.x},
                               {"room_width", view->InnerRect.GetWidth() - 2 * view->WindowPadding.x}};
+  out["rest"] = {{"wakeups", state.script.rest_wakeups}, {"frames", state.script.rest_frames}};
   out["current_seed"] = state.current.seed;
   const HistoryState& history = state.history;
   out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},
@@ -259,6 +260,13 @@ void run_command(App& app, const ScriptCommand& command) {
       state.script.idle_frames_left = std::stoi(command.argument);
       state.script.idle_frame_ms.clear();
       break;
+    case ScriptCommand::Kind::kCalibrate:
+      if (!app.calibrate_detail()) app.log_error(where + "calibrate: no model is loaded");
+      break;
+    case ScriptCommand::Kind::kRest:  // counted by the main loop
+      state.script.rest_wakeups_left = std::stoi(command.argument);
+      state.script.rest_wakeups = state.script.rest_frames = 0;
+      break;
     case ScriptCommand::Kind::kExport: {
       Status exported = app.export_current(command.argument);
       if (exported.ok()) app.log("exported " + command.argument);
@@ -341,6 +349,7 @@ bool still_settling(App& app) {
 void step_script(App& app, float frame_ms, bool idle) {
   AppState& state = app.state;
   ScriptState& script = state.script;
+  if (script.rest_wakeups_left > 0) return;  // the main loop counts a rest's wakeups
   if (script.idle_frames_left > 0) {
     script.idle_frame_ms.push_back(frame_ms);
     if (--script.idle_frames_left == 0) {

@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "app/desktop/app.h"
+#include "app/desktop/core/detail_timing.h"
 #include "app/desktop/core/option_labels.h"
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
@@ -79,17 +80,39 @@ struct MessageHandler {
     state.model.load_fraction = m.fraction;
   }
 
+  void operator()(worker_message::DetailMeasured& m) {
+    if (!m.error.empty()) {
+      app.log_error("timing a generation on this machine: " + m.error + " (the detail stays as it is)");
+      return;
+    }
+    if (m.ms <= 0) return;  // cancelled
+    AppSettings& settings = state.settings;
+    settings.detail_calibration_ms = m.ms;
+    if (!settings.resolution_chosen) settings.resolution = default_detail(m.ms);
+    char line[200];
+    std::snprintf(line, sizeof line, "a generation at resolution %d took %.0f ms here: detail %d, %s per shape%s",
+                  m.resolution, m.ms, settings.resolution,
+                  expected_time_text(expected_generation_ms(m.ms, settings.resolution)).c_str(),
+                  settings.resolution_chosen ? " (as chosen)" : "");
+    app.log(line);
+    app.save_settings_now();
+  }
+
   void operator()(worker_message::ModelLoaded& m) {
     state.model.loading_folder.clear();
     state.settings.model_folder = m.summary.folder;
     remember_folder(state.settings, m.summary.folder);
+    // The panel says what the person has; the log keeps the engine's terms.
     char line[256];
     std::snprintf(line, sizeof line, "model loaded in %.0f ms: %d shape tokens, %s weights", m.summary.load_ms,
                   m.summary.shape_tokens, std::string(weight_format_name(m.summary.weights)).c_str());
-    state.model.status = line;
-    app.log(state.model.status + " (" + m.summary.folder + ")");
+    app.log(line + std::string(" (") + m.summary.folder + ")");
+    state.model.status = "Model ready, " + weights_in_words(m.summary.weights) + " (loaded in " +
+                         std::to_string(static_cast<long long>(m.summary.load_ms + 0.5)) + " ms)";
+    state.model.status_detail = line;
     // The demo's figures were of the model (or weights) before: they go with it.
     if (!state.latency.running) state.latency = LatencyDemoState{};
+    if (!state.script_mode && state.settings.detail_calibration_ms <= 0) state.detail_calibration_due = true;
     if (!m.summary.kv_bases_problem.empty())
       app.log_error(m.summary.kv_bases_problem + " (no KV rank for this model until it is recalibrated)");
     auto card = load_model_card(m.summary.folder);
@@ -118,9 +141,11 @@ struct MessageHandler {
     const std::string in_use = loaded ? "the model in use is still " + loaded->folder : "no model is loaded";
     if (m.error.code == ErrorCode::kCancelled) {
       state.model.status = "Loading cancelled; " + in_use;
+      state.model.status_detail.clear();
       app.log("loading " + folder + " cancelled; " + in_use);
     } else {
       state.model.status = "Could not load " + folder + "; " + in_use;
+      state.model.status_detail.clear();
       app.log_error("model folder '" + folder + "': " + m.error.to_string() + " (" + in_use + ")");
     }
   }
@@ -325,8 +350,10 @@ struct MessageHandler {
 
 }  // namespace
 
-void handle_worker_messages(App& app) {
-  for (WorkerMessage& message : app.worker.drain()) std::visit(MessageHandler{app}, message);
+bool handle_worker_messages(App& app) {
+  std::vector<WorkerMessage> messages = app.worker.drain();
+  for (WorkerMessage& message : messages) std::visit(MessageHandler{app}, message);
+  return !messages.empty();
 }
 
 }  // namespace cubeforge::app

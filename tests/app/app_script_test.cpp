@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/desktop/core/detail_timing.h"
 #include "app/desktop/core/file_name_template.h"
 #include "app/desktop/core/latency_statistics.h"
 #include "inference/core/file_io.h"
@@ -695,6 +696,7 @@ TEST_F(AppScript, ABlankPromptStartsNothingAndSaysWhy) {
                                    << "wait\n"
                                    << "click candidates\n"
                                    << "wait\n"
+                                   << "click section-engineers\n"
                                    << "click latency-demo\n"
                                    << "wait\n"
                                    << dump("blank") << "generate\n"
@@ -1456,7 +1458,7 @@ TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
                                       << "model " << model_.string() << "\n"
                                       << "set kv_cache_format fp8\n"
                                       << "click section-shape\n"
-                                      << "click section-speed\n"
+                                      << "click section-engineers\n"
                                       << "idle 2\n"
                                       << "click attention-reference\n"
                                       << "click vary-with-seed\n"
@@ -1789,6 +1791,195 @@ TEST_F(AppScript, TheBoundingBoxSaysItIsAHintNotAFit) {
   EXPECT_NE(help.find("hint"), std::string::npos) << help;
   EXPECT_NE(help.find("Y is up"), std::string::npos) << "which side is the height: " << help;
   EXPECT_EQ(help.find("fitted"), std::string::npos) << "the shape is not fitted to the box: " << help;
+}
+
+// Left alone, the app sleeps: over 40 wakeups of its event loop with nothing
+// happening it draws no frame (counted, not timed, so the machine's speed
+// does not matter; the few frames input leaves for the panels to settle are
+// over before the rest begins). Scripted input still wakes it: what is typed
+// after the rest reaches the prompt.
+TEST_F(AppScript, AnIdleAppDrawsNoFramesAndInputWakesIt) {
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "rest.txt") << "model " << model_.string() << "\n"
+                                  << "prompt a chair\n"
+                                  << "idle 10\n"
+                                  << "rest 40\n"
+                                  << dump("rested") << "click prompt\n"
+                                  << "key end\n"
+                                  << "type s\n"
+                                  << "idle 2\n"
+                                  << dump("woken") << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "rest.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto rested = read_dump(dir / "rested.json");
+  EXPECT_EQ(rested["rest"]["wakeups"], 40) << rested["rest"];
+  // A stray window-system event (focus, a repaint) may draw one frame and the
+  // panels' settling after it; an app that draws continuously draws 40.
+  EXPECT_LE(int(rested["rest"]["frames"]), 1 + 3) << rested["rest"] << "\n" << *log;
+  EXPECT_NE(log->find("while resting: "), std::string::npos) << *log;
+  const auto woken = read_dump(dir / "woken.json");
+  EXPECT_EQ(woken["prompt"], "a chairs") << "the input after the rest did not reach the prompt";
+}
+
+// A creator's panel shows the creator's controls first: the latency demo and
+// the reference implementation's attention wait in a closed section for
+// engineers after every other section, and are there once it is opened.
+TEST_F(AppScript, EngineersControlsWaitInAClosedSectionAfterTheCreatorsOnes) {
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "engineers.txt") << "model " << model_.string() << "\n"
+                                       << "prompt a chair\n"
+                                       << "idle 2\n"
+                                       << dump("closed") << "screenshot " << (dir / "closed.png").string() << "\n"
+                                       << "click section-shape\n"
+                                       << "click section-variation\n"
+                                       << "click section-engineers\n"
+                                       << "idle 2\n"
+                                       << dump("open") << "screenshot " << (dir / "open.png").string() << "\n"
+                                       << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "engineers.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto closed = read_dump(dir / "closed.json");
+  const auto& targets = closed["targets"];
+  ASSERT_TRUE(targets.contains("section-engineers")) << targets;
+  EXPECT_FALSE(targets.contains("latency-demo")) << "the latency demo is among the creator's controls";
+  EXPECT_FALSE(targets.contains("attention-reference")) << "the reference's attention is among the creator's controls";
+  const float engineers_y = targets["section-engineers"]["y"];
+  for (const char* creators :
+       {"generate", "section-shape", "section-variation", "section-preview", "section-speed", "section-model"}) {
+    ASSERT_TRUE(targets.contains(creators)) << creators;
+    EXPECT_LT(float(targets[creators]["y"]), engineers_y) << creators << " comes after the engineers' section";
+  }
+  const auto open = read_dump(dir / "open.json");
+  for (const char* engineers : {"latency-demo", "attention-reference"}) {
+    ASSERT_TRUE(open["targets"].contains(engineers)) << engineers;
+    EXPECT_GT(float(open["targets"][engineers]["y"]), float(open["targets"]["section-engineers"]["y"])) << engineers;
+  }
+}
+
+// The detail follows this machine's measured speed until the person chooses
+// one: with a timing injected in the settings (so the verdict does not hang on
+// the machine running the test) the app starts at the finest detail expected
+// within a second and says its expected time; a finer detail chosen is kept
+// for the next start and says its longer time before it starts.
+TEST_F(AppScript, TheDetailAnswersInAboutASecondAndSaysItsTime) {
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::filesystem::create_directories(data);
+  // A machine on which resolution 7 takes 0.8 s.
+  const double calibration_ms = 800 / expected_generation_ms(1, 7);
+  ASSERT_EQ(default_detail(calibration_ms), 7);
+  std::ofstream(data / "settings.json") << nlohmann::json{{"detail_calibration_ms", calibration_ms}}.dump();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "first.txt") << "model " << model_.string() << "\n"
+                                   << "idle 2\n"
+                                   << dump("default") << "screenshot " << (dir / "detail.png").string() << "\n"
+                                   << "set resolution 8\n"
+                                   << "idle 2\n"
+                                   << "quit\n";
+  std::ofstream(dir / "next.txt") << "model " << model_.string() << "\n"
+                                  << "idle 2\n"
+                                  << dump("remembered") << "quit\n";
+  for (const char* script : {"first.txt", "next.txt"}) {
+    int code = run_app("--script '" + (dir / script).string() + "' --data-dir '" + data.string() + "'");
+    auto log = read_file_text(data / "cubeforge.log");
+    ASSERT_TRUE(log.ok());
+    EXPECT_EQ(code, 0) << script << "\n" << *log;
+  }
+  const auto first = read_dump(dir / "default.json");
+  EXPECT_EQ(first["settings"]["resolution"], 7);
+  EXPECT_EQ(first["texts"].value("detail-expected", ""), "about 0.8 s per shape on this machine") << first["texts"];
+  const auto next = read_dump(dir / "remembered.json");
+  EXPECT_EQ(next["settings"]["resolution"], 8) << "the chosen detail was not kept";
+  EXPECT_EQ(next["texts"].value("detail-expected", ""),
+            expected_time_text(expected_generation_ms(calibration_ms, 8)) + " per shape on this machine");
+}
+
+// Without a timing the app takes one (`calibrate` runs what a person's first
+// launch runs): the measured time is kept and the detail is the one it implies.
+TEST_F(AppScript, ATimedGenerationPicksTheDetailAndIsKept) {
+  const auto dir = folder_.path();
+  const auto data = dir / "data";
+  std::ofstream(dir / "calibrate.txt") << "model " << model_.string() << "\n"
+                                       << "calibrate\n"
+                                       << "wait\n"
+                                       << "dump " << (dir / "timed.json").string() << "\n"
+                                       << "quit\n";
+  int code = run_app("--script '" + (dir / "calibrate.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto timed = read_dump(dir / "timed.json");
+  const double measured = timed["settings"]["detail_calibration_ms"];
+  EXPECT_GT(measured, 0) << *log;
+  EXPECT_EQ(timed["settings"]["resolution"], default_detail(measured));
+  EXPECT_EQ(timed["history"]["entries"], 0) << "the timing run went to the history";
+  EXPECT_NE(log->find("a generation at resolution 6 took"), std::string::npos) << *log;
+  auto saved = read_file_text(data / "settings.json");
+  ASSERT_TRUE(saved.ok());
+  EXPECT_EQ(nlohmann::json::parse(*saved)["detail_calibration_ms"], measured);
+}
+
+// The speed settings speak a creator's language: what each choice does
+// (memory, speed, how much the shapes change, as measured), with the
+// engine's name for it in the tooltip only; the loaded model's line too.
+TEST_F(AppScript, SpeedChoicesSayWhatTheyDoAndKeepTheTechnicalNameInTheTooltip) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  auto dump = [&](const std::string& name) { return "dump " + (dir / (name + ".json")).string() + "\n"; };
+  std::ofstream(dir / "labels.txt") << "model " << builtin.string() << "\n"
+                                    << "click section-shape\n"
+                                    << "click section-variation\n"
+                                    << "click section-speed\n"
+                                    << "idle 2\n"
+                                    << "screenshot " << (dir / "speed.png").string() << "\n"
+                                    << "click weights\n"
+                                    << "idle 2\n"
+                                    << dump("weights") << "click weights-stored\n"
+                                    << "idle 2\n"
+                                    << "click kv-cache-format\n"
+                                    << "idle 2\n"
+                                    << dump("kv") << "quit\n";
+  const auto data = dir / "data";
+  // Tall enough for the open Speed section's last combo above the Log panel.
+  int code =
+      run_app("--script '" + (dir / "labels.txt").string() + "' --data-dir '" + data.string() + "' --size 1280x1000");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const std::vector<std::string> jargon = {"bf16", "q8",   "q4",       "f32",   "fp8",    "int8",
+                                           "KV",   "rank", "position", "token", "stored", "2^R"};
+  auto expect_plain = [&](const std::string& text, const std::string& what) {
+    for (const std::string& word : jargon)
+      EXPECT_EQ(text.find(word), std::string::npos) << what << " says '" << word << "': " << text;
+  };
+  const auto weights = read_dump(dir / "weights.json");
+  expect_plain(weights["model_status"], "the loaded model's line");
+  const std::pair<const char*, std::vector<std::string>> combos[] = {
+      {"weights", {"stored", "bf16", "q8", "q4"}}, {"kv-cache-format", {"f32", "bf16", "fp8", "int8"}}};
+  for (const auto& [combo, choices] : combos) {
+    const auto state = read_dump(dir / (std::string(combo) == "weights" ? "weights.json" : "kv.json"));
+    const auto& texts = state["texts"];
+    for (const std::string& choice : choices) {
+      const std::string name = std::string(combo) + "-" + choice;
+      ASSERT_TRUE(texts.contains(name)) << name << " not shown: " << texts;
+      const std::string label = texts[name];
+      expect_plain(label, name);
+      const std::string help = texts.value(name + "-help", "");
+      EXPECT_EQ(help.rfind(choice, 0), 0u) << name << "'s tooltip does not give its technical name: " << help;
+      if (choice != choices.front()) {
+        EXPECT_NE(help.find("% of tokens"), std::string::npos) << name << "'s tooltip has no measured agreement";
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -91,6 +91,11 @@ TEST(Script, ErrorsNameTheLine) {
   EXPECT_FALSE(parse_script("generate now\n").ok());     // takes nothing
   EXPECT_FALSE(parse_script("set resolution\n").ok());   // needs a value
   EXPECT_FALSE(parse_script("idle soon\n").ok());        // a number of frames
+  EXPECT_FALSE(parse_script("rest a while\n").ok());     // a number of wakeups
+  auto rest = parse_script("rest 40\n");
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->front().kind, ScriptCommand::Kind::kRest);
+  EXPECT_TRUE(rest->front().waits_for_idle());
   EXPECT_FALSE(load_script("/nonexistent/script.txt").ok());
 }
 

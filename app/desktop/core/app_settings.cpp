@@ -41,6 +41,8 @@ void visit_fields(AppSettings& s, Visitor&& visit) {
   visit("use_bbox", s.use_bbox);
   visit("bbox", s.bbox);
   visit("resolution", s.resolution);
+  visit("resolution_chosen", s.resolution_chosen);
+  visit("detail_calibration_ms", s.detail_calibration_ms);
   visit("target_faces", s.target_faces);
   visit("latency_decoding", s.latency_decoding);
   visit("diffusion_threshold", s.diffusion_threshold);
@@ -82,6 +84,8 @@ Status check_ranges(const AppSettings& s) {
   if (Status checked = check_decode_options(decode); !checked.ok())
     return bad("setting '" + checked.error().option + "': " + checked.error().message);
   if (s.resolution < 2 || s.resolution > 10) return bad("setting 'resolution' must be in 2..10");
+  if (!(s.detail_calibration_ms >= 0 && s.detail_calibration_ms < 1e7))
+    return bad("setting 'detail_calibration_ms' must be 0 (not measured) or milliseconds below 1e7");
   if (!parse_decoding_mode(s.latency_decoding))
     return bad("setting 'latency_decoding' must be sequential, jacobi or diffusion, not '" + s.latency_decoding + "'");
   if (!(s.diffusion_threshold > 0.f && s.diffusion_threshold <= 1.f))
@@ -232,6 +236,7 @@ Status set_setting(AppSettings& settings, const std::string& key, const std::str
   });
   if (!known) return make_error(ErrorCode::kInvalidArgument, "unknown setting '" + key + "'");
   if (!failure.empty()) return make_error(ErrorCode::kInvalidArgument, failure);
+  if (key == "resolution") updated.resolution_chosen = true;  // as the slider does
   CUBEFORGE_TRY(check_ranges(updated));
   settings = std::move(updated);
   return ok_status();

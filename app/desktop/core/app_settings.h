@@ -46,6 +46,12 @@ struct AppSettings {
   bool use_bbox = false;
   std::array<float, 3> bbox{1.f, 1.f, 1.f};
   int resolution = 8;
+  // Whether the person chose the detail (the slider, a script's `set`); until
+  // then it follows the machine's speed (core/detail_timing.h).
+  bool resolution_chosen = false;
+  // How long one generation at kDetailCalibrationResolution took on this
+  // machine, measured once; 0: not yet.
+  double detail_calibration_ms = 0;
   int64_t target_faces = 0;                // 0: automatic, < 0: no simplification
   // Parallel decoding: what the latency demo compares (sequential | jacobi |
   // diffusion), and block diffusion's confidence threshold (a block-diffusion

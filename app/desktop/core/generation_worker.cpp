@@ -373,6 +373,28 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
   });
 }
 
+bool GenerationWorker::measure_detail_cost(const GenerationRequest& request) {
+  auto loaded = model();
+  if (!loaded) return false;
+  return start([this, loaded, request] {
+    worker_message::DetailMeasured measured;
+    measured.resolution = request.resolution;
+    auto opened = plan(*loaded, request);
+    if (!opened.ok()) {
+      measured.error = for_creator(opened.error());
+      messages_.push(measured);
+      return;
+    }
+    const auto started = Clock::now();
+    auto result = generate_shape(*loaded, request_for_model(*opened, *loaded), {}, &cancel_);
+    if (result.ok())
+      measured.ms = ms_since(started);
+    else if (result.error().code != ErrorCode::kCancelled)
+      measured.error = for_creator(result.error());
+    messages_.push(measured);
+  });
+}
+
 GenerationRequest request_for_model(GenerationRequest request, const CubeModel& model) {
   if (model.gpt().config().block_diffusion() && request.decoding.mode == DecodingMode::kSequential)
     request.decoding.mode = DecodingMode::kDiffusion;

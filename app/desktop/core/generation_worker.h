@@ -179,15 +179,22 @@ struct CandidateReady {
 };
 struct CandidatesFinished { int made = 0; bool cancelled = false; std::string error; };
 struct Log { bool error = false; std::string text; };
+// How long one whole generation took at `resolution` (measure_detail_cost);
+// ms 0 with an error, or with neither when cancelled.
+struct DetailMeasured {
+  int resolution = 0;
+  double ms = 0;
+  std::string error;
+};
 }  // namespace worker_message
 
 using WorkerMessage =
     std::variant<worker_message::LoadProgress, worker_message::ModelLoaded, worker_message::LoadFailed,
                  worker_message::RunStarted, worker_message::Event, worker_message::Preview,
-                 worker_message::PassStarted,
-                 worker_message::RunFinished, worker_message::LatencyResult, worker_message::LatencyDemoFinished,
-                 worker_message::CandidateReady, worker_message::CandidatesFinished,
-                 worker_message::LatencyRunStarted, worker_message::LatencyMeshed, worker_message::Log>;
+                 worker_message::PassStarted, worker_message::RunFinished, worker_message::LatencyResult,
+                 worker_message::LatencyDemoFinished, worker_message::CandidateReady,
+                 worker_message::CandidatesFinished, worker_message::LatencyRunStarted, worker_message::LatencyMeshed,
+                 worker_message::Log, worker_message::DetailMeasured>;
 
 // The latency demo's runs, in order: each one faster than the last where it
 // exists. A run that this build, machine or model cannot do has a reason and
@@ -257,6 +264,10 @@ class GenerationWorker {
   // every seed the same shape) and meshed at candidate_resolution(), to
   // compare side by side and pick one to refine.
   bool generate_candidates(const GenerationRequest& request, int count);
+  // Times one whole generation of `request` (tokens, meshing, cleanup) at its
+  // resolution, as the app's first launch does to pick its default detail;
+  // nothing goes to the view or the history.
+  bool measure_detail_cost(const GenerationRequest& request);
   void cancel();
   // Tests: while held, a job that starts waits before its first step, so a
   // test can cancel it before it runs whatever the machine's load.
@@ -277,6 +288,9 @@ class GenerationWorker {
   bool has_model() const;
   std::optional<ModelSummary> model_summary() const;
   std::vector<WorkerMessage> drain() { return messages_.drain(); }
+  // Called on the worker's thread after each message it queues, so a UI
+  // asleep until something happens wakes to drain it (glfwPostEmptyEvent).
+  void set_wake(std::function<void()> wake) { messages_.set_wake(std::move(wake)); }
 
  private:
   bool start(std::function<void()> job);

@@ -9,15 +9,15 @@ const char* control_for(OptionKey key) {
   switch (key) {
     case OptionKey::kWeights:
     case OptionKey::kQ4Group:
-      return "Weights";
+      return "Model memory";
     case OptionKey::kKvCache:
       return "Faster decoding";
     case OptionKey::kKvFormat:
-      return "KV cache";
+      return "Cache memory";
     case OptionKey::kKvBudget:
-      return "KV budget";
+      return "Cache limit";
     case OptionKey::kKvRank:
-      return "KV rank";
+      return "Cache compression";
     case OptionKey::kBackend:
       return "GPU (CUDA)";
     case OptionKey::kCudaGraphs:
@@ -58,6 +58,20 @@ const char* control_for(OptionKey key) {
       return "Trace";
   }
   return "Settings";
+}
+
+std::string weights_in_words(WeightFormat format) {
+  switch (format) {
+    case WeightFormat::kStored:
+      return "exact weights";
+    case WeightFormat::kBF16:
+      return "weights at half size";
+    case WeightFormat::kQ8:
+      return "weights at a quarter size";
+    case WeightFormat::kQ4:
+      return "weights at an eighth size";
+  }
+  return "weights " + std::string(weight_format_name(format));
 }
 
 std::string for_creator(const Error& error) {

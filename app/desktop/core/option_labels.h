@@ -10,8 +10,11 @@
 
 namespace cubeforge::app {
 
-// The label of the control that sets `key` ("KV rank", "Vary with the seed").
+// The label of the control that sets `key` ("Cache compression", "Vary with the seed").
 const char* control_for(OptionKey key);
+
+// The loaded weights for a creator: "exact weights", "weights at half size".
+std::string weights_in_words(WeightFormat format);
 
 // An error as the app shows it: "KV rank: <what is wrong>" when it names an
 // option, else "<kind>: <what is wrong>"; untrusted text escaped.

@@ -135,6 +135,7 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
       {"set", ScriptCommand::Kind::kSet, true},           {"generate", ScriptCommand::Kind::kGenerate, false},
       {"latency", ScriptCommand::Kind::kLatency, false},  {"cancel", ScriptCommand::Kind::kCancel, false},
       {"wait", ScriptCommand::Kind::kWait, false},        {"idle", ScriptCommand::Kind::kIdle, true},
+      {"rest", ScriptCommand::Kind::kRest, true},         {"calibrate", ScriptCommand::Kind::kCalibrate, false},
       {"export", ScriptCommand::Kind::kExport, true},
       {"screenshot", ScriptCommand::Kind::kScreenshot, true}, {"quit", ScriptCommand::Kind::kQuit, false},
       {"click", ScriptCommand::Kind::kClick, true},       {"drag", ScriptCommand::Kind::kDrag, true},
@@ -173,6 +174,10 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
         (argument.find_first_not_of("0123456789") != std::string::npos || argument.size() > 6))
       return make_error(ErrorCode::kInvalidArgument,
                         "script line " + std::to_string(line) + ": 'idle' takes a number of frames");
+    if (match->kind == ScriptCommand::Kind::kRest &&
+        (argument.find_first_not_of("0123456789") != std::string::npos || argument.size() > 4))
+      return make_error(ErrorCode::kInvalidArgument,
+                        "script line " + std::to_string(line) + ": 'rest' takes a number of wakeups (at most 9999)");
     ScriptCommand command;
     command.kind = match->kind;
     command.argument = argument;

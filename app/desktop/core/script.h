@@ -10,6 +10,11 @@
 //   wait               wait until nothing runs
 //   idle N             let N frames pass, then log their frame times (a baseline
 //                      for the frame times logged while generating)
+//   rest N             leave the app alone as a person's idle app is left, for
+//                      N wakeups of its event loop, then log how many frames
+//                      it drew meanwhile (an idle app draws none)
+//   calibrate          time one small generation to pick the default detail, as
+//                      a person's first launch does (core/detail_timing.h)
 //   export PATH        export the current mesh (format from the extension)
 //   screenshot PATH    save the viewport as PNG
 //   quit               close the app
@@ -56,7 +61,7 @@ namespace cubeforge::app {
 
 struct ScriptCommand {
   enum class Kind {
-    kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kIdle, kExport, kScreenshot, kQuit,
+    kModel, kPrompt, kSet, kGenerate, kLatency, kCancel, kWait, kIdle, kRest, kCalibrate, kExport, kScreenshot, kQuit,
     kClick, kDrag, kDragRight, kKey, kType, kResize, kResetLayout, kDump, kErrorPopup, kWaitPreview, kHoldPreviews
   };
   Kind kind = Kind::kWait;

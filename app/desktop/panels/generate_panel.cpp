@@ -1,4 +1,4 @@
-// The Generate panel: the prompt, Generate / Cancel / Latency demo, the model
+// The Generate panel: the prompt, Generate / Cancel / Try 4 seeds, the model
 // load's progress or outcome, then the settings (settings_panel.cpp).
 #include <algorithm>
 #include <cstdio>
@@ -182,14 +182,6 @@ void draw_generate_panel(App& app) {
                      ? "Four seeds of this prompt side by side (sampled, at low detail): pick one, then refine or "
                        "export it"
                      : why_not_candidates);
-  flow_next(button_width("Latency demo"));
-  ImGui::BeginDisabled(!why_not.empty());
-  if (ImGui::Button("Latency demo")) app.start_latency_demo();
-  ImGui::EndDisabled();
-  remember_item(app, "latency-demo");
-  reason_tooltip(why_not.empty() ? "Runs this prompt without the KV cache, with it, and with CUDA graphs when "
-                                   "available, and compares TPOT and total time"
-                                 : why_not);
 
   draw_prompt_help(app);
   draw_run_status(app);
@@ -204,6 +196,7 @@ void draw_generate_panel(App& app) {
     ImGui::ProgressBar(static_cast<float>(model.load_fraction), ImVec2(-1, 0), model.load_step.c_str());
   } else if (!model.status.empty()) {
     ImGui::TextWrapped("%s", model.status.c_str());
+    reason_tooltip(model.status_detail);
   }
   ImGui::Separator();
   draw_settings(app);
