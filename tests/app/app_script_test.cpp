@@ -130,7 +130,8 @@ std::string prompt_with_a_surface(const std::filesystem::path& model, int resolu
   return {};
 }
 
-class AppScript : public ::testing::Test {
+// A window test: a display, and a home of its own.
+class AppWindowTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::getenv("DISPLAY") && !std::getenv("WAYLAND_DISPLAY"))
@@ -144,13 +145,27 @@ class AppScript : public ::testing::Test {
     ::setenv("HOME", (folder_.path() / "home").c_str(), 1);
     ::unsetenv("XDG_CONFIG_HOME");
     ::unsetenv("XDG_DATA_HOME");
+  }
+  testing::TemporaryFolder folder_;
+};
+
+// The app on the reference fixture folder (label `oracle`: tools/test.sh runs
+// these again on the second fixture).
+class AppScript : public AppWindowTest {
+ protected:
+  void SetUp() override {
+    AppWindowTest::SetUp();
+    if (IsSkipped()) return;
     model_ = testing::oracle_model_folder();
     if (model_.empty())
       GTEST_SKIP() << "fixture model folder absent (set CUBEFORGE_ORACLE_DIR or place ../shared/oracle/cube3d-v05)";
   }
   std::filesystem::path model_;
-  testing::TemporaryFolder folder_;
 };
+
+// The app on the built-in model alone: it reads no fixture, so a second
+// fixture would run the same test again.
+class BuiltinModelApp : public AppWindowTest {};
 
 TEST_F(AppScript, GeneratesShowsExportsAndKeepsHistory) {
   const auto dir = folder_.path();
@@ -349,7 +364,7 @@ TEST_F(AppScript, LayoutAndInputSurviveResizeClicksAndChords) {
 // before the requested resolution is done (progressive previews during the
 // tokens, then the coarse pass), the run says how it went, and Cancel leaves
 // nothing "running" and the previous shape in place.
-TEST_F(AppScript, ShowsAMeshEarlyAndCancelSaysSo) {
+TEST_F(BuiltinModelApp, ShowsAMeshEarlyAndCancelSaysSo) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -460,7 +475,7 @@ TEST_F(AppScript, ExportAsksBeforeReplacingAndNothingIsCutOff) {
 // A first launch opens on the loaded model's first example, the prompt its
 // card says the model draws best; a prompt the creator typed is remembered
 // over it on the next launch.
-TEST_F(AppScript, AFirstLaunchOpensOnTheModelsFirstExample) {
+TEST_F(BuiltinModelApp, AFirstLaunchOpensOnTheModelsFirstExample) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
   auto card = read_file_text(builtin / "card.json");
@@ -493,7 +508,7 @@ TEST_F(AppScript, AFirstLaunchOpensOnTheModelsFirstExample) {
 // The built-in model's card in the window: "a cat" is said plainly to be a
 // guess once the next word is begun, and typing offers the card's words,
 // which a click completes.
-TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
+TEST_F(BuiltinModelApp, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -529,7 +544,7 @@ TEST_F(AppScript, SaysWhenThePromptHasNoWordTheModelKnowsAndCompletesItsWords) {
 
 // After Cancel, the run's bars say it was cancelled instead of holding the
 // percentage where it stopped.
-TEST_F(AppScript, TheProgressSaysCancelledAfterCancel) {
+TEST_F(BuiltinModelApp, TheProgressSaysCancelledAfterCancel) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -558,7 +573,7 @@ TEST_F(AppScript, TheProgressSaysCancelledAfterCancel) {
 
 // The statistics' plots are titled with the finished run's mean TPOT and rate,
 // the figures the log reports for the run, not with the last token's.
-TEST_F(AppScript, TheStatisticsTitlesShowTheFinishedRunsFigures) {
+TEST_F(BuiltinModelApp, TheStatisticsTitlesShowTheFinishedRunsFigures) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -629,7 +644,7 @@ TEST_F(AppScript, AFailedLoadOpensAtItsCauseAndSaysWhichModelStays) {
 // Enter in the prompt box starts Generate and leaves the prompt without a
 // line break; Shift+Enter breaks the line and starts nothing; the line
 // breaks of a prompt do not reach the run (nor the log).
-TEST_F(AppScript, EnterGeneratesAndShiftEnterBreaksTheLine) {
+TEST_F(BuiltinModelApp, EnterGeneratesAndShiftEnterBreaksTheLine) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -675,7 +690,7 @@ TEST_F(AppScript, EnterGeneratesAndShiftEnterBreaksTheLine) {
 // With no prompt, or one of spaces and line breaks only, Generate, Enter, Try
 // 4 seeds and the latency demo start nothing, and the button says why; the
 // script's own `generate` is refused with an error.
-TEST_F(AppScript, ABlankPromptStartsNothingAndSaysWhy) {
+TEST_F(BuiltinModelApp, ABlankPromptStartsNothingAndSaysWhy) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -727,7 +742,7 @@ TEST_F(AppScript, ABlankPromptStartsNothingAndSaysWhy) {
 // a space or punctuation follows it, or Generate is pressed, it is. The
 // warning and the completions have their room kept, so the widgets under
 // them stay where they are as the warning comes and goes.
-TEST_F(AppScript, TheVocabularyWarningWaitsForWholeWordsAndKeepsItsPlace) {
+TEST_F(BuiltinModelApp, TheVocabularyWarningWaitsForWholeWordsAndKeepsItsPlace) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -840,7 +855,7 @@ TEST_F(AppScript, ACorruptHistoryEntryHidesNothingAndRestoringAsksFirst) {
 // which becomes the shape exported and leaves the settings as they were;
 // "Use this candidate's settings" takes its seed and sampling and says so in
 // the log; Refine makes the picked one again, whatever the settings say.
-TEST_F(AppScript, FourCandidatesSideBySideAndThePickedOneExports) {
+TEST_F(BuiltinModelApp, FourCandidatesSideBySideAndThePickedOneExports) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -1281,7 +1296,7 @@ std::vector<int> cli_tokens(const std::filesystem::path& model, const std::files
 // decodes exactly the tokens the command line decodes with the same options
 // (equal to the exact run's or not, as the engine has it), and the latency
 // demo runs the int8 cache beside the exact one. The choices persist.
-TEST_F(AppScript, SmallerWeightsAndKvCacheChosenInTheSettingsReachTheRun) {
+TEST_F(BuiltinModelApp, SmallerWeightsAndKvCacheChosenInTheSettingsReachTheRun) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -1367,7 +1382,7 @@ TEST_F(AppScript, SmallerWeightsAndKvCacheChosenInTheSettingsReachTheRun) {
 // A settings file with a value the engine does not take: the app says which
 // one, starts from the defaults and runs; the controls for combinations the
 // engine refuses are not offered.
-TEST_F(AppScript, ABadWeightsOrKvCacheSettingIsSaidAndTheDefaultsRun) {
+TEST_F(BuiltinModelApp, ABadWeightsOrKvCacheSettingIsSaidAndTheDefaultsRun) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -1585,7 +1600,7 @@ FilePieces pieces_of_file(const std::filesystem::path& path) {
 // pieces" leaves the ones under a share of the largest's volume out of the
 // view and of the export, and is kept with the settings. The counts are
 // checked against the exported files' pieces, found another way.
-TEST_F(AppScript, CountsPiecesAndRemovesLooseOnesFromViewAndExport) {
+TEST_F(BuiltinModelApp, CountsPiecesAndRemovesLooseOnesFromViewAndExport) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -1646,7 +1661,7 @@ TEST_F(AppScript, CountsPiecesAndRemovesLooseOnesFromViewAndExport) {
 // home's user-dirs.dirs), made when the first export needs it, not to the
 // folder the app was started from; the panel says where; a folder typed in
 // its place is remembered for the next start.
-TEST_F(AppScript, ExportsGoToTheDocumentsFolderAndATypedFolderIsRemembered) {
+TEST_F(BuiltinModelApp, ExportsGoToTheDocumentsFolderAndATypedFolderIsRemembered) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -1711,7 +1726,7 @@ TEST_F(AppScript, ExportsGoToTheDocumentsFolderAndATypedFolderIsRemembered) {
 
 // Cancel leaves no share of the run on its bar, and the run's last preview
 // stays on screen, offered to keep: kept, it is the shape export writes.
-TEST_F(AppScript, ACancelledRunOffersItsPreviewAndLeavesNoStalePercentage) {
+TEST_F(BuiltinModelApp, ACancelledRunOffersItsPreviewAndLeavesNoStalePercentage) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
@@ -1769,7 +1784,7 @@ TEST_F(AppScript, ACancelledRunOffersItsPreviewAndLeavesNoStalePercentage) {
 
 // The bounding box's help says what the box does with the built-in model: a
 // hint of proportions, not a fit (Tall makes a tower squatter), and which side is up.
-TEST_F(AppScript, TheBoundingBoxSaysItIsAHintNotAFit) {
+TEST_F(BuiltinModelApp, TheBoundingBoxSaysItIsAHintNotAFit) {
   const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
   if (!std::filesystem::exists(builtin / "card.json")) GTEST_SKIP() << "no built-in model in this tree";
   const auto dir = folder_.path();
