@@ -82,13 +82,15 @@ Result<SequentialComparison> compare_with_sequential(const CubeModel& model, con
   static_cast<DecodeOptions&>(generation) = request.decode();
   DecodingOptions sequential_decoding = request.decoding;
   sequential_decoding.mode = DecodingMode::kSequential;
+  // The comparison runs on the CPU, where every decoding strategy runs.
+  const std::shared_ptr<TokenBackend> cpu = make_cpu_token_backend(model.gpt());
   std::vector<double> times[2];
   SequentialComparison comparison;
   for (int round = 0; round < 3; ++round)
     for (int parallel = 0; parallel < 2; ++parallel) {
       const auto start = std::chrono::steady_clock::now();
       CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded,
-                                 decode_tokens(model.gpt(), nullptr, cond, uncond, model.shape_tokens(), generation,
+                                 decode_tokens(*cpu, cond, uncond, model.shape_tokens(), generation,
                                                parallel ? request.decoding : sequential_decoding));
       times[parallel].push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());

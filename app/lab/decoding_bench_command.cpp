@@ -19,6 +19,7 @@
 #include "app/lab/commands.h"
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"
+#include "inference/backend/cpu_decoding_session.h"
 #include "inference/cpu/ops.h"
 #include "inference/decoding/decoding.h"
 #include "inference/model/random_weights.h"

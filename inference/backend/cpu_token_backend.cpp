@@ -2,11 +2,13 @@
 // TokenSampler, one step computed whenever the caller waits for a token. The
 // arithmetic is exactly the CPU generation loop's: prefill of the condition
 // and BOS (or of the whole sequence every step without the KV cache), one
-// decode per token, the guidance combine, then the sampler.
+// decode per token, the guidance combine, then the sampler. Its decoding
+// sessions (cpu_decoding_session.h) run every parallel strategy.
 #include <algorithm>
 #include <optional>
 #include <string>
 
+#include "inference/backend/cpu_decoding_session.h"
 #include "inference/backend/token_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/ops.h"
@@ -146,6 +148,14 @@ class CpuTokenBackend final : public TokenBackend {
   Result<std::unique_ptr<TokenSession>> open_session(const TokenSessionOptions& options) const override {
     CUBEFORGE_TRY(check_token_session_options(model_, options));
     return std::unique_ptr<TokenSession>(std::make_unique<CpuTokenSession>(model_, options));
+  }
+
+  Result<std::unique_ptr<DecodingSession>> open_decoding_session(const DecodingSessionOptions& options,
+                                                                 std::span<const float> cond,
+                                                                 std::span<const float> uncond) const override {
+    CUBEFORGE_TRY(check_decoding_session_options(model_, options, cond, uncond));
+    return std::unique_ptr<DecodingSession>(
+        std::make_unique<CpuDecodingSession>(model_, cond, uncond, options.positions, options.attention));
   }
 
   // In this process (a forked measurement is unsafe once threads exist).

@@ -2,7 +2,6 @@
 // allocates anything.
 #include "inference/backend/token_backend.h"
 
-
 namespace cubeforge {
 
 const char* backend_kind_name(BackendKind kind) { return kind == BackendKind::kCuda ? "cuda" : "cpu"; }
@@ -23,6 +22,32 @@ Status check_token_session_options(const DualStreamGpt& model, const TokenSessio
                                                            std::to_string(c.vocab_size()));
   }
   return ok_status();
+}
+
+Status check_decoding_session_options(const DualStreamGpt& model, const DecodingSessionOptions& options,
+                                      std::span<const float> cond, std::span<const float> uncond) {
+  if (options.decoding == DecodingMode::kSequential)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "a decoding session serves exact parallel decoding or block diffusion; sequential decoding "
+                      "runs a token session");
+  if (options.positions < 2)
+    return make_error(ErrorCode::kInvalidArgument, "a decoding session holds BOS and at least one token; " +
+                                                       std::to_string(options.positions) + " positions were asked for");
+  const size_t width = size_t(model.config().width);
+  if (cond.empty() || cond.size() % width != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the condition is not a whole number of width-" + std::to_string(width) + " rows");
+  if (!uncond.empty() && uncond.size() != cond.size())
+    return make_error(ErrorCode::kInvalidArgument, "guidance needs an unconditional condition of the same size");
+  return ok_status();
+}
+
+BackendRequest decoding_session_request(const DecodingSessionOptions& options, bool guided) {
+  BackendRequest request;
+  request.decode.attention = options.attention;
+  if (!guided) request.decode.guidance_scale = 0.f;
+  request.decoding = options.decoding;
+  return request;
 }
 
 }  // namespace cubeforge

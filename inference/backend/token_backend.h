@@ -12,12 +12,17 @@
 //   read_tokens(out)          appends the tokens that have landed, never blocks
 //   step_logits(i)            tests only: step i's logits (record_logits)
 //
+// Parallel decoding (exact parallel, block diffusion) asks for a decoding
+// session instead (decoding_session.h): several positions evaluated per pass
+// and a cache cut back after rejected guesses. A backend that cannot opens
+// none, refusing as its supports() refuses the strategy.
+//
 // Two implementations: the CPU backend (GptSession and TokenSampler, which
 // computes a step when the caller waits for it) and the CUDA backend
 // (inference/cuda/token_backend.h, graph-replayed steps writing tokens into a
 // pinned ring). Which one runs is decided by select_token_backend()
-// (select_backend.h); elsewhere only the CPU fallbacks of generate_tokens and
-// decode_tokens (no backend given) name one. Like ggml-backend's table
+// (select_backend.h); elsewhere only the CPU fallbacks (generate_tokens over
+// a model, a front end with no backend opened) name one. Like ggml-backend's table
 // of operations, each member below is one operation of a backend; none is
 // optional.
 #pragma once
@@ -28,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inference/backend/decoding_session.h"
 #include "inference/core/result.h"
 #include "inference/model/gpt.h"
 #include "inference/sampling/sampler.h"
@@ -116,6 +122,12 @@ class TokenBackend {
   // open_session refuses what it refuses.
   virtual Status supports(const BackendRequest& request) const = 0;
   virtual Result<std::unique_ptr<TokenSession>> open_session(const TokenSessionOptions& options) const = 0;
+  // A session for a parallel decoding strategy over cond, uncond ([S, d]
+  // each; uncond empty for one row): refused, as supports() refuses the
+  // strategy, by a backend that evaluates one position per step.
+  virtual Result<std::unique_ptr<DecodingSession>> open_decoding_session(const DecodingSessionOptions& options,
+                                                                         std::span<const float> cond,
+                                                                         std::span<const float> uncond) const = 0;
   // Measures the memory the weights stream from (takes a second or so).
   virtual Result<BandwidthFigures> measure_bandwidth() const = 0;
   // Bytes of weights the backend holds for the model (device memory on a GPU).
@@ -127,5 +139,15 @@ std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model)
 
 // Checks options against the model: sizes, sampling values, forced tokens.
 Status check_token_session_options(const DualStreamGpt& model, const TokenSessionOptions& options);
+
+// Checks a decoding session's options and condition rows against the model:
+// a parallel strategy, room for BOS and a token, whole width-d rows, an
+// unconditional branch as long as the conditional one.
+Status check_decoding_session_options(const DualStreamGpt& model, const DecodingSessionOptions& options,
+                                      std::span<const float> cond, std::span<const float> uncond);
+
+// What supports() is asked for a decoding session: its strategy over the
+// exact KV cache, untraced.
+BackendRequest decoding_session_request(const DecodingSessionOptions& options, bool guided);
 
 }  // namespace cubeforge

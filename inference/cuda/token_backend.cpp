@@ -854,6 +854,18 @@ class CudaTokenBackend final : public TokenBackend {
     return std::unique_ptr<TokenSession>(std::move(session));
   }
 
+  // The decode step evaluates one position; supports() says so for every
+  // parallel strategy, and is the one place that does.
+  Result<std::unique_ptr<DecodingSession>> open_decoding_session(const DecodingSessionOptions& options,
+                                                                 std::span<const float> cond,
+                                                                 std::span<const float> uncond) const override {
+    CUBEFORGE_TRY(check_decoding_session_options(model_, options, cond, uncond));
+    CUBEFORGE_TRY(supports(decoding_session_request(options, !uncond.empty())));
+    return make_error(ErrorCode::kInternal, std::string("the CUDA backend's supports() accepts ") +
+                                                decoding_mode_name(options.decoding) +
+                                                " decoding, which it has no session for");
+  }
+
   Result<BandwidthFigures> measure_bandwidth() const override {
     CUBEFORGE_ASSIGN_OR_RETURN(BandwidthReport report, measure_device_bandwidth());
     return BandwidthFigures{report.read_gb_per_s, report.copy_gb_per_s};

@@ -1,5 +1,5 @@
 // Checks and statistics shared by the decoding strategies, and the dispatch
-// over the CPU session (the names of modes and caches: inference/options).
+// over a backend's sessions (the names of modes and caches: inference/options).
 #include "inference/decoding/decoding.h"
 
 #include <numeric>
@@ -68,30 +68,33 @@ Status check_parallel_decoding(const DecodeOptions& decode, const DecodingOption
   return ok_status();
 }
 
-Result<DecodedTokens> decode_tokens(const DualStreamGpt& model, const TokenBackend* backend,
-                                    std::span<const float> cond, std::span<const float> uncond, int count,
-                                    const TokenGenerationOptions& generation, const DecodingOptions& options,
-                                    const TokenCallback& on_token) {
-  CUBEFORGE_TRY(check_decoding(model.config(), options, generation.sampling, generation.attention));
+Result<DecodedTokens> decode_tokens(const TokenBackend& backend, std::span<const float> cond,
+                                    std::span<const float> uncond, int count, const TokenGenerationOptions& generation,
+                                    const DecodingOptions& options, const TokenCallback& on_token) {
+  CUBEFORGE_TRY(check_decoding(backend.model().config(), options, generation.sampling, generation.attention));
   CUBEFORGE_TRY(check_parallel_decoding(generation, options, generation.trace != nullptr));
-  if (backend) CUBEFORGE_TRY(backend->supports({generation, options.mode, generation.trace != nullptr}));
+  CUBEFORGE_TRY(backend.supports({generation, options.mode, generation.trace != nullptr}));
   if (options.mode == DecodingMode::kSequential) {
     DecodedTokens out;
-    CUBEFORGE_ASSIGN_OR_RETURN(out.tokens, backend ? generate_tokens(*backend, cond, uncond, count, generation, on_token)
-                                                   : generate_tokens(model, cond, uncond, count, generation, on_token));
+    CUBEFORGE_ASSIGN_OR_RETURN(out.tokens, generate_tokens(backend, cond, uncond, count, generation, on_token));
     out.stats.model_evaluations = count;
     out.stats.tokens_per_step.assign(size_t(count), 1);
     for (int i = 0; i < count; ++i) out.stats.positions_per_step.push_back(generation.use_kv_cache ? 1 : i + 1);
     return out;
   }
   const bool guided = generation.guidance_scale > 0.f;
-  if (cond.empty() || cond.size() % size_t(model.config().width) != 0 || (guided && uncond.size() != cond.size()))
-    return make_error(ErrorCode::kInvalidArgument, "the condition rows do not match the model's width");
-  CpuDecodingSession session(model, cond, guided ? uncond : std::span<const float>(), count + 1, generation.attention);
+  if (guided && uncond.size() != cond.size())
+    return make_error(ErrorCode::kInvalidArgument, "guidance needs an unconditional condition of the same size");
+  DecodingSessionOptions session_options;
+  session_options.decoding = options.mode;
+  session_options.attention = generation.attention;
+  session_options.positions = count + 1;
+  CUBEFORGE_ASSIGN_OR_RETURN(
+      std::unique_ptr<DecodingSession> session,
+      backend.open_decoding_session(session_options, cond, guided ? uncond : std::span<const float>()));
   if (options.mode == DecodingMode::kJacobi)
-    return decode_jacobi(session, count, generation.guidance_scale, options.jacobi, on_token);
-  return decode_block_diffusion(session, count, generation.guidance_scale, options.diffusion, on_token);
+    return decode_jacobi(*session, count, generation.guidance_scale, options.jacobi, on_token);
+  return decode_block_diffusion(*session, count, generation.guidance_scale, options.diffusion, on_token);
 }
 
 }  // namespace cubeforge
-

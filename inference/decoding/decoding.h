@@ -9,7 +9,7 @@
 //               would have produced, and cuts the cache back past the rest.
 //               The tokens are greedy decoding's, bit for bit, by
 //               construction: each verified row's logits are the ones a
-//               one-token step computes (GptSession::evaluate).
+//               one-token step computes (DecodingSession::evaluate).
 //   diffusion   a block-diffusion model (config block_diffusion): each block
 //               of positions starts masked and fills in over a few
 //               evaluations, accepting every position whose confidence passes
@@ -19,6 +19,11 @@
 // Guidance: with a scale > 0 the session has two rows and token t is chosen
 // from the combined logits with γ for step t of N (combine_guidance), in every
 // strategy.
+//
+// Every strategy runs on a backend (backend/token_backend.h): sequential
+// decoding over its token session, the parallel ones over the decoding
+// session it opens (backend/decoding_session.h), which a backend that cannot
+// evaluate several positions at once refuses.
 #pragma once
 
 #include <optional>
@@ -26,9 +31,10 @@
 #include <string_view>
 #include <vector>
 
-#include "inference/core/result.h"
-#include "inference/decoding/decoding_session.h"
+#include "inference/backend/decoding_session.h"
 #include "inference/backend/generate.h"
+#include "inference/backend/token_backend.h"
+#include "inference/core/result.h"
 
 namespace cubeforge {
 
@@ -66,12 +72,12 @@ Result<DecodedTokens> decode_jacobi(DecodingSession& session, int count, float g
 Result<DecodedTokens> decode_block_diffusion(DecodingSession& session, int count, float guidance_scale,
                                              const DiffusionOptions& options, const TokenCallback& on_token = {});
 
-// The strategy `options.mode`: generate_tokens for sequential, on `backend`
-// (the CPU backend when null; its statistics filled in), the functions above,
-// on the CPU with the exact KV cache, otherwise.
-Result<DecodedTokens> decode_tokens(const DualStreamGpt& model, const TokenBackend* backend,
-                                    std::span<const float> cond, std::span<const float> uncond, int count,
-                                    const TokenGenerationOptions& generation, const DecodingOptions& options,
-                                    const TokenCallback& on_token = {});
+// The strategy `options.mode` on `backend`: generate_tokens for sequential
+// (its statistics filled in), the functions above over the decoding session
+// the backend opens otherwise. A backend that does not support the request
+// (TokenBackend::supports) refuses it before anything runs.
+Result<DecodedTokens> decode_tokens(const TokenBackend& backend, std::span<const float> cond,
+                                    std::span<const float> uncond, int count, const TokenGenerationOptions& generation,
+                                    const DecodingOptions& options, const TokenCallback& on_token = {});
 
 }  // namespace cubeforge

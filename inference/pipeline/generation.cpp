@@ -421,8 +421,11 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
     }
     return !cancelled(cancel);
   };
-  CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded, decode_tokens(model.gpt(), request.token_backend.get(), cond, uncond,
-                                                                  count, options, request.decoding, on_token));
+  // The CPU backend when the front end opened none (GenerationRequest::token_backend).
+  std::shared_ptr<const TokenBackend> backend =
+      request.token_backend ? request.token_backend : make_cpu_token_backend(model.gpt());
+  CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded,
+                             decode_tokens(*backend, cond, uncond, count, options, request.decoding, on_token));
   std::vector<int> tokens = std::move(decoded.tokens);
   if (decode_clock) timings.decode_ms = decode_clock->finish();
   if (cancelled(cancel)) return cancelled_error("after the last token");

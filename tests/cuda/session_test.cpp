@@ -16,15 +16,16 @@
 
 #include "cuda_test_support.h"
 #include "inference/backend/generate.h"
-#include "inference/planning/select_backend.h"
 #include "inference/core/file_io.h"
 #include "inference/cuda/decode_graph.h"
 #include "inference/cuda/token_backend.h"
+#include "inference/decoding/decoding.h"
 #include "inference/model/gpt_kv_cache.h"
 #include "inference/model/kv_calibration.h"
 #include "inference/model/random_weights.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
+#include "inference/planning/select_backend.h"
 #include "tests/support/oracle.h"
 #include "tests/support/oracle_gpt.h"
 #include "tests/support/orthonormal_rows.h"
@@ -208,6 +209,33 @@ TEST_F(CudaSessionOracle, Bf16CacheTokenAgreementIsReported) {
   RecordProperty("bf16_cache_tokens_agreeing", agree);
   // bf16 keys and values round at 2^-8: the logits move by about that, not more.
   EXPECT_LT(logit_error, 2e-2);
+}
+
+// Parallel decoding stays on the CPU backend: the CUDA backend opens no
+// decoding session and refuses as its supports() does, naming the decoding
+// option; decode_tokens refuses it the same way; the CPU backend opens one.
+TEST_F(CudaSessionOracle, ParallelDecodingOpensNoCudaSession) {
+  const Condition c = condition(cases().front());
+  const int count = 4;
+  for (const DecodingMode mode : {DecodingMode::kJacobi, DecodingMode::kDiffusion}) {
+    DecodingSessionOptions options;
+    options.decoding = mode;
+    options.positions = count + 1;
+    auto refused = cuda_->open_decoding_session(options, c.cond, c.uncond);
+    ASSERT_FALSE(refused.ok()) << decoding_mode_name(mode);
+    EXPECT_EQ(refused.error().code, ErrorCode::kUnsupported) << refused.error().to_string();
+    EXPECT_EQ(error_option(refused.error()), OptionKey::kDecoding);
+    EXPECT_NE(refused.error().message.find("CPU backend"), std::string::npos) << refused.error().message;
+    EXPECT_TRUE(cpu_->open_decoding_session(options, c.cond, c.uncond).ok()) << decoding_mode_name(mode);
+  }
+  TokenGenerationOptions generation;
+  generation.guidance_scale = c.guidance;
+  DecodingOptions jacobi;
+  jacobi.mode = DecodingMode::kJacobi;
+  auto decoded = decode_tokens(*cuda_, c.cond, c.uncond, count, generation, jacobi);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(error_option(decoded.error()), OptionKey::kDecoding);
+  EXPECT_TRUE(decode_tokens(*cpu_, c.cond, c.uncond, count, generation, jacobi).ok());
 }
 
 TEST_F(CudaSessionOracle, CancelStopsWithinOneToken) {

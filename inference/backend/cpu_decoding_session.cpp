@@ -1,5 +1,7 @@
-// The token-level session over the CPU GptSession.
-#include "inference/decoding/decoding_session.h"
+// The CPU backend's decoding session: positions evaluated by the CPU
+// GptSession (GptSession::evaluate), whose rows are bit for bit the
+// one-token step's.
+#include "inference/backend/cpu_decoding_session.h"
 
 #include <algorithm>
 
@@ -16,7 +18,7 @@ std::vector<float> stacked(std::span<const float> cond, std::span<const float> u
 }  // namespace
 
 CpuDecodingSession::CpuDecodingSession(const DualStreamGpt& model, std::span<const float> cond,
-                                 std::span<const float> uncond, int positions, AttentionMode mode)
+                                       std::span<const float> uncond, int positions, AttentionMode mode)
     : model_(model),
       condition_rows_(stacked(cond, uncond)),
       session_(model, uncond.empty() ? 1 : 2, int(cond.size() / size_t(model.config().width)), positions, mode) {}
@@ -42,7 +44,7 @@ Status CpuDecodingSession::prefill(std::span<const int> tokens, std::span<float>
 }
 
 Status CpuDecodingSession::evaluate(int first, std::span<const int> tokens, std::span<const int> visible_end,
-                                 std::span<float> logits) {
+                                    std::span<float> logits) {
   const int vocabulary = model_.config().vocab_size();
   for (int token : tokens)
     if (token < 0 || token >= vocabulary)
