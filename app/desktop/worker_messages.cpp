@@ -196,12 +196,16 @@ struct MessageHandler {
     if (!state.latency.running) generation.generating = false;
     state.frames.last_generation = summarise(state.frames.while_generating_ms);
     const FrameTimeSummary& frames = state.frames.last_generation;
+    // Said also when the run ended before a frame was drawn (the window draws
+    // on events), so the log never leaves the reader guessing.
     if (frames.frames > 0) {
       char line[200];
       std::snprintf(line, sizeof line,
                     "frame times while generating: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d frames)",
                     frames.mean_ms, frames.p95_ms, frames.max_ms, frames.frames);
       app.log(line);
+    } else {
+      app.log("frame times while generating: none (the run ended before the next frame)");
     }
     if (!state.frames.key_to_frame_generating_ms.empty()) {
       const FrameTimeSummary keys = summarise(state.frames.key_to_frame_generating_ms);

@@ -195,7 +195,9 @@ TEST_F(AppScript, GeneratesShowsExportsAndKeepsHistory) {
   EXPECT_EQ(log->find("error"), std::string::npos) << *log;
   EXPECT_NE(log->find("(Vulkan validation layer on)"), std::string::npos) << *log;
   EXPECT_NE(log->find("frame times while idle"), std::string::npos) << *log;
-  EXPECT_NE(log->find("frame times while generating"), std::string::npos) << *log;
+  // Whether a frame fell inside the run depends on the machine's speed; the
+  // line is there either way.
+  EXPECT_NE(log->find("frame times while generating: "), std::string::npos) << *log;
 
   // The screenshot shows the mesh: the same view without a mesh differs in a
   // real share of the pixels, and the image is not one flat colour.
