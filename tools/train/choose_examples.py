@@ -34,11 +34,6 @@ import classifier  # noqa: E402
 import generate  # noqa: E402
 import shapes  # noqa: E402
 
-# Attribute kinds a single-attribute prompt can name, and the word for each value.
-SINGLE_WORDS = {"tall": "tall", "short": "short", "wide": "wide", "narrow": "narrow", "round": "round",
-                "square": "square"}
-
-
 def candidates(category):
     """A category's plain prompt and one prompt per attribute value it takes, in the caption grammar."""
     noun = captions.NOUNS[category][0]
@@ -47,11 +42,10 @@ def candidates(category):
     _, kinds = shapes.CATEGORIES[category]
     for kind in kinds:
         for value in shapes.ATTRIBUTE_VALUES[kind]:
-            if value in SINGLE_WORDS:
-                word = SINGLE_WORDS[value]
-                out.append(f"{'an' if word[0] in 'aeiou' else 'a'} {word} {noun}")
-            elif kind == "legs":
+            if kind == "legs":
                 out.append(f"{article} {noun} with {captions.LEG_WORDS[value][0]} legs")
+            else:  # height, width and form values are their own first adjective
+                out.append(f"{'an' if value[0] in 'aeiou' else 'a'} {value} {noun}")
     return out
 
 
