@@ -25,7 +25,7 @@ if [ ! -f "$build_dir/build.ninja" ]; then
 fi
 
 # The `cpu` label's executables, and the command-line programs they drive.
-targets=(cubeforge-cli cubeforge-lab test_core test_options test_tensor test_cpu test_model test_text test_sampling
+targets=(cubeforge-cli cubeforge-lab test_core test_options test_tensor test_cpu test_model test_cpu_backend test_text test_sampling
          test_geometry test_planning test_cli test_pipeline test_builtin_model)
 cmake --build "$build_dir" --parallel "${CUBEFORGE_JOBS:-$(nproc)}" --target "${targets[@]}"
 

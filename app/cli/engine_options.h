@@ -14,6 +14,7 @@
 #include "inference/backend/token_backend.h"
 #include "inference/core/result.h"
 #include "inference/model/gpt.h"
+#include "inference/model/kv_bases.h"
 
 namespace cubeforge::cli {
 

@@ -14,6 +14,7 @@
 #include "app/cli/option_checks.h"
 #include "app/cli/progress.h"
 #include "inference/core/system_info.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/pipeline/generation_report.h"

@@ -9,6 +9,7 @@
 #include "app/desktop/core/option_labels.h"
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
+#include "inference/model/kv_bases.h"
 
 namespace cubeforge::app {
 

@@ -27,7 +27,7 @@
 #include "inference/cpu/blas_kernels.h"
 #include "inference/cpu/kv_cache.h"
 #include "inference/cpu/ops.h"
-#include "inference/model/gpt.h"
+#include "inference/cpu_backend/gpt_session.h"
 #include "inference/model/random_weights.h"
 #include "inference/planning/select_backend.h"
 #include "inference/sampling/sampler.h"

@@ -1,6 +1,6 @@
 // `cubeforge-lab calibrate-kv`: the low-rank key and value bases that
 // `--kv-rank` reads, from the SVD of the keys and values the model caches
-// while generating calibration captions (inference/model/kv_calibration.h).
+// while generating calibration captions (inference/cpu_backend/kv_calibration.h).
 // Each caption is generated greedily with guidance and the exact cache; the
 // whole sequence is then run once more as one prefill, whose cache (both
 // guidance rows, every layer) joins the calibration. The bases are written
@@ -18,7 +18,9 @@
 #include "inference/backend/generate.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
-#include "inference/model/kv_calibration.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
+#include "inference/cpu_backend/gpt_session.h"
+#include "inference/cpu_backend/kv_calibration.h"
 #include "inference/pipeline/generation.h"
 
 namespace cubeforge::cli {

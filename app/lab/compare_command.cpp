@@ -27,6 +27,7 @@
 #include "inference/backend/generate.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/pipeline/generation.h"
 #include "inference/planning/plan.h"

@@ -24,11 +24,13 @@
 #include "app/lab/lab_options.h"
 #include "app/lab/lab_report.h"
 #include "inference/cpu/ops.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/geometry/marching_cubes.h"
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/model/latent_selection.h"
+#include "inference/model/occupancy_slices.h"
 #include "inference/model/random_weights.h"
 #include "inference/pipeline/generation.h"
-#include "inference/pipeline/latent_selection.h"
 
 namespace cubeforge::cli {
 

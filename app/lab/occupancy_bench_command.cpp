@@ -29,11 +29,12 @@
 #include "inference/cpu/ops.h"
 #include "inference/geometry/occupancy_grid.h"
 #include "inference/model/config.h"
+#include "inference/model/latent_selection.h"
+#include "inference/model/occupancy_slices.h"
 #include "inference/model/random_weights.h"
 #include "inference/model/shape_tokenizer.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
-#include "inference/pipeline/latent_selection.h"
 
 namespace cubeforge::cli {
 

@@ -82,12 +82,4 @@ Result<std::vector<int>> generate_tokens(const TokenBackend& backend, std::span<
   return out;
 }
 
-Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<const float> cond,
-                                         std::span<const float> uncond, int tokens,
-                                         const TokenGenerationOptions& options, const TokenCallback& on_token,
-                                         TokenTrace* trace, std::span<const int> forced_tokens) {
-  return generate_tokens(*make_cpu_token_backend(model), cond, uncond, tokens, options, on_token, trace,
-                         forced_tokens);
-}
-
 }  // namespace cubeforge

@@ -56,10 +56,4 @@ Result<std::vector<int>> generate_tokens(const TokenBackend& backend, std::span<
                                          const TokenGenerationOptions& options, const TokenCallback& on_token = {},
                                          TokenTrace* trace = nullptr, std::span<const int> forced_tokens = {});
 
-// The same on the CPU backend.
-Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<const float> cond,
-                                         std::span<const float> uncond, int tokens,
-                                         const TokenGenerationOptions& options, const TokenCallback& on_token = {},
-                                         TokenTrace* trace = nullptr, std::span<const int> forced_tokens = {});
-
 }  // namespace cubeforge

@@ -17,9 +17,10 @@
 // and a cache cut back after rejected guesses. A backend that cannot opens
 // none, refusing as its supports() refuses the strategy.
 //
-// Two implementations: the CPU backend (GptSession and TokenSampler, which
-// computes a step when the caller waits for it) and the CUDA backend
-// (inference/cuda/token_backend.h, graph-replayed steps writing tokens into a
+// Two implementations: the CPU backend (inference/cpu_backend/cpu_token_backend.h:
+// GptSession and TokenSampler, which computes a step when the caller waits for
+// it) and the CUDA backend
+// (inference/cuda_backend/token_backend.h, graph-replayed steps writing tokens into a
 // pinned ring). Which one runs is decided by select_token_backend()
 // (select_backend.h); elsewhere only the CPU fallbacks (generate_tokens over
 // a model, a front end with no backend opened) name one. Like ggml-backend's table
@@ -133,9 +134,6 @@ class TokenBackend {
   // Bytes of weights the backend holds for the model (device memory on a GPU).
   virtual double weight_bytes() const = 0;
 };
-
-// The CPU backend over a loaded model (always available).
-std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model);
 
 // Checks options against the model: sizes, sampling values, forced tokens.
 Status check_token_session_options(const DualStreamGpt& model, const TokenSessionOptions& options);

@@ -69,7 +69,7 @@ struct KvCacheStoreArgs {
 
 Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream);
 
-// A KV budget (H2O heavy-hitter eviction, inference/model/gpt_kv_cache.h) on
+// A KV budget (H2O heavy-hitter eviction, inference/cpu_backend/gpt_kv_cache.h) on
 // the device: the slot choice of the CPU's LayerKvCache, per batch row of one
 // layer, over its per-slot state in device memory. The cache keeps C =
 // fixed_slots + min(budget, positions) slots; each slot has its shape position
@@ -105,7 +105,7 @@ struct KvBudgetArgs {
 Status kv_budget_update(const KvBudgetArgs& args, Stream stream);
 
 // Low-rank keys and values (a KV rank R, LowRankKv in
-// inference/model/gpt_kv_cache.h): the cache keeps one head of R latents per
+// inference/model/kv_bases.h): the cache keeps one head of R latents per
 // slot, [batch, 1, C, R] in any form, that every query head reads.
 //
 // low_rank_kv_store: compresses f32 rows (rotated keys and values, [batch, G,

@@ -81,7 +81,7 @@ enum class KvFormat { kF32, kBF16, kFp8, kInt8 };
 std::string_view kv_format_name(KvFormat format);  // "f32", "bf16", "fp8", "int8"
 std::optional<KvFormat> kv_format_from_name(std::string_view name);
 
-class LowRankKv;  // inference/model/gpt_kv_cache.h
+class LowRankKv;  // inference/model/kv_bases.h
 
 inline constexpr int kMaxKvSize = 1 << 20;  // the largest budget or rank taken
 
@@ -211,7 +211,7 @@ struct MeshingOptions {
   int resolution = 8;          // grid of (2^r + 1)^3 points
   bool coarse_to_fine = true;  // false: evaluate every grid point
   // Coarse-to-fine only: latents each block of grid points below the coarse
-  // level attends to (inference/pipeline/latent_selection.h); 0 attends to
+  // level attends to (inference/model/latent_selection.h); 0 attends to
   // every latent (exact).
   int64_t latent_top_k = 0;
   VertexMapping vertex_mapping = VertexMapping::kCellSize;

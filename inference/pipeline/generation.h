@@ -154,18 +154,6 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
                                         const MeshingOptions& options, const GenerationEventSink& events = {},
                                         const std::atomic<bool>* cancel = nullptr, TraceSink* trace = nullptr);
 
-// Occupancy logits for many points, as meshing asks for them: one slice per
-// thread, each with its products on that thread (cpu::sgemm does not split a
-// product inside a pool thread). At small widths (the built-in model's 64)
-// splitting every thin product instead cost most of the time.
-Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
-                           std::span<const float> points, std::span<float> logits);
-// The same at grid points named by their axis indices (ShapeTokenizer::occupancy_on_grid),
-// with latent subsets and attention mass sliced along (LatentAttention).
-Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
-                                   const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
-                                   std::span<float> logits, const LatentAttention& attention = {});
-
 // Planning under a limit on address space (`ulimit -v`), where everything
 // mapped counts: the model files, each thread's BLAS work buffer and stack,
 // and the grid. The grid needs at least 5 bytes a point coarse-to-fine (values

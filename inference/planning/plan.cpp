@@ -2,7 +2,7 @@
 #include "inference/planning/plan.h"
 
 #include "inference/core/file_io.h"
-#include "inference/model/gpt_kv_cache.h"
+#include "inference/model/kv_bases.h"
 
 namespace cubeforge {
 

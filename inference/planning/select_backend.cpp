@@ -4,7 +4,8 @@
 #include "inference/planning/select_backend.h"
 
 #if CUBEFORGE_HAVE_CUDA
-#include "inference/cuda/token_backend.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
+#include "inference/cuda_backend/token_backend.h"
 #endif
 
 namespace cubeforge {

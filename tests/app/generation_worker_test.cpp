@@ -11,7 +11,7 @@
 #include <variant>
 
 #include "app/desktop/core/generation_worker.h"
-#include "inference/model/gpt_kv_cache.h"
+#include "inference/model/kv_bases.h"
 #include "inference/tensor/safetensors.h"
 #include "test_folder.h"
 

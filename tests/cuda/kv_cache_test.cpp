@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "cuda_test_support.h"
+#include "inference/cpu_backend/gpt_kv_cache.h"
 #include "inference/cuda/attention.h"
 #include "inference/cuda/kv_cache.h"
 #include "inference/cuda/norm.h"
-#include "inference/model/gpt_kv_cache.h"
 
 namespace cubeforge::cuda::testing {
 namespace {

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/decoding/decoding.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"

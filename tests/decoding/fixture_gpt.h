@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "inference/backend/token_backend.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/model/gpt.h"
 #include "tests/support/oracle.h"
 

@@ -12,7 +12,7 @@
 #include "app/desktop/core/option_labels.h"
 #include "inference/core/file_io.h"
 #include "inference/cpu/ops.h"
-#include "inference/model/gpt_kv_cache.h"
+#include "inference/model/kv_bases.h"
 #include "inference/planning/plan.h"
 
 namespace cubeforge::app {

@@ -1,5 +1,5 @@
 // cuBLASLt as the CPU emulator provides it: exactly the calls
-// inference/cuda/gemm.cpp makes (matmul and matrix-layout descriptors, the
+// inference/cuda_backend/gemm.cpp makes (matmul and matrix-layout descriptors, the
 // transpose, epilogue and bias attributes, the workspace preference, the
 // algorithm heuristic and the matmul itself), implemented on the host in
 // double precision over the same column-major layouts, leading dimensions and

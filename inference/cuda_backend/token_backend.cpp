@@ -22,7 +22,7 @@
 // step rotates q and k into the f32 scratch cache, compresses the new slot,
 // projects the query heads into the latent space, attends every head over the
 // one latent head and projects each head's output back.
-#include "inference/cuda/token_backend.h"
+#include "inference/cuda_backend/token_backend.h"
 
 #include <cuda_runtime.h>
 
@@ -39,12 +39,13 @@
 #include "inference/cuda/decode_graph.h"
 #include "inference/cuda/device_memory.h"
 #include "inference/cuda/elementwise.h"
-#include "inference/cuda/gemm.h"
-#include "inference/cuda/gpt_weights.h"
 #include "inference/cuda/kv_cache.h"
 #include "inference/cuda/matvec.h"
 #include "inference/cuda/norm.h"
 #include "inference/cuda/sampling.h"
+#include "inference/cuda_backend/gemm.h"
+#include "inference/cuda_backend/gpt_weights.h"
+#include "inference/model/kv_bases.h"
 
 namespace cubeforge::cuda {
 namespace {

@@ -10,7 +10,8 @@
 #include <filesystem>
 #include <random>
 
-#include "inference/model/gpt.h"
+#include "inference/cpu_backend/gpt_session.h"
+#include "inference/model/kv_bases.h"
 #include "inference/model/random_weights.h"
 #include "tests/support/oracle.h"
 #include "tests/support/orthonormal_rows.h"

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "inference/backend/generate.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/model/gpt.h"
 #include "inference/tensor/trace_file.h"
 #include "tests/support/oracle.h"

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <optional>
 
-#include "inference/model/gpt.h"
+#include "inference/cpu_backend/gpt_session.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {

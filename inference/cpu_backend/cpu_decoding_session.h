@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "inference/backend/decoding_session.h"
-#include "inference/model/gpt.h"
+#include "inference/cpu_backend/gpt_session.h"
 
 namespace cubeforge {
 

@@ -1,5 +1,5 @@
 // Low-rank key and value bases from calibration generations: the file that
-// `--kv-rank` reads (LowRankKv, gpt_kv_cache.h).
+// `--kv-rank` reads (LowRankKv, inference/model/kv_bases.h).
 //
 // Per layer, the keys (and separately the values) cached over the
 // calibration generations are stacked into one matrix [rows, width]; its
@@ -16,8 +16,8 @@
 
 #include "inference/core/file_io.h"
 #include "inference/core/result.h"
+#include "inference/cpu_backend/gpt_session.h"
 #include "inference/model/config.h"
-#include "inference/model/gpt.h"
 
 namespace cubeforge {
 

@@ -1,7 +1,7 @@
 // Upload of the GPT's weights (see gpt_weights.h): tensors are read by name
 // from the checkpoint the CPU model loaded, concatenated on the host where
 // they are fused, and copied to the device once.
-#include "inference/cuda/gpt_weights.h"
+#include "inference/cuda_backend/gpt_weights.h"
 
 #include <algorithm>
 #include <cstring>

@@ -4,8 +4,8 @@
 #include <cstdio>
 
 #include "inference/cuda/cuda_internal.cuh"
-#include "inference/cuda/gpt_weights.h"
-#include "inference/cuda/token_backend.h"
+#include "inference/cuda_backend/gpt_weights.h"
+#include "inference/cuda_backend/token_backend.h"
 
 namespace cubeforge::cuda {
 namespace {

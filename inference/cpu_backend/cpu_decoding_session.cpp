@@ -1,7 +1,7 @@
 // The CPU backend's decoding session: positions evaluated by the CPU
 // GptSession (GptSession::evaluate), whose rows are bit for bit the
 // one-token step's.
-#include "inference/backend/cpu_decoding_session.h"
+#include "inference/cpu_backend/cpu_decoding_session.h"
 
 #include <algorithm>
 

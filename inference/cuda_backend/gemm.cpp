@@ -5,7 +5,7 @@
 // The library is loaded when the first GEMM context is made, not when the
 // program starts: it is over half a gigabyte of GPU code, and a process that
 // runs on the CPU (or under a limit on address space) must not map it.
-#include "inference/cuda/gemm.h"
+#include "inference/cuda_backend/gemm.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>

@@ -2,14 +2,14 @@
 // blocks of a batch sorted together, one selection per block from the kept
 // latents of its parent cell's corners, the queries with LatentSubsets, and
 // each point's heaviest latents kept for the level after.
-#include "inference/pipeline/latent_selection.h"
+#include "inference/model/latent_selection.h"
 
 #include <algorithm>
 #include <numeric>
 #include <string>
 
 #include "inference/core/thread_pool.h"
-#include "inference/pipeline/generation.h"
+#include "inference/model/occupancy_slices.h"
 
 namespace cubeforge {
 

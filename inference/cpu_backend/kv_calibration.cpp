@@ -1,6 +1,6 @@
 // Low-rank key and value bases from calibration generations (see
 // kv_calibration.h).
-#include "inference/model/kv_calibration.h"
+#include "inference/cpu_backend/kv_calibration.h"
 
 #include <algorithm>
 #include <cmath>

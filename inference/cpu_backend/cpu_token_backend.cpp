@@ -4,14 +4,16 @@
 // and BOS (or of the whole sequence every step without the KV cache), one
 // decode per token, the guidance combine, then the sampler. Its decoding
 // sessions (cpu_decoding_session.h) run every parallel strategy.
+#include "inference/cpu_backend/cpu_token_backend.h"
+
 #include <algorithm>
 #include <optional>
 #include <string>
 
-#include "inference/backend/cpu_decoding_session.h"
-#include "inference/backend/token_backend.h"
 #include "inference/core/system_info.h"
 #include "inference/cpu/ops.h"
+#include "inference/cpu_backend/cpu_decoding_session.h"
+#include "inference/cpu_backend/gpt_session.h"
 
 namespace cubeforge {
 
@@ -174,6 +176,14 @@ class CpuTokenBackend final : public TokenBackend {
 
 std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model) {
   return std::make_shared<CpuTokenBackend>(model);
+}
+
+Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<const float> cond,
+                                         std::span<const float> uncond, int tokens,
+                                         const TokenGenerationOptions& options, const TokenCallback& on_token,
+                                         TokenTrace* trace, std::span<const int> forced_tokens) {
+  return generate_tokens(*make_cpu_token_backend(model), cond, uncond, tokens, options, on_token, trace,
+                         forced_tokens);
 }
 
 }  // namespace cubeforge
