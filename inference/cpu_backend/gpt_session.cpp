@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "inference/cpu_backend/gpt_kv_cache.h"
 #include "inference/model/gpt_layers.h"
 #include "inference/tensor/trace.h"
 

@@ -1,6 +1,7 @@
 // Reading and checking a model folder's low-rank KV bases (kv_bases.h).
 #include "inference/model/kv_bases.h"
 
+#include <cmath>
 #include <string>
 
 #include "inference/tensor/safetensors.h"

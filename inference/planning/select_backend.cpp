@@ -3,8 +3,9 @@
 // depends on it.
 #include "inference/planning/select_backend.h"
 
-#if CUBEFORGE_HAVE_CUDA
 #include "inference/cpu_backend/cpu_token_backend.h"
+
+#if CUBEFORGE_HAVE_CUDA
 #include "inference/cuda_backend/token_backend.h"
 #endif
 
