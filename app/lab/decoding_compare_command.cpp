@@ -238,7 +238,9 @@ void report_decoding_compare(const DecodingCompareOptions& o, const DecodingComp
   const double n = double(rows.size());
   const DecodingCompareMeans means = means_of(rows);
   const nlohmann::json mean = mean_json(means, n);
-  nlohmann::json settings = to_json(rows.front().stats, o.decoding.options());
+  DecodingOptions decoding = o.decoding.options();
+  decoding.diffusion = diffusion_options_for_model(decoding.diffusion, plan.model->config().gpt);
+  nlohmann::json settings = to_json(rows.front().stats, decoding);
   for (const char* per_run : {"model_evaluations", "tokens_per_evaluation", "tokens_per_step", "positions_per_step",
                               "guessed", "guesses_accepted"})
     settings.erase(per_run);

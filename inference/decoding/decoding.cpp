@@ -28,9 +28,9 @@ Status check_decoding(const GptConfig& config, const DecodingOptions& options, c
       return option_error(ErrorCode::kInvalidArgument, OptionKey::kSampling,
                           "block diffusion takes each position's most likely code; it has no sampling options");
     const DiffusionOptions& d = options.diffusion;
-    if (d.factor > 0.f ? !(d.factor < 1e6f) : !(d.threshold > 0.f && d.threshold <= 1.f))
+    if (d.factor > 0.f ? !(d.factor < 1e6f) : !(d.threshold >= 0.f && d.threshold <= 1.f))
       return option_error(ErrorCode::kInvalidArgument, d.factor > 0.f ? OptionKey::kFactor : OptionKey::kThreshold,
-                          "the diffusion threshold must be in (0, 1] and the factor > 0");
+                          "the diffusion threshold must be in (0, 1] (0 takes the model's) and the factor > 0");
     if (d.block_size < 0 || d.sub_block_size < 0)
       return option_error(ErrorCode::kInvalidArgument, d.block_size < 0 ? OptionKey::kBlockSize : OptionKey::kSubBlock,
                           "block sizes must be positive");
@@ -66,6 +66,12 @@ Status check_parallel_decoding(const DecodeOptions& decode, const DecodingOption
     return option_error(ErrorCode::kInvalidArgument, OptionKey::kDecoding,
                         "parallel decoding needs the exact KV cache (f32, no budget, full rank)");
   return ok_status();
+}
+
+DiffusionOptions diffusion_options_for_model(DiffusionOptions options, const GptConfig& config) {
+  if (options.threshold == 0.f)
+    options.threshold = config.diffusion_threshold > 0.f ? config.diffusion_threshold : kDefaultDiffusionThreshold;
+  return options;
 }
 
 Result<DecodedTokens> decode_tokens(const TokenBackend& backend, std::span<const float> cond,

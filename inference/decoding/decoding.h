@@ -68,7 +68,16 @@ Status check_parallel_decoding(const DecodeOptions& decode, const DecodingOption
 Result<DecodedTokens> decode_jacobi(DecodingSession& session, int count, float guidance_scale,
                                     const JacobiOptions& options, const TokenCallback& on_token = {});
 
-// Block diffusion of `count` tokens (a whole number of blocks).
+// The confidence threshold block diffusion runs at when the options leave it
+// to the model (threshold 0) and the model's config.yaml names none.
+constexpr float kDefaultDiffusionThreshold = 0.9f;
+// `options` with what they leave to the model filled in from `config`: the
+// threshold (the config's gpt_model.block_diffusion.threshold, else
+// kDefaultDiffusionThreshold). A factor rule keeps its factor.
+DiffusionOptions diffusion_options_for_model(DiffusionOptions options, const GptConfig& config);
+
+// Block diffusion of `count` tokens (a whole number of blocks); a threshold
+// left to the model is the model's (diffusion_options_for_model).
 Result<DecodedTokens> decode_block_diffusion(DecodingSession& session, int count, float guidance_scale,
                                              const DiffusionOptions& options, const TokenCallback& on_token = {});
 

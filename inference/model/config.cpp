@@ -38,6 +38,7 @@ constexpr NumberRange<int> kOptionalLayers{0, kMaxLayersOrWidth};
 constexpr NumberRange<int> kSize = positive_up_to(kMaxSize);
 constexpr NumberRange<int> kOptionalSize{0, kMaxSize};
 constexpr NumberRange<float> kEps = positive_up_to(1.0f);
+constexpr NumberRange<float> kProbability = positive_up_to(1.0f);
 constexpr NumberRange<float> kRopeTheta = positive_up_to(std::numeric_limits<float>::max());
 
 std::string key_path(const std::string& section, const std::string& key) { return section + "." + key; }
@@ -232,6 +233,7 @@ Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const st
     if (!diffusion.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + " is not a mapping");
     CUBEFORGE_TRY(read_number(diffusion, section, "block_size", &g.diffusion_block_size, file, true, kSize));
     CUBEFORGE_TRY(read_number(diffusion, section, "mask_token_id", &g.mask_token_id, file, true, kOptionalSize));
+    CUBEFORGE_TRY(read_number(diffusion, section, "threshold", &g.diffusion_threshold, file, false, kProbability));
     // The mask is a special token: its embedding row exists, and no code is it.
     if (g.mask_token_id < g.codes || g.mask_token_id >= g.vocab_size())
       return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + ".mask_token_id = " +

@@ -161,9 +161,10 @@ std::optional<DiffusionCache> parse_diffusion_cache(std::string_view name);
 struct DiffusionOptions {
   // Confidence rule: accept every masked position whose confidence (the
   // probability of its most likely code) exceeds the threshold, and at least
-  // the most confident one. Factor rule (factor > 0): sort by confidence and
-  // accept the top n while confidence_n >= 1 - factor / (n + 1), at least one.
-  float threshold = 0.9f;
+  // the most confident one; 0 takes the model's (diffusion_threshold()).
+  // Factor rule (factor > 0): sort by confidence and accept the top n while
+  // confidence_n >= 1 - factor / (n + 1), at least one.
+  float threshold = 0.f;
   float factor = 0.f;
   DiffusionCache cache = DiffusionCache::kDual;
   int block_size = 0;      // 0: the model's

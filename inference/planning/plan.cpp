@@ -2,6 +2,7 @@
 #include "inference/planning/plan.h"
 
 #include "inference/core/file_io.h"
+#include "inference/decoding/decoding.h"
 #include "inference/model/kv_bases.h"
 
 namespace cubeforge {
@@ -39,6 +40,8 @@ Result<PlannedGeneration> plan_generation(const CubeModel& model, GenerationRequ
   PlanCache& kept = cache ? *cache : scratch;
   kept.use_model(model);
   CUBEFORGE_TRY(check_generation_request(model, request));
+  // The request says what runs: what it left to the model, the model decides here.
+  request.decoding.diffusion = diffusion_options_for_model(request.decoding.diffusion, model.config().gpt);
 
   KvCacheOptions& kv = request.kv_cache;
   kv.low_rank = nullptr;

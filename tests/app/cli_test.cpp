@@ -108,6 +108,51 @@ std::filesystem::path fixture_as_block_diffusion() {
   return folder;
 }
 
+// The fixture's GPT read as a block-diffusion model whose config.yaml names
+// the threshold it decodes at (gpt_model.block_diffusion.threshold).
+std::filesystem::path fixture_as_block_diffusion_with_threshold(const std::string& threshold) {
+  const auto folder = scratch("block-diffusion-own-threshold");
+  EXPECT_TRUE(testing::make_oracle_block_diffusion_model(folder)) << folder;
+  auto config = read_file_text(folder / "config.yaml");
+  EXPECT_TRUE(config.ok());
+  if (!config.ok()) return folder;
+  const std::string mask_line = "    mask_token_id: " + std::to_string(testing::oracle_facts().padding_id) + "\n";
+  const size_t at = config->find(mask_line);
+  EXPECT_NE(at, std::string::npos) << *config;
+  if (at == std::string::npos) return folder;
+  config->insert(at + mask_line.size(), "    threshold: " + threshold + "\n");
+  EXPECT_TRUE(write_file_atomically(folder / "config.yaml", std::string_view(*config)).ok());
+  return folder;
+}
+
+// A block-diffusion folder's own threshold is what block diffusion runs at
+// unless --threshold asks for another, and the report says which ran. A
+// threshold every proposal passes fills a whole block per evaluation, so the
+// evaluations show the folder's threshold was the one decoded with.
+TEST(Cli, BlockDiffusionRunsAtTheModelFoldersThreshold) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  const int tokens = testing::oracle_facts().shape_tokens;
+  ASSERT_GT(tokens, 0) << "the fixture's meta.json gives no token count";
+  const int blocks = tokens / testing::oracle_block_size();
+  const auto model = fixture_as_block_diffusion_with_threshold("0.000001");
+  const std::string base = "compare-decoding --model '" + model.string() + "' --reference '" +
+                           oracle_dir().string() +
+                           "' --decoding diffusion --diffusion-cache none -p 'a red dragon' --rounds 1 --resolution 4 "
+                           "--iou-resolution 4 --json";
+  auto own = run_cli(base);
+  ASSERT_EQ(own.exit_code, 0) << own.out;
+  auto report = testing::lab_results(own, "compare-decoding");
+  EXPECT_EQ(report["decoding"]["threshold"].get<double>(), double(0.000001f)) << report["decoding"];
+  ASSERT_EQ(report["prompts"].size(), 1u);
+  EXPECT_EQ(report["prompts"][0]["model_evaluations"].get<int>(), blocks) << report["prompts"][0];
+
+  auto asked = run_cli(base + " --threshold 0.9");
+  ASSERT_EQ(asked.exit_code, 0) << asked.out;
+  report = testing::lab_results(asked, "compare-decoding");
+  EXPECT_EQ(report["decoding"]["threshold"].get<double>(), double(0.9f)) << report["decoding"];
+  std::filesystem::remove_all(model);
+}
+
 // compare-decoding: exact parallel decoding agrees with sequential decoding
 // token for token and shape for shape; block diffusion with blocks of one
 // position is autoregressive decoding and agrees as well; with a threshold

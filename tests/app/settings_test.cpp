@@ -155,11 +155,15 @@ TEST(AppSettings, WrongTypesAndRangesAreErrorsNamingTheKey) {
   auto unknown_decoding = settings_from_json(nlohmann::json{{"latency_decoding", "speculative"}});
   ASSERT_FALSE(unknown_decoding.ok());
   EXPECT_NE(unknown_decoding.error().message.find("latency_decoding"), std::string::npos);
-  for (double threshold : {0.0, 1.5, -0.2}) {
+  for (double threshold : {1.5, -0.2}) {
     auto bad_threshold = settings_from_json(nlohmann::json{{"diffusion_threshold", threshold}});
     ASSERT_FALSE(bad_threshold.ok()) << threshold;
     EXPECT_NE(bad_threshold.error().message.find("diffusion_threshold"), std::string::npos);
   }
+  // 0 leaves the threshold to the model (its config.yaml's, else the engine's default).
+  auto models_own = settings_from_json(nlohmann::json{{"diffusion_threshold", 0.0}});
+  ASSERT_TRUE(models_own.ok()) << models_own.error().message;
+  EXPECT_EQ(models_own->diffusion_threshold, 0.f);
 
   testing::TemporaryFolder folder;
   ASSERT_TRUE(write_file_atomically(folder.path() / "bad.json", std::string_view("{not json")).ok());
@@ -322,12 +326,14 @@ TEST(AppSettings, NumbersMustFitTheirSettings) {
 // script's `set`: every setting that needs a positive number refuses each way
 // a number can fail as a float (1e-40 was a denormal temperature; 1e-256 a
 // temperature of 0), and a bounding box of 3e38 (whose normalisation
-// overflows) is out of range.
+// overflows) is out of range. The diffusion threshold's exact 0 is the one
+// exception: it leaves the threshold to the model.
 TEST(AppSettings, NumbersAreCheckedAfterNarrowing) {
   testing::TemporaryFolder folder;
   const auto path = folder.path() / "settings.json";
   for (const char* key : {"temperature", "top_p", "diffusion_threshold", "bbox"})
     for (const auto& number : ::cubeforge::testing::not_positive_normal_floats()) {
+      if (std::string(key) == "diffusion_threshold" && number.text == "0") continue;
       const bool bbox = std::string(key) == "bbox";
       const std::string value = bbox ? "[1, " + number.text + ", 1]" : number.text;
       ASSERT_TRUE(write_file_atomically(path, "{\"" + std::string(key) + "\": " + value + "}").ok());

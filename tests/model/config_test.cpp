@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "inference/core/file_io.h"
+#include "inference/decoding/decoding.h"
 #include "inference/model/config.h"
 #include "inference/model/gpt.h"
 #include "inference/model/shape_tokenizer.h"
@@ -110,6 +111,44 @@ TEST(ModelConfig, BlockDiffusionSection) {
   auto no_size = parse("  block_diffusion:\n    mask_token_id: 18\n");
   ASSERT_FALSE(no_size.ok());
   EXPECT_NE(no_size.error().message.find("block_diffusion.block_size"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// A block-diffusion folder may name the confidence threshold it decodes at by
+// default; decoding options that leave the threshold to the model take it,
+// and without one the engine's default.
+TEST(ModelConfig, BlockDiffusionThresholdIsTheModelsDefault) {
+  auto dir = temp_dir();
+  const std::string base =
+      "gpt_model:\n  n_layer: 2\n  n_head: 2\n  n_embd: 8\n  shape_model_vocab_size: 16\n"
+      "  shape_model_embed_dim: 4\n  text_model_embed_dim: 8\n  block_diffusion:\n    block_size: 8\n"
+      "    mask_token_id: 18\n";
+  const std::string shape =
+      "shape_model:\n  num_encoder_latents: 8\n  embed_dim: 4\n  width: 8\n  num_heads: 2\n  num_freqs: 4\n"
+      "  num_encoder_layers: 1\n  num_decoder_layers: 1\n  num_codes: 16\n";
+  auto parse = [&](const std::string& threshold) {
+    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(base + threshold + shape)).ok());
+    return parse_model_config_yaml(dir / "config.yaml");
+  };
+  auto unnamed = parse("");
+  ASSERT_TRUE(unnamed.ok()) << unnamed.error().to_string();
+  EXPECT_EQ(unnamed->gpt.diffusion_threshold, 0.f);
+  EXPECT_EQ(diffusion_options_for_model({}, unnamed->gpt).threshold, kDefaultDiffusionThreshold);
+
+  auto named = parse("    threshold: 0.55\n");
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  EXPECT_EQ(named->gpt.diffusion_threshold, 0.55f);
+  EXPECT_EQ(diffusion_options_for_model({}, named->gpt).threshold, 0.55f);
+  DiffusionOptions asked;
+  asked.threshold = 0.8f;
+  EXPECT_EQ(diffusion_options_for_model(asked, named->gpt).threshold, 0.8f) << "a threshold asked for stays";
+
+  for (const char* bad : {"0", "1.5", "-0.2", "high", "[0.5]"}) {
+    auto refused = parse(std::string("    threshold: ") + bad + "\n");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("block_diffusion.threshold"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("config.yaml"), std::string::npos) << refused.error().message;
+  }
   std::filesystem::remove_all(dir);
 }
 

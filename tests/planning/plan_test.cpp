@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
+#include <string>
 
 #include "tests/support/hostile_files.h"
 #include "tests/support/oracle.h"
@@ -133,6 +136,44 @@ TEST(PlanningBlockDiffusion, SamplingIsRefusedNamingTheSwitch) {
   r.sampling.greedy = true;
   r.decoding.mode = DecodingMode::kSequential;  // a block-diffusion model decodes by blocks
   EXPECT_EQ(refused_option(can_run(*model, r)), OptionKey::kDecoding);
+}
+
+// A block-diffusion folder's own threshold (gpt_model.block_diffusion.threshold)
+// is planned into a request that leaves the threshold to the model, so what
+// runs and what every report says agree; a threshold asked for stays.
+TEST(PlanningBlockDiffusion, ARequestLeavingTheThresholdToTheModelGetsTheFoldersThreshold) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  testing::ScratchFolder scratch("plan-diffusion-threshold");
+  const auto folder = scratch / "model";
+  ASSERT_TRUE(testing::make_oracle_block_diffusion_model(folder));
+  GenerationRequest r;
+  r.prompt = "a chair";
+  r.backend = BackendChoice::kCpu;
+  r.decoding.mode = DecodingMode::kDiffusion;
+  ASSERT_EQ(r.decoding.diffusion.threshold, 0.f) << "the default leaves the threshold to the model";
+  {
+    auto unnamed = CubeModel::load(folder);
+    ASSERT_TRUE(unnamed.ok()) << unnamed.error().to_string();
+    auto planned = plan_generation(*unnamed, r);
+    ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+    EXPECT_EQ(planned->request.decoding.diffusion.threshold, kDefaultDiffusionThreshold);
+  }
+  std::ifstream in(folder / "config.yaml");
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string section = "  block_diffusion:\n";
+  const size_t at = config.find(section);
+  ASSERT_NE(at, std::string::npos) << config;
+  config.insert(at + section.size(), "    threshold: 0.55\n");
+  std::ofstream(folder / "config.yaml") << config;
+  auto named = CubeModel::load(folder);
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  auto planned = plan_generation(*named, r);
+  ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+  EXPECT_EQ(planned->request.decoding.diffusion.threshold, 0.55f);
+  r.decoding.diffusion.threshold = 0.8f;
+  planned = plan_generation(*named, r);
+  ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+  EXPECT_EQ(planned->request.decoding.diffusion.threshold, 0.8f);
 }
 
 }  // namespace

@@ -83,6 +83,7 @@ def measure(args):
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     loaded = generate.load_folder(args.model_dir)
     diffusion = generate.block_diffusion(loaded[2]) is not None
+    threshold = generate.model_threshold(loaded[2])  # what the engine decodes the folder at by default
     n = args.grid
     points = classifier.grid_points(n)
     judge = classifier.Classifier(n=n, per_category=args.classifier_shapes, log=log)
@@ -94,7 +95,7 @@ def measure(args):
         expected = int(np.median([pieces(classifier.true_grid(category, shapes.random_attributes(category, rng),
                                                                rng, points), n) for _ in range(5)]))
         for prompt in candidates(category):
-            tokens = (generate.diffusion_tokens(*loaded, prompt, guidance=3.0, threshold=0.9) if diffusion
+            tokens = (generate.diffusion_tokens(*loaded, prompt, guidance=3.0, threshold=threshold) if diffusion
                       else generate.greedy_tokens(*loaded, prompt, guidance=3.0))
             with torch.no_grad():
                 idx = torch.as_tensor(tokens).reshape(1, -1)

@@ -88,8 +88,8 @@ Status check_ranges(const AppSettings& s) {
     return bad("setting 'detail_calibration_ms' must be 0 (not measured) or milliseconds below 1e7");
   if (!parse_decoding_mode(s.latency_decoding))
     return bad("setting 'latency_decoding' must be sequential, jacobi or diffusion, not '" + s.latency_decoding + "'");
-  if (!(s.diffusion_threshold > 0.f && s.diffusion_threshold <= 1.f))
-    return bad("setting 'diffusion_threshold' must be in (0, 1]");
+  if (!(s.diffusion_threshold >= 0.f && s.diffusion_threshold <= 1.f))
+    return bad("setting 'diffusion_threshold' must be in (0, 1], or 0 for the model's");
   if (s.preview_resolution < 2 || s.preview_resolution > 8) return bad("setting 'preview_resolution' must be in 2..8");
   if (s.preview_every < 1) return bad("setting 'preview_every' must be at least 1");
   if (!(s.guidance >= 0.f && s.guidance <= 100.f)) return bad("setting 'guidance' must be in 0..100");

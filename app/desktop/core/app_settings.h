@@ -54,10 +54,10 @@ struct AppSettings {
   double detail_calibration_ms = 0;
   int64_t target_faces = 0;                // 0: automatic, < 0: no simplification
   // Parallel decoding: what the latency demo compares (sequential | jacobi |
-  // diffusion), and block diffusion's confidence threshold (a block-diffusion
-  // model always decodes by blocks).
+  // diffusion), and block diffusion's confidence threshold, 0 for the model's
+  // (a block-diffusion model always decodes by blocks).
   std::string latency_decoding = "jacobi";
-  float diffusion_threshold = 0.9f;
+  float diffusion_threshold = 0.f;
   // Progressive preview
   bool progressive_preview = true;
   int preview_every = 8;                   // tokens between previews

@@ -12,6 +12,7 @@
 #include "app/desktop/core/option_labels.h"
 #include "inference/core/file_io.h"
 #include "inference/cpu/ops.h"
+#include "inference/decoding/decoding.h"
 #include "inference/model/kv_bases.h"
 #include "inference/planning/plan.h"
 
@@ -176,6 +177,7 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
     summary.shape_tokens = loaded->shape_tokens();
     summary.load_ms = ms_since(started);
     summary.block_diffusion = loaded->gpt().config().block_diffusion();
+    summary.diffusion_threshold = diffusion_options_for_model({}, loaded->gpt().config()).threshold;
     summary.weights = loaded->gpt().weight_options().format;
     // Read once here so that the settings can offer the ranks the bases hold.
     const auto bases_path = folder / kKvBasesFile;

@@ -258,8 +258,13 @@ void draw_decoding_selector(App& app) {
   ImGui::EndDisabled();
   if (modes[chosen] == DecodingMode::kDiffusion) {
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(ImGui::CalcTextSize("0.000").x * 4);
-    ImGui::SliderFloat("Threshold", &settings.diffusion_threshold, 0.5f, 0.99f, "%.2f");
+    // 0 leaves it to the model: a block-diffusion model loaded says its own;
+    // beside an autoregressive one, the block-diffusion model decides.
+    const bool models_own = settings.diffusion_threshold == 0.f;
+    float shown = by_blocks ? summary->threshold_for(settings.diffusion_threshold) : settings.diffusion_threshold;
+    const char* format = !models_own ? "%.2f" : by_blocks ? "%.2f, the model's" : "the model's";
+    ImGui::SetNextItemWidth(ImGui::CalcTextSize("0.00, the model's").x + 2 * ImGui::GetFrameHeight());
+    if (ImGui::SliderFloat("Threshold", &shown, 0.5f, 0.99f, format)) settings.diffusion_threshold = shown;
     remember_item(app, "latency-threshold");
   }
   ImGui::SameLine();

@@ -44,9 +44,10 @@ void draw_model_section(App& app) {
   }
   if (const auto summary = app.worker.model_summary(); summary && summary->block_diffusion) {
     ImGui::PushTextWrapPos(0.f);
-    ImGui::TextDisabled("This model decodes by blocks (block diffusion): every code whose confidence passes %.2f "
+    const float setting = app.state.settings.diffusion_threshold;
+    ImGui::TextDisabled("This model decodes by blocks (block diffusion): every code whose confidence passes %.2f%s "
                         "is accepted at once, several per model evaluation. It does not vary with the seed.",
-                        double(app.state.settings.diffusion_threshold));
+                        double(summary->threshold_for(setting)), setting > 0.f ? "" : " (the model's own)");
     ImGui::PopTextWrapPos();
   }
   if (!app.worker.has_model() && model.loading_folder.empty()) {
