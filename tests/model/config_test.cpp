@@ -85,16 +85,19 @@ TEST(ModelConfig, MalformedYamlIsAClearError) {
 
 // gpt_model.block_diffusion marks a block-diffusion model; without it a model
 // is autoregressive. Its mask token must be one of the special tokens.
+// A small config.yaml whose gpt_model section ends in `gpt_tail`.
+std::string small_config(const std::string& gpt_tail) {
+  return "gpt_model:\n  n_layer: 2\n  n_head: 2\n  n_embd: 8\n  shape_model_vocab_size: 16\n"
+         "  shape_model_embed_dim: 4\n  text_model_embed_dim: 8\n" +
+         gpt_tail +
+         "shape_model:\n  num_encoder_latents: 8\n  embed_dim: 4\n  width: 8\n  num_heads: 2\n  num_freqs: 4\n"
+         "  num_encoder_layers: 1\n  num_decoder_layers: 1\n  num_codes: 16\n";
+}
+
 TEST(ModelConfig, BlockDiffusionSection) {
   auto dir = temp_dir();
-  const std::string base =
-      "gpt_model:\n  n_layer: 2\n  n_head: 2\n  n_embd: 8\n  shape_model_vocab_size: 16\n"
-      "  shape_model_embed_dim: 4\n  text_model_embed_dim: 8\n";
-  const std::string shape =
-      "shape_model:\n  num_encoder_latents: 8\n  embed_dim: 4\n  width: 8\n  num_heads: 2\n  num_freqs: 4\n"
-      "  num_encoder_layers: 1\n  num_decoder_layers: 1\n  num_codes: 16\n";
   auto parse = [&](const std::string& diffusion) {
-    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(base + diffusion + shape)).ok());
+    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(small_config(diffusion))).ok());
     return parse_model_config_yaml(dir / "config.yaml");
   };
   auto autoregressive = parse("");
@@ -119,15 +122,9 @@ TEST(ModelConfig, BlockDiffusionSection) {
 // and without one the engine's default.
 TEST(ModelConfig, BlockDiffusionThresholdIsTheModelsDefault) {
   auto dir = temp_dir();
-  const std::string base =
-      "gpt_model:\n  n_layer: 2\n  n_head: 2\n  n_embd: 8\n  shape_model_vocab_size: 16\n"
-      "  shape_model_embed_dim: 4\n  text_model_embed_dim: 8\n  block_diffusion:\n    block_size: 8\n"
-      "    mask_token_id: 18\n";
-  const std::string shape =
-      "shape_model:\n  num_encoder_latents: 8\n  embed_dim: 4\n  width: 8\n  num_heads: 2\n  num_freqs: 4\n"
-      "  num_encoder_layers: 1\n  num_decoder_layers: 1\n  num_codes: 16\n";
   auto parse = [&](const std::string& threshold) {
-    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(base + threshold + shape)).ok());
+    const std::string config = small_config("  block_diffusion:\n    block_size: 8\n    mask_token_id: 18\n" + threshold);
+    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(config)).ok());
     return parse_model_config_yaml(dir / "config.yaml");
   };
   auto unnamed = parse("");
