@@ -1881,6 +1881,59 @@ TEST_F(AppScript, EngineersControlsWaitInAClosedSectionAfterTheCreatorsOnes) {
   }
 }
 
+// A section opened at the bottom of a panel too short for it scrolls into
+// view: with the creator's sections open, opening "For engineers" while its
+// header shows at the panel's foot brings every control of it inside the
+// panel, and a click on its latency demo button runs the demo. The window
+// height is searched for (tallest first) so that the header shows and the
+// section would not fit below it, whatever the layout's sizes.
+TEST_F(AppScript, ASectionOpenedAtThePanelsFootScrollsIntoView) {
+  const auto dir = folder_.path();
+  const std::vector<std::string> controls = {"latency-demo", "attention-reference"};
+  auto bottom = [](const nlohmann::json& target) { return float(target["y"]) + float(target["height"]); };
+  auto run = [&](int height, const std::string& then) {
+    std::ofstream(dir / "reveal.txt") << "model " << model_.string() << "\n"
+                                      << "prompt a chair\n"
+                                      << "set resolution 4\n"
+                                      << "idle 2\n"
+                                      << "dump " << (dir / "closed.json").string() << "\n"
+                                      << "click section-engineers\n"
+                                      << "idle 3\n"
+                                      << "dump " << (dir / "open.json").string() << "\n"
+                                      << then << "quit\n";
+    const auto data = dir / ("data-" + std::to_string(height));
+    const int code = run_app("--script '" + (dir / "reveal.txt").string() + "' --data-dir '" + data.string() +
+                             "' --size 1280x" + std::to_string(height));
+    auto log = read_file_text(data / "cubeforge.log");
+    EXPECT_EQ(code, 0) << (log.ok() ? *log : log.error().to_string());
+    return code == 0;
+  };
+  int found = 0;
+  for (int height = 1000; height >= 600 && !found; height -= 40) {
+    if (!run(height, "")) return;
+    const auto closed = read_dump(dir / "closed.json"), open = read_dump(dir / "open.json");
+    const auto& panel = closed["panels"]["Generate"];
+    const float panel_bottom = float(panel["y"]) + float(panel["height"]);
+    const auto& header = closed["targets"]["section-engineers"];
+    if (bottom(header) > panel_bottom) break;  // shorter windows hide the header too
+    float contents_bottom = 0;
+    for (const auto& control : controls) {
+      ASSERT_TRUE(open["targets"].contains(control)) << control << " at height " << height;
+      contents_bottom = std::max(contents_bottom, bottom(open["targets"][control]));
+    }
+    const float section_height = contents_bottom - float(open["targets"]["section-engineers"]["y"]);
+    if (float(header["y"]) + section_height <= panel_bottom) continue;  // it fits: nothing to scroll
+    found = height;
+    for (const auto& control : controls)
+      EXPECT_LE(bottom(open["targets"][control]), panel_bottom)
+          << control << " opened below the panel's foot at height " << height;
+  }
+  ASSERT_GT(found, 0) << "no window height shows the section's header with the section too long to fit below it";
+  ASSERT_TRUE(run(found, "click latency-demo\nwait\ndump " + (dir / "ran.json").string() + "\n"));
+  const auto ran = read_dump(dir / "ran.json");
+  EXPECT_FALSE(ran["latency"]["runs"].empty()) << ran["latency"];
+}
+
 // The detail follows this machine's measured speed until the person chooses
 // one: with a timing injected in the settings (so the verdict does not hang on
 // the machine running the test) the app starts at the finest detail expected

@@ -409,28 +409,43 @@ void draw_preview_section(AppSettings& settings) {
   ImGui::SliderInt("Preview detail", &settings.preview_resolution, 3, 5, "resolution %d");
 }
 
+// Scrolls the panel so that what spans screen heights [top, bottom) shows:
+// its bottom at the panel's, or its top where it is taller than the panel.
+void scroll_into_view(float top, float bottom) {
+  const float window_top = ImGui::GetWindowPos().y, height = ImGui::GetWindowHeight();
+  if (bottom <= window_top + height) return;
+  if (bottom - top <= height) ImGui::SetScrollFromPosY(bottom - window_top, 1.f);
+  else ImGui::SetScrollFromPosY(top - window_top, 0.f);
+}
+
 }  // namespace
 
 void draw_settings(App& app) {
   AppSettings& settings = app.state.settings;
   // Room for the longest label at the right of every widget, so none is cut off.
   ImGui::PushItemWidth(-(ImGui::CalcTextSize("Cache compression").x + ImGui::GetStyle().ItemInnerSpacing.x));
-  auto section = [&](const char* title, const char* name, ImGuiTreeNodeFlags flags) {
+  // A section opened by a click scrolls into view: the last ones would
+  // otherwise open below the panel's edge.
+  auto section = [&](const char* title, const char* name, ImGuiTreeNodeFlags flags, auto&& contents) {
     const bool open = ImGui::CollapsingHeader(title, flags);
     remember_item(app, name);
-    return open;
+    if (!open) return;
+    const bool opened_now = ImGui::IsItemToggledOpen();
+    const float top = ImGui::GetItemRectMin().y;
+    contents();
+    if (opened_now) scroll_into_view(top, ImGui::GetCursorScreenPos().y);
   };
-  if (section("Shape", "section-shape", ImGuiTreeNodeFlags_DefaultOpen)) draw_shape_section(app);
-  if (section("Variation", "section-variation", ImGuiTreeNodeFlags_DefaultOpen)) draw_sampling_section(app);
-  if (section("Preview", "section-preview", 0)) draw_preview_section(settings);
-  if (section("Speed", "section-speed", 0)) {
+  section("Shape", "section-shape", ImGuiTreeNodeFlags_DefaultOpen, [&] { draw_shape_section(app); });
+  section("Variation", "section-variation", ImGuiTreeNodeFlags_DefaultOpen, [&] { draw_sampling_section(app); });
+  section("Preview", "section-preview", 0, [&] { draw_preview_section(settings); });
+  section("Speed", "section-speed", 0, [&] {
     draw_backend_section(app);
     draw_smaller_section(app);
-  }
+  });
   // Without a model the section is where to start.
   if (!app.worker.has_model()) ImGui::SetNextItemOpen(true, ImGuiCond_Always);
-  if (section("Model", "section-model", 0)) draw_model_section(app);
-  if (section("For engineers", "section-engineers", 0)) draw_engineers_section(app);
+  section("Model", "section-model", 0, [&] { draw_model_section(app); });
+  section("For engineers", "section-engineers", 0, [&] { draw_engineers_section(app); });
   ImGui::PopItemWidth();
 }
 
