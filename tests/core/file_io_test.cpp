@@ -206,5 +206,26 @@ TEST(FileIo, ALinkAnotherUserPlantedInASharedFolderIsNotFollowed) {
   EXPECT_TRUE(temporaries_in(shared).empty());
 }
 
+// A scratch folder gives back permissions a test took away before it goes,
+// but never through a link: a folder of links into a fixture (a model folder
+// made of the fixture's files) must leave the fixture's modes as they were.
+TEST(ScratchFolder, LeavesWhatItsLinksLeadToAsItWas) {
+  testing::ScratchFolder outside("links-lead-here");
+  const auto target = outside / "weights.safetensors";
+  ASSERT_TRUE(write_file_atomically(target, std::string_view("x")).ok());
+  ASSERT_EQ(::chmod(target.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(outside.path().c_str(), 0700), 0);
+  {
+    testing::ScratchFolder folder("links");
+    std::filesystem::create_symlink(target, folder / "weights.safetensors");
+    std::filesystem::create_directory_symlink(outside.path(), folder / "clip");
+  }
+  struct stat after {};
+  ASSERT_EQ(::stat(target.c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0644u);
+  ASSERT_EQ(::stat(outside.path().c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0700u) << "the linked folder's mode changed";
+}
+
 }  // namespace
 }  // namespace cubeforge
