@@ -53,8 +53,9 @@ inline void add_decoding_arguments(CLI::App* cmd, DecodingArguments& a, bool res
       ->check(number_in(0.0, 100.0, false, "0 guesses at every evaluation"));
   CLI::Option* threshold =
       in_research_group(
-          cmd->add_option("--threshold", a.threshold, "Diffusion: accept every position whose confidence exceeds this (default: the model's, 0.9 where its "
-                          "config.yaml names none)"),
+          cmd->add_option("--threshold", a.threshold,
+                          "Diffusion: accept every position whose confidence exceeds this (default: the model's, "
+                          "0.9 where its config.yaml names none)"),
           research)
           ->check(number_in(0.0, 1.0, false, "lower accepts more tokens per evaluation"));
   in_research_group(cmd->add_option("--factor", a.factor, "Diffusion: the factor rule instead of a threshold"),

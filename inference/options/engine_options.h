@@ -161,7 +161,8 @@ std::optional<DiffusionCache> parse_diffusion_cache(std::string_view name);
 struct DiffusionOptions {
   // Confidence rule: accept every masked position whose confidence (the
   // probability of its most likely code) exceeds the threshold, and at least
-  // the most confident one; 0 takes the model's (diffusion_threshold()).
+  // the most confident one; 0 takes the model's (diffusion_options_for_model
+  // in inference/decoding/decoding.h).
   // Factor rule (factor > 0): sort by confidence and accept the top n while
   // confidence_n >= 1 - factor / (n + 1), at least one.
   float threshold = 0.f;

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "app/desktop/core/generation_worker.h"
+#include "inference/decoding/decoding.h"
 #include "inference/model/kv_bases.h"
 #include "inference/tensor/safetensors.h"
 #include "test_folder.h"
@@ -63,6 +64,17 @@ class WorkerOnFixture : public ::testing::Test {
   const int tokens_ = ::cubeforge::testing::oracle_facts().shape_tokens;
   GenerationWorker worker_{1};
 };
+
+// What the app says a block diffusion runs at: the setting when one is made,
+// else the model's own threshold, else the engine's default.
+TEST(ModelSummary, TheThresholdIsTheSettingsElseTheModelsElseTheDefault) {
+  ModelSummary summary;
+  summary.gpt.diffusion_block_size = 16;
+  EXPECT_EQ(summary.threshold_for(0.f), kDefaultDiffusionThreshold);
+  summary.gpt.diffusion_threshold = 0.55f;
+  EXPECT_EQ(summary.threshold_for(0.f), 0.55f);
+  EXPECT_EQ(summary.threshold_for(0.8f), 0.8f);
+}
 
 TEST_F(WorkerOnFixture, StreamsEveryTokenAndMatchesADirectGeneration) {
   PreviewOptions preview;

@@ -153,6 +153,12 @@ std::shared_ptr<const CubeModel> GenerationWorker::model() const {
 
 bool GenerationWorker::has_model() const { return model() != nullptr; }
 
+float ModelSummary::threshold_for(float diffusion_threshold) const {
+  DiffusionOptions asked;
+  asked.threshold = diffusion_threshold;
+  return diffusion_options_for_model(asked, gpt).threshold;
+}
+
 std::optional<ModelSummary> GenerationWorker::model_summary() const {
   std::lock_guard lock(model_mutex_);
   return summary_;
@@ -177,7 +183,7 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
     summary.shape_tokens = loaded->shape_tokens();
     summary.load_ms = ms_since(started);
     summary.block_diffusion = loaded->gpt().config().block_diffusion();
-    summary.diffusion_threshold = diffusion_options_for_model({}, loaded->gpt().config()).threshold;
+    summary.gpt = loaded->gpt().config();
     summary.weights = loaded->gpt().weight_options().format;
     // Read once here so that the settings can offer the ranks the bases hold.
     const auto bases_path = folder / kKvBasesFile;

@@ -48,9 +48,10 @@ struct ModelSummary {
   int shape_tokens = 0;
   double load_ms = 0;
   bool block_diffusion = false;  // decodes by blocks (gpt_model.block_diffusion), never token by token
-  float diffusion_threshold = 0.f;  // the threshold it decodes at when the settings leave it to the model
-  // The threshold a block diffusion of this model runs at under `setting` (0: the model's).
-  float threshold_for(float setting) const { return setting > 0.f ? setting : diffusion_threshold; }
+  GptConfig gpt;                 // what decides how it decodes (gpt_model in its config.yaml)
+  // The threshold a block diffusion of this model runs at under the setting
+  // `diffusion_threshold` (0: the model's; diffusion_options_for_model).
+  float threshold_for(float diffusion_threshold) const;
   WeightFormat weights = WeightFormat::kStored;  // the format it decodes with
   // The largest KV rank the folder's kv_bases.safetensors holds (0: none), or
   // why the file there cannot be used.
