@@ -25,6 +25,7 @@ void draw_model_section(App& app) {
   ModelState& model = app.state.model;
   const bool busy = app.worker.busy();
   ImGui::InputText("Folder", &model.folder_field);
+  remember_item(app, "model-folder");
   if (default_model_folder().empty())
     reason_tooltip("This build has no built-in model. Point this at a Cube 3D model folder: shape_gpt.safetensors, "
                    "shape_tokenizer.safetensors, config.yaml and clip/ (the reference fixture "
@@ -32,6 +33,7 @@ void draw_model_section(App& app) {
   ImGui::BeginDisabled(busy);
   if (ImGui::Button("Load")) app.load_model(model.folder_field);
   ImGui::EndDisabled();
+  remember_item(app, "model-load");
   flow_next(button_width("Cancel loading"));
   ImGui::BeginDisabled(model.loading_folder.empty());
   if (ImGui::Button("Cancel loading")) app.worker.cancel();
@@ -376,6 +378,7 @@ void draw_shape_section(App& app) {
   if (ImGui::InputInt("Max faces", &faces, 1000, 10000)) settings.target_faces = std::max(-1, faces);
   reason_tooltip("Simplify to at most this many faces. 0: automatic (max(10000, 10% of faces)); -1: keep all");
   ImGui::Checkbox("Bounding box", &settings.use_bbox);
+  remember_item(app, "use-bbox");
   ImGui::BeginDisabled(!settings.use_bbox);
   ImGui::SliderFloat3("Size", settings.bbox.data(), 0.1f, 2.f, "%.2f");
   reason_tooltip(kBoundingBoxHelp);
