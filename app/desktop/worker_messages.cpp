@@ -113,6 +113,8 @@ struct MessageHandler {
     state.model.status_detail = line;
     // The demo's figures were of the model (or weights) before: they go with it.
     if (!state.latency.running) state.latency = LatencyDemoState{};
+    // So were the candidates: refining one would run another model than made it.
+    if (!state.candidates.running) state.candidates = CandidateState{};
     if (!state.script_mode && state.settings.detail_calibration_ms <= 0) state.detail_calibration_due = true;
     if (!m.summary.kv_bases_problem.empty())
       app.log_error(m.summary.kv_bases_problem + " (no KV rank for this model until it is recalibrated)");

@@ -1293,6 +1293,37 @@ std::vector<int> cli_tokens(const std::filesystem::path& model, const std::files
   return nlohmann::json::parse(r.out.substr(r.out.find('{')))["tokens"].get<std::vector<int>>();
 }
 
+// Candidates belong to the model that made them: loading another closes the
+// grid and drops them, so none can be refined or picked on a model that did
+// not make it.
+TEST_F(BuiltinModelApp, LoadingAnotherModelDropsTheCandidatesOfTheOneBefore) {
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) GTEST_SKIP() << "no built-in model in this tree";
+  const auto dir = folder_.path();
+  std::ofstream(dir / "another.txt") << "model " << builtin.string() << "\n"
+                                     << "prompt a chair\n"
+                                     << "click candidates\n"
+                                     << "wait\n"
+                                     << "dump " << (dir / "made.json").string() << "\n"
+                                     << "model " << testing::oracle_model_folder().string() << "\n"
+                                     << "wait\n"
+                                     << "idle 2\n"
+                                     << "dump " << (dir / "loaded.json").string() << "\n"
+                                     << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "another.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto made = read_dump(dir / "made.json");
+  ASSERT_FALSE(made["candidates"]["items"].empty()) << "no candidates were made: the test shows nothing";
+  ASSERT_TRUE(made["candidates"]["shown"]);
+  const auto loaded = read_dump(dir / "loaded.json");
+  EXPECT_TRUE(loaded["candidates"]["items"].empty()) << loaded["candidates"];
+  EXPECT_FALSE(loaded["candidates"]["shown"]);
+  EXPECT_FALSE(loaded["targets"].contains("refine-candidate"));
+}
+
 // Smaller weights and cache chosen with the mouse in the Speed section: q8
 // reloads the model, int8 stores the cache; the run says so in the window,
 // decodes exactly the tokens the command line decodes with the same options
