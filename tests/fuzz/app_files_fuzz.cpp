@@ -23,11 +23,15 @@ using namespace cubeforge::app;
 namespace {
 
 // Settings as read (from the file or a script's `set`) are ones the engine can
-// use: every float normal (positive ones positive), bounding-box sides in range.
+// use: every float normal (positive ones positive), bounding-box sides in range,
+// and the diffusion threshold a probability or 0 (the model's own).
 void check_usable(const AppSettings& s) {
   if (s.resolution < 2 || s.resolution > 10) std::abort();
-  for (float positive : {s.temperature, s.top_p, s.diffusion_threshold})
+  for (float positive : {s.temperature, s.top_p})
     if (!std::isnormal(positive) || !(positive > 0.f)) std::abort();
+  if (s.diffusion_threshold != 0.f && !(std::isnormal(s.diffusion_threshold) && s.diffusion_threshold > 0.f &&
+                                        s.diffusion_threshold <= 1.f))
+    std::abort();
   if (!std::isfinite(s.guidance) || std::fpclassify(s.guidance) == FP_SUBNORMAL) std::abort();
   for (float side : s.bbox)
     if (!(side >= kMinBoundingBoxSide && side <= kMaxBoundingBoxSide)) std::abort();

@@ -228,7 +228,7 @@ struct LatencyRun {
 };
 struct LatencyDemoChoice {
   DecodingMode parallel = DecodingMode::kJacobi;  // kSequential: the cache runs alone
-  float diffusion_threshold = 0.9f;
+  float diffusion_threshold = 0.f;  // 0: the model's (diffusion_options_for_model)
   bool block_diffusion_model = false;
   std::string kv_cache = "f32";  // kv_cache_label of the options chosen; "f32": the exact cache alone
   // Beside a block-diffusion model: an autoregressive model folder for the
