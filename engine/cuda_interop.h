@@ -13,6 +13,12 @@
 //
 // Teardown order matters: CUDA's mapping and external-memory object go first,
 // then the Vulkan buffer and memory; the CUDA semaphore before the Vulkan one.
+//
+// Devices: cudaSetDevice changes the calling thread's current device, and the
+// threads that call in here (the render thread, tests) may run other CUDA work
+// (the app's inference) on theirs. Every CUDA call here runs with the matched
+// device made current for the call and the caller's restored after it; code
+// that launches on stream() makes cuda_device() current itself.
 #pragma once
 
 #include <vulkan/vulkan.h>
@@ -49,6 +55,7 @@ class SharedBuffer {
   Buffer buffer_;
   void* device_pointer_ = nullptr;
   void* external_memory_ = nullptr;  // cudaExternalMemory_t
+  int cuda_device_ = -1;             // the device the memory is imported into
   bool dedicated_ = false;
 };
 

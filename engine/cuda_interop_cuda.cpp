@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "engine/cuda_interop.h"
 #include "engine/vk_check.h"
@@ -25,6 +26,30 @@ Function device_function(VkDevice device, const char* name) {
   return reinterpret_cast<Function>(vkGetDeviceProcAddr(device, name));
 }
 
+// Makes `device` the calling thread's current CUDA device for the scope and
+// restores the caller's afterwards (see cuda_interop.h, "Devices").
+class CurrentDevice {
+ public:
+  explicit CurrentDevice(int device) {
+    if (device < 0 || cudaGetDevice(&previous_) != cudaSuccess) {
+      previous_ = -1;
+      return;
+    }
+    status_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+    if (status_ != cudaSuccess) previous_ = -1;
+  }
+  ~CurrentDevice() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+  cudaError_t status() const { return status_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t status_ = cudaSuccess;
+};
+
 }  // namespace
 
 SharedBuffer& SharedBuffer::operator=(SharedBuffer&& other) noexcept {
@@ -33,6 +58,7 @@ SharedBuffer& SharedBuffer::operator=(SharedBuffer&& other) noexcept {
     buffer_ = std::move(other.buffer_);
     device_pointer_ = std::exchange(other.device_pointer_, nullptr);
     external_memory_ = std::exchange(other.external_memory_, nullptr);
+    cuda_device_ = std::exchange(other.cuda_device_, -1);
     dedicated_ = std::exchange(other.dedicated_, false);
   }
   return *this;
@@ -40,6 +66,7 @@ SharedBuffer& SharedBuffer::operator=(SharedBuffer&& other) noexcept {
 
 void SharedBuffer::reset() {
   // CUDA lets go of the memory before Vulkan frees it.
+  const CurrentDevice current(device_pointer_ || external_memory_ ? cuda_device_ : -1);
   if (device_pointer_) cudaFree(device_pointer_);
   if (external_memory_) cudaDestroyExternalMemory(static_cast<cudaExternalMemory_t>(external_memory_));
   device_pointer_ = nullptr;
@@ -77,7 +104,10 @@ Result<std::unique_ptr<CudaInterop>> CudaInterop::create(Context& context) {
 
   std::unique_ptr<CudaInterop> interop(new CudaInterop(context));
   interop->cuda_device_ = matching;
-  if ((status = cudaSetDevice(matching)) != cudaSuccess) return cuda_error("cudaSetDevice", status);
+  // The stream and the semaphore belong to the matched device; the caller
+  // keeps its own current device.
+  const CurrentDevice current(matching);
+  if ((status = current.status()) != cudaSuccess) return cuda_error("cudaSetDevice", status);
   cudaStream_t stream = nullptr;
   if ((status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)) != cudaSuccess)
     return cuda_error("cudaStreamCreateWithFlags", status);
@@ -123,6 +153,7 @@ Result<std::unique_ptr<CudaInterop>> CudaInterop::create(Context& context) {
 }
 
 CudaInterop::~CudaInterop() {
+  const CurrentDevice current(cuda_device_);
   if (stream_) cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
   if (cuda_ready_semaphore_) cudaDestroyExternalSemaphore(static_cast<cudaExternalSemaphore_t>(cuda_ready_semaphore_));
   if (ready_semaphore_ != VK_NULL_HANDLE) {
@@ -135,7 +166,13 @@ CudaInterop::~CudaInterop() {
 
 Result<SharedBuffer> CudaInterop::create_shared_buffer(VkDeviceSize size, VkBufferUsageFlags usage, const char* what) {
   CUBEFORGE_ASSIGN_OR_RETURN(ExportedBuffer exported, export_buffer(context_, size, usage, what));
+  const CurrentDevice current(cuda_device_);
+  if (current.status() != cudaSuccess) {
+    close(exported.fd);
+    return cuda_error("cudaSetDevice", current.status());
+  }
   SharedBuffer shared;
+  shared.cuda_device_ = cuda_device_;
   shared.dedicated_ = exported.dedicated;
   const VkDeviceSize allocation_size = exported.buffer.allocation_size();
   shared.buffer_ = std::move(exported.buffer);
@@ -164,6 +201,7 @@ Result<SharedBuffer> CudaInterop::create_shared_buffer(VkDeviceSize size, VkBuff
 }
 
 Status CudaInterop::copy_from_host(void* device_destination, const void* host_source, size_t bytes) {
+  const CurrentDevice current(cuda_device_);
   cudaError_t status = cudaMemcpyAsync(device_destination, host_source, bytes, cudaMemcpyHostToDevice,
                                        static_cast<cudaStream_t>(stream_));
   if (status != cudaSuccess) return cuda_error("cudaMemcpyAsync", status);
@@ -171,6 +209,7 @@ Status CudaInterop::copy_from_host(void* device_destination, const void* host_so
 }
 
 Status CudaInterop::signal_ready(uint64_t value) {
+  const CurrentDevice current(cuda_device_);
   cudaExternalSemaphoreSignalParams params{};
   params.params.fence.value = value;
   auto semaphore = static_cast<cudaExternalSemaphore_t>(cuda_ready_semaphore_);
@@ -180,6 +219,7 @@ Status CudaInterop::signal_ready(uint64_t value) {
 }
 
 Status CudaInterop::synchronize() {
+  const CurrentDevice current(cuda_device_);
   cudaError_t status = cudaStreamSynchronize(static_cast<cudaStream_t>(stream_));
   if (status != cudaSuccess) return cuda_error("cudaStreamSynchronize", status);
   return ok_status();

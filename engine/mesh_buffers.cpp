@@ -291,6 +291,7 @@ Result<DeviceMeshWrite> MeshBuffers::begin_device_write(size_t vertex_count, siz
   write.normals = write.positions + vertex_count * 3;
   write.indices = static_cast<uint32_t*>(slot.shared_indices->device_pointer());
   write.cuda_stream = interop_->stream();
+  write.cuda_device = interop_->cuda_device();
   return write;
 }
 
@@ -333,12 +334,15 @@ std::optional<DrawableMesh> MeshBuffers::drawable() const {
   mesh.index_count = slot.index_count;
   mesh.ready = {interop_ ? interop_->ready_semaphore() : owned_ready_semaphore_, slot.ready_value,
                 VK_PIPELINE_STAGE_VERTEX_INPUT_BIT};
+  mesh.acquire_from_external = interop_ && slot.acquired_value != slot.ready_value;
   mesh.bounds = slot.bounds;
   return mesh;
 }
 
 void MeshBuffers::mark_drawn(uint64_t timeline_value) {
-  if (front_ >= 0) slots_[front_].last_use_value = timeline_value;
+  if (front_ < 0) return;
+  slots_[front_].last_use_value = timeline_value;
+  slots_[front_].acquired_value = slots_[front_].ready_value;  // the submitted draw acquired them (interop)
 }
 
 }  // namespace cubeforge::engine

@@ -43,12 +43,14 @@ struct UploadStatistics {
 };
 
 // Device pointers into a slot's shared buffers, for CUDA kernels. Writes must
-// be issued on `cuda_stream` (cudaStream_t) before end_device_write().
+// be issued on `cuda_stream` (cudaStream_t), with `cuda_device` current (the
+// CUDA device matching the Vulkan one; cudaSetDevice), before end_device_write().
 struct DeviceMeshWrite {
   float* positions = nullptr;  // [V,3]
   float* normals = nullptr;    // [V,3]: the writer must fill them (flat shading ignores them)
   uint32_t* indices = nullptr; // [F,3]
   void* cuda_stream = nullptr;
+  int cuda_device = -1;
 };
 
 // What a draw needs from the slot on screen.
@@ -58,6 +60,11 @@ struct DrawableMesh {
   VkBuffer index_buffer = VK_NULL_HANDLE;
   uint32_t index_count = 0;
   SemaphoreWait ready;  // wait before vertex input
+  // The interop path: CUDA wrote the buffers since a draw last used them, so
+  // the draw first acquires them from VK_QUEUE_FAMILY_EXTERNAL (a queue
+  // family ownership transfer; the semaphore wait alone does not make an
+  // external write visible to Vulkan).
+  bool acquire_from_external = false;
   Bounds3 bounds;
 };
 
@@ -109,6 +116,7 @@ class MeshBuffers {
     uint32_t vertex_count = 0;
     uint32_t index_count = 0;
     uint64_t ready_value = 0;     // mesh-ready timeline value that makes it drawable
+    uint64_t acquired_value = 0;  // interop path: the ready_value whose buffers a submitted draw acquired
     uint64_t last_use_value = 0;  // GPU timeline value of the last submission that touched it
     Bounds3 bounds;
   };

@@ -471,6 +471,27 @@ Status Renderer::record(FrameResources& frame, const RenderPassTarget& target, c
   pass.renderArea = {{0, 0}, target.extent};
   pass.clearValueCount = target.samples == VK_SAMPLE_COUNT_1_BIT ? 2 : 3;
   pass.pClearValues = clears;
+
+  auto mesh = meshes_->drawable();
+  if (mesh && mesh->acquire_from_external) {
+    // CUDA wrote the buffers: acquire them from the external queue family
+    // before vertex input reads them. The submission waits on the mesh-ready
+    // semaphore at vertex input, the stage this barrier starts from.
+    VkBufferMemoryBarrier acquire[2]{};
+    const VkBuffer shared[2] = {mesh->vertex_buffer, mesh->index_buffer};
+    for (int i = 0; i < 2; ++i) {
+      acquire[i].sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER;
+      acquire[i].srcAccessMask = 0;
+      acquire[i].dstAccessMask = i == 0 ? VK_ACCESS_VERTEX_ATTRIBUTE_READ_BIT : VK_ACCESS_INDEX_READ_BIT;
+      acquire[i].srcQueueFamilyIndex = VK_QUEUE_FAMILY_EXTERNAL;
+      acquire[i].dstQueueFamilyIndex = context_.queue_family();
+      acquire[i].buffer = shared[i];
+      acquire[i].offset = 0;
+      acquire[i].size = VK_WHOLE_SIZE;
+    }
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_VERTEX_INPUT_BIT, VK_PIPELINE_STAGE_VERTEX_INPUT_BIT, 0, 0, nullptr, 2,
+                         acquire, 0, nullptr);
+  }
   vkCmdBeginRenderPass(cmd, &pass, VK_SUBPASS_CONTENTS_INLINE);
 
   VkViewport viewport{0.f, 0.f, float(target.extent.width), float(target.extent.height), 0.f, 1.f};
@@ -483,7 +504,6 @@ Status Renderer::record(FrameResources& frame, const RenderPassTarget& target, c
   vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipelines->background);
   vkCmdDraw(cmd, 3, 1, 0, 0);
 
-  auto mesh = meshes_->drawable();
   if (mesh) {
     VkBuffer buffers[2] = {mesh->vertex_buffer, mesh->vertex_buffer};
     VkDeviceSize offsets[2] = {0, mesh->normals_offset};

@@ -1,6 +1,6 @@
 # Run by the build (see tools/layering.cmake): fails when a file includes a
 # project header that its target may not see, or that its top-level folder may
-# not use at all (DESIGN.md "Layout").
+# not use at all (docs/design.md, "Layout").
 #
 #   cmake -DPROJECT_ROOT=<source dir> -DRULES=<build dir>/include_rules.cmake -P check_includes.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -36,7 +36,7 @@ function(cubeforge_rule file targets allowed)
     if(NOT area_ok)
       cubeforge_area_uses(${area} area_uses)
       list(JOIN area_uses ", " area_text)
-      list(APPEND violations "${file}: includes ${included}, but ${area}/ may use only ${area_text} (DESIGN.md \"Layout\")")
+      list(APPEND violations "${file}: includes ${included}, but ${area}/ may use only ${area_text} (docs/design.md, \"Layout\")")
     elseif(targets AND included_folder IN_LIST CUBEFORGE_LIBRARY_FOLDERS AND NOT included_folder IN_LIST allowed)
       list(APPEND violations "${file}: includes ${included}, but ${targets} does not link the library built from ${included_folder}/")
     endif()

@@ -1,12 +1,12 @@
-# The build's targets are the architecture (DESIGN.md "Layout"), and the build
+# The build's targets are the architecture (docs/design.md, "Layout"), and the build
 # refuses what the design forbids.
 #
 #   cubeforge_add_library(<name> ...)  one static library per source folder,
 #       cubeforge_<name>, linking the project libraries it uses: PUBLIC when a
 #       header of its own includes theirs, PRIVATE when only its sources do.
 #   cubeforge_check_layering()  called once every target exists. It refuses,
-#       at configure time, a link between top-level folders that the design
-#       forbids (CUBEFORGE_AREA_RULES). It then writes which project folders
+#       at configure time, a folder that builds two libraries and a link
+#       between top-level folders that the design forbids (CUBEFORGE_AREA_RULES). It then writes which project folders
 #       each file may include from and adds a build step that every target
 #       waits for: tools/check_includes.cmake, which fails on any
 #       `#include "folder/…"` outside them.
@@ -19,10 +19,11 @@
 # are held to their area's rule only.
 
 # What each top-level folder may include at all: inference uses nothing of the
-# others; the engine uses inference's mesh types only; the app uses both.
+# others; the engine uses inference's mesh types (and the options they name) only;
+# the app uses both.
 set(CUBEFORGE_AREA_RULES
   "inference=inference"
-  "engine=engine,inference/core,inference/geometry"
+  "engine=engine,inference/core,inference/options,inference/geometry"
   "app=app,engine,inference"
   "tests=tests,app,engine,inference")
 
@@ -30,9 +31,11 @@ set(CUBEFORGE_AREA_RULES
 #                       [PUBLIC <dependency>...] [PRIVATE <dependency>...])
 # The static library cubeforge_<name> of the *.cpp files in <dir> (default: the
 # folder <name> next to the calling CMakeLists.txt), and of its *.cu files when
-# CUDA is enabled. A file named *_avx512.cpp or *_avx2.cpp is compiled for that
-# instruction set; the code calls into it only on a CPU that has it
-# (inference/cpu/kernels.h).
+# CUDA is enabled, less those matching <regex>: only for alternative
+# implementations of one interface that the configuration chooses between,
+# since a folder holds one library (cubeforge_check_layering refuses two). A
+# file named *_avx512.cpp or *_avx2.cpp is compiled for that instruction set;
+# the code calls into it only on a CPU that has it (inference/cpu/kernels.h).
 function(cubeforge_add_library name)
   cmake_parse_arguments(L "" "FOLDER;EXCLUDE" "PUBLIC;PRIVATE" ${ARGN})
   if(NOT L_FOLDER)
@@ -185,6 +188,24 @@ function(cubeforge_check_layering)
   list(REMOVE_DUPLICATES folders)
   list(REMOVE_DUPLICATES library_folders)
 
+  # One library per folder: the folders are the architecture.
+  foreach(folder IN LISTS library_folders)
+    set(libraries)
+    foreach(target IN LISTS targets_in_${folder})
+      get_target_property(type ${target} TYPE)
+      if(NOT type STREQUAL "EXECUTABLE")
+        list(APPEND libraries ${target})
+      endif()
+    endforeach()
+    list(REMOVE_DUPLICATES libraries)
+    list(LENGTH libraries count)
+    if(count GREATER 1)
+      list(JOIN libraries ", " libraries)
+      message(FATAL_ERROR "${folder}/ builds ${count} libraries (${libraries}); a folder is one library: "
+              "give each its own folder (docs/design.md, \"Layout\")")
+    endif()
+  endforeach()
+
   set(rules "# Written by cubeforge_check_layering() (tools/layering.cmake); read by tools/check_includes.cmake.\n")
   string(APPEND rules "set(CUBEFORGE_LIBRARY_FOLDERS \"${library_folders}\")\n")
   set(ruled_files)
@@ -195,7 +216,7 @@ function(cubeforge_check_layering)
     foreach(dependency IN LISTS direct)
       if(dependency MATCHES "^cubeforge_" AND NOT TARGET ${dependency})
         message(FATAL_ERROR "${target} links ${dependency}, which is no target of this build; the libraries "
-                "are one per folder (inference/CMakeLists.txt: cubeforge_core, cubeforge_cpu, …, cubeforge_engine)")
+                "are those of inference/CMakeLists.txt and engine/CMakeLists.txt (cubeforge_core, cubeforge_cpu, …, cubeforge_engine)")
       endif()
     endforeach()
     cubeforge_visible_targets(${target} "${project_targets}" visible)
@@ -213,7 +234,7 @@ function(cubeforge_check_layering)
           cubeforge_area_allows(${area} ${dependency_folder} ok)
           if(NOT ok)
             message(FATAL_ERROR "${target} (${folder}/) links ${dependency} (${dependency_folder}/), which "
-                    "the design forbids (DESIGN.md \"Layout\"; CUBEFORGE_AREA_RULES in tools/layering.cmake)")
+                    "the design forbids (docs/design.md, \"Layout\"; CUBEFORGE_AREA_RULES in tools/layering.cmake)")
           endif()
         endforeach()
       endforeach()

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds cubeforge-cli and the `cpu` test executables with AddressSanitizer and
 # UndefinedBehaviorSanitizer (the default compiler, no CUDA or Vulkan; a unity
-# build, as tools/build.sh makes) into build-sanitize/,
+# build, as tools/build.sh makes) into build-sanitize/, with line tables only
+# (-g1: a report's stack still names file and line; full debug information
+# makes objects twice the size and the build slower) and the test executables
+# unoptimised (the engine's libraries they call keep -O1),
 # then runs the `cpu` tests and a short generate and tokenize under them. Any
 # report fails the run: memory errors abort, and undefined behaviour (such as
 # a misaligned load) is fatal (-fno-sanitize-recover). tools/test.sh runs it
@@ -16,14 +19,14 @@ if [ ! -f "$build_dir/build.ninja" ]; then
   if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "${launcher[@]}" \
-    -DCMAKE_CXX_FLAGS="$sanitizers" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_UNITY_BUILD=ON \
+    -DCMAKE_CXX_FLAGS="$sanitizers" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_UNITY_BUILD=ON -DCUBEFORGE_TEST_CXX_FLAGS=-O0 \
     -DCUBEFORGE_CUDA=OFF -DCUBEFORGE_VULKAN=OFF -DCUBEFORGE_FUZZ=OFF
 fi
 
-# The `cpu` label's executables, and the command-line tool they drive.
-targets=(cubeforge-cli test_core test_tensor test_cpu test_model test_text test_sampling test_geometry test_cli
-         test_pipeline test_builtin_model)
+# The `cpu` label's executables, and the command-line programs they drive.
+targets=(cubeforge-cli cubeforge-lab test_core test_options test_tensor test_cpu test_model test_cpu_backend test_text test_sampling
+         test_geometry test_planning test_cli test_pipeline test_builtin_model)
 cmake --build "$build_dir" --parallel "${CUBEFORGE_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:check_initialization_order=1

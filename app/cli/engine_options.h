@@ -5,15 +5,16 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "app/cli/commands.h"
 #include "app/cli/option_checks.h"
 #include "inference/backend/token_backend.h"
 #include "inference/core/result.h"
 #include "inference/model/gpt.h"
+#include "inference/model/kv_bases.h"
 
 namespace cubeforge::cli {
 
@@ -28,14 +29,6 @@ struct EngineFlags {
   bool exact() const { return weights == "stored" && kv_exact(); }
   // The KV cache keeps every position at full rank in f32.
   bool kv_exact() const { return kv_cache == "f32" && kv_budget == 0 && kv_rank == 0; }
-  // What the CUDA backend runs (kv_cache_runs_on_cuda): f32, bf16, fp8 or
-  // int8, every position or a budget's, at full rank or a rank of 16, 32, 64
-  // or 128 without a budget (other ranks, and a rank with a budget, run on
-  // the CPU).
-  bool kv_on_cuda() const {
-    const bool form = kv_cache == "f32" || kv_cache == "bf16" || kv_cache == "fp8" || kv_cache == "int8";
-    return form && (kv_rank == 0 || (kv_rank_runs_on_cuda(kv_rank) && kv_budget == 0));
-  }
 
   std::string label() const {
     std::string s = weights + "/" + kv_cache;
@@ -73,16 +66,20 @@ inline constexpr const char* kKvBudgetHelp =
 inline constexpr const char* kKvRankHelp =
     "Low-rank keys and values of this rank, from MODEL/kv_bases.safetensors (calibrate-kv; 0: off)";
 
-inline CLI::Validator kv_budget_check() { return whole_number_in(0, 1 << 20, "shape positions kept; 0 keeps all"); }
-inline CLI::Validator kv_rank_check() { return whole_number_in(0, 1 << 20, "0 keeps full keys and values"); }
+inline CLI::Validator kv_budget_check() { return whole_number_in(0, kMaxKvSize, "shape positions kept; 0 keeps all"); }
+inline CLI::Validator kv_rank_check() { return whole_number_in(0, kMaxKvSize, "0 keeps full keys and values"); }
 
-inline void add_engine_flags(CLI::App* cmd, EngineFlags& flags) {
+// `research`: the KV cache's forms, budget and rank, and the Q4 group, in the
+// research group (research_group(), commands.h); the weights stay in view.
+inline void add_engine_flags(CLI::App* cmd, EngineFlags& flags, bool research = false) {
   cmd->add_option("--weights", flags.weights, kWeightsHelp)->check(CLI::IsMember({"stored", "bf16", "q8", "q4"}));
-  cmd->add_option("--kv-cache", flags.kv_cache, kKvCacheHelp)->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
-  cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64")
+  in_research_group(cmd->add_option("--kv-cache", flags.kv_cache, kKvCacheHelp), research)
+      ->check(CLI::IsMember({"f32", "bf16", "fp8", "int8"}));
+  in_research_group(cmd->add_option("--q4-group", flags.q4_group, "Weights per Q4 scale and offset: 32 or 64"),
+                    research)
       ->check(CLI::IsMember({32, 64}));
-  cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp)->check(kv_budget_check());
-  cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp)->check(kv_rank_check());
+  in_research_group(cmd->add_option("--kv-budget", flags.kv_budget, kKvBudgetHelp), research)->check(kv_budget_check());
+  in_research_group(cmd->add_option("--kv-rank", flags.kv_rank, kKvRankHelp), research)->check(kv_rank_check());
 }
 
 inline void add_engine_flag_lists(CLI::App* cmd, EngineFlagLists& flags) {
@@ -106,20 +103,37 @@ inline Result<WeightOptions> weight_options(const std::string& name, int64_t q4_
   return WeightOptions{*format, q4_group};
 }
 
-// The KV options for a model folder (the bases are read from it when a rank is given).
+// The KV options the flags name (no bases: planning reads them).
+inline Result<KvCacheOptions> kv_cache_choice(const EngineFlags& flags) {
+  auto format = kv_format_from_name(flags.kv_cache);
+  if (!format)
+    return option_error(ErrorCode::kInvalidArgument, OptionKey::kKvFormat,
+                        "'" + flags.kv_cache + "' is not one of f32, bf16, fp8, int8");
+  KvCacheOptions kv;
+  kv.format = *format;
+  kv.budget = flags.kv_budget;
+  kv.rank = flags.kv_rank;
+  CUBEFORGE_TRY(check_kv_cache_options(kv));
+  return kv;
+}
+
+// The KV options for a model folder, with the bases read from it when a rank
+// is given: for the measuring commands, which run sessions without planning.
 inline Result<KvCacheOptions> kv_cache_options(const std::string& format_name, int budget, int rank,
                                                const std::filesystem::path& model_folder, const GptConfig& config) {
-  auto format = cpu::kv_format_from_name(format_name);
+  auto format = kv_format_from_name(format_name);
   if (!format)
     return make_error(ErrorCode::kInvalidArgument, "--kv-cache " + format_name + " is not one of f32, bf16, fp8, int8");
   KvCacheOptions kv;
   kv.format = *format;
   kv.budget = budget;
+  kv.rank = rank;
   if (rank > 0) {
     const auto path = model_folder / kKvBasesFile;
     if (model_folder.empty() || !std::filesystem::exists(path))
-      return make_error(ErrorCode::kNotFound, "--kv-rank needs '" + path.string() +
-                                                  "'; write it with `cubeforge-cli calibrate-kv --model DIR --prompts FILE`");
+      return make_error(ErrorCode::kNotFound,
+                        "--kv-rank needs '" + path.string() +
+                            "'; write it with `cubeforge-lab calibrate-kv --model DIR --prompts FILE`");
     CUBEFORGE_ASSIGN_OR_RETURN(kv.low_rank, LowRankKv::load(path, config, rank));
   }
   CUBEFORGE_TRY(check_kv_cache_options(kv));

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli/option_flags.h"
 #include "inference/core/file_io.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/cpu/ops.h"
@@ -19,8 +20,21 @@
 
 namespace cubeforge::cli {
 
+// "generate: --kv-budget: invalid argument: …" when the error names an
+// option (its flag), else "generate: …".
 inline void print_error(const char* command, const Error& error) {
-  std::fprintf(stderr, "%s: %s\n", command, error.to_string().c_str());
+  if (auto option = error_option(error))
+    std::fprintf(stderr, "%s: %s: %s\n", command, flag_for(*option), error.to_string().c_str());
+  else
+    std::fprintf(stderr, "%s: %s\n", command, error.to_string().c_str());
+}
+
+// The exit status of a failed run: 2 when an option cannot be honoured as
+// given (a value refused, or a file it names missing: a usage error), 1
+// otherwise (the machine or the model).
+inline int exit_status_of(const Error& error) {
+  const bool usage = error.code == ErrorCode::kInvalidArgument || error.code == ErrorCode::kNotFound;
+  return error_option(error) && usage ? 2 : 1;
 }
 
 // The folder --model names; an empty --model is an error, not the built-in model.

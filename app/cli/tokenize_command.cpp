@@ -38,6 +38,22 @@ int run_tokenize(const TokenizeOptions& o) {
     print_error("tokenize", input.error());
     return 1;
   }
+  // The encoder sees the mesh as the reference prepares it: rescaled to 0.96
+  // of [-1, 1]^3 and sampled by area with face normals.
+  auto transform = unit_cube_transform(*input);
+  if (!transform.ok()) {
+    std::fprintf(stderr, "tokenize: '%s': %s\n", escape_untrusted(o.mesh).c_str(), transform.error().to_string().c_str());
+    return 1;
+  }
+  Mesh rescaled = *input;
+  apply_transform(rescaled, *transform);
+  GridSpec iou_grid;
+  iou_grid.resolution = o.iou_resolution;
+  // What measuring the reconstruction will cost, before the model is loaded.
+  if (Status coverage = check_inside_grid_coverage(rescaled, iou_grid); !coverage.ok()) {
+    std::fprintf(stderr, "tokenize: '%s': %s\n", escape_untrusted(o.mesh).c_str(), coverage.error().to_string().c_str());
+    return 1;
+  }
   std::optional<MeshFileFormat> out_format;
   if (!o.out.empty()) {
     auto format = mesh_file_format_from_path(o.out);
@@ -55,26 +71,17 @@ int run_tokenize(const TokenizeOptions& o) {
   install_interrupt_handler();
   auto model = load_model_or_report(*folder, "tokenize");
   if (!model) return 1;
-  const std::string mesh_shown = escape_untrusted(o.mesh), out_shown = escape_untrusted(o.out);
+  const std::string mesh_shown = readable_untrusted(o.mesh), out_shown = readable_untrusted(o.out);
   auto report_cancel = [&] {
     std::string what;
     if (!o.out.empty()) {
       auto kind = file_kind(o.out);
       what = "; '" + out_shown + (kind.ok() && *kind == FileKind::kRegular ? "' was left as it was" : "' was not written");
     }
-    std::fprintf(stderr, "tokenize: cancelled%s\n", what.c_str());
-    return kExitCancelled;
+    std::fprintf(stderr, "tokenize: cancelled (%s)%s\n", cancelling_signal_name(), what.c_str());
+    return cancelled_exit_code();
   };
 
-  // The encoder sees the mesh as the reference prepares it: rescaled to 0.96
-  // of [-1, 1]^3 and sampled by area with face normals.
-  auto transform = unit_cube_transform(*input);
-  if (!transform.ok()) {
-    std::fprintf(stderr, "tokenize: '%s': %s\n", mesh_shown.c_str(), transform.error().to_string().c_str());
-    return 1;
-  }
-  Mesh rescaled = *input;
-  apply_transform(rescaled, *transform);
   SurfaceSamplingOptions sampling;
   sampling.count = o.samples;
   sampling.seed = std::stoull(o.seed_text);  // checked by seed_number()
@@ -105,8 +112,6 @@ int run_tokenize(const TokenizeOptions& o) {
     print_error("tokenize", rebuilt.error());
     return 1;
   }
-  GridSpec iou_grid;
-  iou_grid.resolution = o.iou_resolution;
   double iou = 0.0;
   if (!rebuilt->mesh.empty()) {
     auto measured = mesh_iou(rescaled, rebuilt->mesh, iou_grid);

@@ -2,8 +2,12 @@
 // See app.h.
 #include "app/desktop/app.h"
 
+#include <cstdio>
+
 #include "app/desktop/core/app_settings.h"
+#include "app/desktop/core/detail_timing.h"
 #include "engine/image_output.h"
+#include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/pipeline/cube_model.h"
 
@@ -37,28 +41,53 @@ void App::keep_model_in_chosen_weights() {
   load_model(summary->folder);
 }
 
+std::string App::why_not_generate() const {
+  if (!worker.has_model()) return "load a model first (Settings > Model folder)";
+  if (prompt_is_blank(state.settings.prompt))
+    return "type what to make first: without a prompt the model makes a long run of nothing in particular";
+  if (worker.busy()) return "a job is running; wait for it or cancel it";
+  return "";
+}
+
+GenerationRequest App::request_from_settings() const {
+  GenerationRequest request = make_request(state.settings);
+  request.prompt = prompt_for_request(request.prompt);
+  return request;
+}
+
 void App::start_generation() {
+  // The whole prompt, last word included, is judged from now on.
+  state.generation.generated_prompt = state.settings.prompt;
+  start_generation_of(request_from_settings());
+}
+
+bool App::start_generation_of(const GenerationRequest& request) {
   if (!worker.has_model()) {
     log_error("no model loaded: choose a model folder in Settings first");
-    return;
+    return false;
+  }
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return false;
   }
   const AppSettings& settings = state.settings;
-  GenerationRequest request = make_request(settings);
   PreviewOptions preview;
   preview.enabled = settings.progressive_preview;
   preview.every_tokens = settings.preview_every;
   preview.resolution = settings.preview_resolution;
-  if (!worker.generate(request, preview, kv_rank_of(settings))) {
+  if (!worker.generate(request, preview)) {
     log_error("a job is already running; wait for it or cancel it");
-    return;
+    return false;
   }
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   state.generation.preview_uploads = 0;
+  state.generation.offered_preview.reset();  // this run's previews replace it
   state.generation.first_mesh_ms.reset();
   state.generation.requested = Clock::now();
   log("generating \"" + request.prompt + "\" (seed " + std::to_string(request.seed) + ", resolution " +
       std::to_string(request.resolution) + ")");
+  return true;
 }
 
 void App::start_latency_demo() {
@@ -71,24 +100,50 @@ void App::start_latency_demo() {
   choice.diffusion_threshold = state.settings.diffusion_threshold;
   const auto summary = worker.model_summary();
   choice.block_diffusion_model = summary && summary->block_diffusion;
+  // Block diffusion beside ordinary decoding: the built-in autoregressive model, on the same prompt.
+  if (choice.block_diffusion_model) choice.autoregressive_model = default_model_folder().string();
   const AppSettings& settings = state.settings;
   choice.kv_cache = kv_cache_label(settings.kv_cache_format, settings.kv_budget, settings.kv_rank);
   std::vector<LatencyRun> runs = latency_demo_runs(choice);
   // The demo runs with and without the cache whatever the settings say, and
   // with the KV cache options chosen beside the exact cache.
-  GenerationRequest request = make_request(settings);
+  GenerationRequest request = request_from_settings();
   request.kv_cache = chosen_kv_options(settings);
-  if (!worker.run_latency_demo(request, runs, settings.kv_rank)) {
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return;
+  }
+  if (!worker.run_latency_demo(request, runs)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
   state.latency = LatencyDemoState{};
   state.latency.runs = std::move(runs);
-  state.latency.results.resize(state.latency.runs.size());
+  state.latency.measured.resize(state.latency.runs.size());
+  state.latency.not_run.resize(state.latency.runs.size());
   state.latency.running = state.latency.shown = true;
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
-  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has");
+  log("latency demo: the same prompt without the KV cache, with it, and with what else this build has, " +
+      std::to_string(state.latency.repeats) + " times each");
+}
+
+bool App::calibrate_detail() {
+  GenerationRequest request = make_request(state.settings);
+  // A prompt every model answers with a shape, greedy, so the timing does not
+  // hang on what the person typed or their seed.
+  request.prompt = "a chair";
+  request.sampling.greedy = true;
+  request.resolution = kDetailCalibrationResolution;
+  if (!worker.measure_detail_cost(request)) return false;
+  state.detail_calibration_due = false;
+  log("timing one generation at resolution " + std::to_string(kDetailCalibrationResolution) +
+      " to pick the detail that answers in about a second on this machine");
+  return true;
+}
+
+void App::calibrate_detail_when_due() {
+  if (state.detail_calibration_due && !worker.busy() && worker.has_model()) calibrate_detail();
 }
 
 void App::start_candidates(int count) {
@@ -96,8 +151,12 @@ void App::start_candidates(int count) {
     log_error("no model loaded: choose a model folder in Settings first");
     return;
   }
-  GenerationRequest request = make_request(state.settings);
-  if (!worker.generate_candidates(request, count, kv_rank_of(state.settings))) {
+  GenerationRequest request = request_from_settings();
+  if (request.prompt.empty()) {
+    log_error("no prompt: type what to make first");
+    return;
+  }
+  if (!worker.generate_candidates(request, count)) {
     log_error("a job is already running; wait for it or cancel it");
     return;
   }
@@ -106,6 +165,7 @@ void App::start_candidates(int count) {
   candidates.running = candidates.shown = true;
   candidates.count = count;
   candidates.prompt = request.prompt;
+  candidates.made_with = candidate_request(request, 0);
   state.generation.generating = true;
   state.frames.while_generating_ms.clear();
   log("trying " + std::to_string(count) + " seeds of \"" + request.prompt + "\" from seed " +
@@ -115,26 +175,64 @@ void App::start_candidates(int count) {
 void App::pick_candidate(int index) {
   CandidateState& candidates = state.candidates;
   if (index < 0 || index >= static_cast<int>(candidates.items.size())) return;
+  // Only shown: the settings change when the person asks (use_candidate_settings).
   candidates.picked = index;
   const Candidate& picked = candidates.items[size_t(index)];
-  state.current = {picked.mesh, picked.request.prompt, picked.request.seed};
-  // The settings that make it again: refining is the same tokens at a higher resolution.
-  AppSettings& settings = state.settings;
-  settings.prompt = picked.request.prompt;
-  settings.seed = picked.request.seed;
-  settings.sampling = true;
-  settings.temperature = picked.request.sampling.temperature;
-  settings.top_k = picked.request.sampling.top_k;
-  settings.top_p = picked.request.sampling.top_p;
-  show_mesh(state.current.mesh, true);
+  take_current(picked.mesh, picked.request.prompt, picked.request.seed, true);
   log("picked seed " + std::to_string(picked.request.seed) + " (" + std::to_string(picked.mesh.face_count()) +
       " faces)");
 }
 
+namespace {
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+}  // namespace
+
+void App::use_candidate_settings() {
+  const CandidateState& candidates = state.candidates;
+  if (candidates.picked < 0 || candidates.picked >= static_cast<int>(candidates.items.size())) return;
+  const GenerationRequest& made = candidates.items[size_t(candidates.picked)].request;
+  AppSettings& settings = state.settings;
+  // Each change said in the log, from what it was to what it is now.
+  std::vector<std::string> changes;
+  auto change = [&](const std::string& name, const std::string& from, const std::string& to) {
+    if (from != to) changes.push_back(name + " " + from + " -> " + to);
+  };
+  auto on_off = [](bool on) { return std::string(on ? "on" : "off"); };
+  const bool sampling = !made.sampling.greedy;
+  change("prompt", "\"" + settings.prompt + "\"", "\"" + made.prompt + "\"");
+  change("seed", std::to_string(settings.seed), std::to_string(made.seed));
+  change("vary with the seed", on_off(settings.sampling), on_off(sampling));
+  change("temperature", number_text(settings.temperature), number_text(made.sampling.temperature));
+  change("top-k", std::to_string(settings.top_k), std::to_string(made.sampling.top_k));
+  change("top-p", number_text(settings.top_p), number_text(made.sampling.top_p));
+  settings.prompt = made.prompt;
+  settings.seed = made.seed;
+  settings.sampling = sampling;
+  settings.temperature = made.sampling.temperature;
+  settings.top_k = made.sampling.top_k;
+  settings.top_p = made.sampling.top_p;
+  std::string line = "settings of the candidate with seed " + std::to_string(made.seed) + ": ";
+  if (changes.empty()) line += "nothing to change";
+  for (size_t i = 0; i < changes.size(); ++i) line += (i ? ", " : "") + changes[i];
+  log(line);
+}
+
 void App::refine_candidate() {
-  if (state.candidates.picked < 0) return;
-  state.candidates.shown = false;
-  start_generation();
+  const CandidateState& candidates = state.candidates;
+  if (candidates.picked < 0 || candidates.picked >= static_cast<int>(candidates.items.size())) return;
+  // The picked candidate's tokens (prompt, seed, sampling) at the settings' detail.
+  const GenerationRequest& made = candidates.items[size_t(candidates.picked)].request;
+  GenerationRequest request = request_from_settings();
+  request.prompt = made.prompt;
+  request.seed = made.seed;
+  request.sampling = made.sampling;
+  if (start_generation_of(request)) state.candidates.shown = false;
 }
 
 Result<ThumbnailMosaic> App::render_thumbnail(int cells) {
@@ -157,7 +255,8 @@ Result<ThumbnailMosaic> App::render_thumbnail(int cells) {
 Status App::export_current(const std::string& path) {
   if (state.current.mesh.empty())
     return make_error(ErrorCode::kInvalidArgument, "nothing to export yet: generate a shape or pick one from History");
-  return export_mesh(state.current.mesh, path);
+  apply_loose_pieces_setting();  // a script's `set` may have changed it since the last frame
+  return export_mesh(current_mesh_shown(), path);
 }
 
 Status App::screenshot(const std::string& path) {
@@ -189,6 +288,59 @@ void App::show_mesh(const Mesh& mesh, bool frame_camera) {
   }
 }
 
+void App::take_current(Mesh mesh, const std::string& prompt, uint64_t seed, bool frame_camera) {
+  CurrentShape& current = state.current;
+  current = CurrentShape{};
+  current.mesh = std::move(mesh);
+  current.prompt = prompt;
+  current.seed = seed;
+  current.pieces = find_pieces(current.mesh);
+  state.generation.offered_preview.reset();
+  follow_loose_pieces_setting();
+  show_current(frame_camera);
+}
+
+bool App::follow_loose_pieces_setting() {
+  CurrentShape& current = state.current;
+  const AppSettings& settings = state.settings;
+  const std::optional<float> wanted =
+      settings.remove_loose_pieces ? std::optional<float>(settings.loose_piece_fraction) : std::nullopt;
+  if (wanted == current.loose_fraction_applied) return false;
+  current.loose_fraction_applied = wanted;
+  current.without_loose = Mesh{};
+  if (wanted) {
+    current.without_loose = current.mesh;
+    remove_loose_pieces(current.without_loose, *wanted);
+  }
+  return true;
+}
+
+const Mesh& App::current_mesh_shown() const {
+  const CurrentShape& current = state.current;
+  return state.settings.remove_loose_pieces && current.loose_fraction_applied ? current.without_loose : current.mesh;
+}
+
+void App::apply_loose_pieces_setting() {
+  if (!follow_loose_pieces_setting()) return;
+  // A run's previews and an offered preview keep the view until they end.
+  if (!state.generation.generating && !state.generation.offered_preview) show_current(false);
+}
+
+void App::keep_offered_preview() {
+  auto& offered = state.generation.offered_preview;
+  if (!offered) return;
+  OfferedPreview kept = std::move(*offered);
+  log("kept the cancelled run's " + kept.what + " as the current shape (" + std::to_string(kept.mesh.face_count()) +
+      " faces)");
+  take_current(std::move(kept.mesh), kept.prompt, kept.seed, false);
+}
+
+void App::discard_offered_preview() {
+  if (!state.generation.offered_preview) return;
+  state.generation.offered_preview.reset();
+  show_current(false);
+}
+
 namespace {
 
 // The entry's settings with what belongs to this machine and window kept.
@@ -197,6 +349,8 @@ Result<AppSettings> settings_of_entry(const AppSettings& current, const HistoryE
   merged.model_folder = current.model_folder;
   merged.recent_folders = current.recent_folders;
   merged.export_folder = current.export_folder;
+  merged.remove_loose_pieces = current.remove_loose_pieces;
+  merged.loose_piece_fraction = current.loose_piece_fraction;
   merged.export_template = current.export_template;
   merged.window_width = current.window_width;
   merged.window_height = current.window_height;
@@ -224,8 +378,7 @@ void App::restore_history(const HistoryEntry& entry, bool take_settings) {
     if (restored.ok()) state.settings = *restored;
     else log_error("history entry " + entry.id + " has settings this version cannot read: " + restored.error().message);
   }
-  state.current = {std::move(*mesh), entry.prompt, entry.seed};
-  show_mesh(state.current.mesh, true);
+  take_current(std::move(*mesh), entry.prompt, entry.seed, true);
   log("restored " + entry.id + ": \"" + entry.prompt + "\"" +
       (take_settings ? std::string() : " (the shape only; your prompt and settings stay)"));
 }

@@ -1,8 +1,10 @@
 // The desktop app's start, main loop and shutdown: see desktop_app.h. What the
 // app knows is in app_state.h, what it can do in app.h, the panels in panels/.
 //
-// Main loop in Dear ImGui's order: poll -> drain the worker's messages ->
-// next script command -> reload the model if the weight format changed ->
+// Main loop in Dear ImGui's order: wait for events (core/redraw_schedule.h:
+// an idle app sleeps until input, the worker's news or a repaint) -> drain
+// the worker's messages -> draw only if something changed -> next script
+// command -> reload the model if the weight format changed ->
 // new frame (this frame's share of the queued input) -> layout -> viewport
 // mouse and keys -> panels -> render -> draw_frame (rebuild the swapchain if
 // flagged, skip while minimised, scene + ImGui overlay, present). Everything
@@ -18,6 +20,8 @@
 
 #include "app/desktop/app.h"
 #include "app/desktop/core/data_folder.h"
+#include "app/desktop/core/detail_timing.h"
+#include "app/desktop/core/redraw_schedule.h"
 #include "inference/core/untrusted_text.h"
 #include "inference/pipeline/cube_model.h"
 
@@ -27,6 +31,8 @@ namespace {
 
 // Script runs have no vsync; their frames are paced as a 60 Hz display would.
 constexpr double kFramePeriodMs = 1000.0 / 60.0;
+// How often a script's `rest` wakes the idle loop to count it.
+constexpr double kScriptRestWakeupSeconds = 0.02;
 
 // The data folder (log file, settings) and the script; false when the script
 // cannot be read.
@@ -49,6 +55,9 @@ bool load_state(App& app) {
   auto settings = load_settings(state.data_folder / "settings.json");
   if (settings.ok()) state.settings = *settings;
   else app.log_error(settings.error().to_string() + " (starting from the defaults)");
+  // Until the person chooses a detail it follows this machine's measured speed.
+  if (!state.settings.resolution_chosen && state.settings.detail_calibration_ms > 0)
+    state.settings.resolution = default_detail(state.settings.detail_calibration_ms);
   if (!options.prompt.empty()) state.settings.prompt = options.prompt;
 
   if (state.script_mode) {
@@ -164,30 +173,79 @@ void open_history_and_model(App& app) {
   }
 }
 
+// What is going on at this wakeup, for the redraw schedule.
+RedrawCauses redraw_causes(App& app, bool worker_news) {
+  AppState& state = app.state;
+  ImGuiOverlay& imgui = *app.viewport.imgui;
+  RedrawCauses causes;
+  const bool popup_due = state.log.popup_pending && (!state.script_mode || state.log.popup_in_scripts);
+  causes.input = !imgui.input().empty() || imgui.window_events() || popup_due;
+  causes.worker_news = worker_news;
+  const ImGuiIO& io = ImGui::GetIO();
+  bool held = false;
+  for (bool down : io.MouseDown) held |= down;
+  for (bool down : io.KeysDown) held |= down;
+  causes.motion = state.settings.turntable || state.view.drag_button >= 0 || held;
+  causes.job_running = app.worker.busy();
+  causes.script = state.script_mode && state.script.rest_wakeups_left == 0;
+  return causes;
+}
+
+// A script's `rest N`: counts this wakeup, and whether it drew a frame.
+void count_rest_wakeup(App& app, bool drew) {
+  ScriptState& script = app.state.script;
+  if (script.rest_wakeups_left == 0) return;
+  ++script.rest_wakeups;
+  if (drew) ++script.rest_frames;
+  if (--script.rest_wakeups_left == 0) {
+    char line[160];
+    std::snprintf(line, sizeof line, "while resting: %d frames drawn in %d wakeups of the event loop",
+                  script.rest_frames, script.rest_wakeups);
+    app.log(line);
+  }
+}
+
 void main_loop(App& app) {
   AppState& state = app.state;
   Viewport& viewport = app.viewport;
+  // A focused text field draws nothing by itself: its cursor does not blink.
+  ImGui::GetIO().ConfigInputTextCursorBlink = false;
+  RedrawSchedule schedule;
   auto last_frame = Clock::now();
+  float last_frame_ms = 0;  // how long the last frame took to make
+  bool worker_news = false;
+  bool generating_since_last_frame = false;
   while (!glfwWindowShouldClose(viewport.window) && !state.quit) {
-    // A person's idle app waits for input (at most a tenth of a second) instead
-    // of drawing frames nobody needs; anything running keeps frames coming.
-    const bool nothing_moves = !state.script_mode && !app.worker.busy() && !state.settings.turntable &&
-                               !state.log.popup_pending && viewport.imgui->input().empty();
-    if (nothing_moves) glfwWaitEventsTimeout(0.1);
-    else glfwPollEvents();
-    const auto now = Clock::now();
-    const float frame_ms = static_cast<float>(ms_between(last_frame, now));
-    last_frame = now;
-    state.frames.add(frame_ms, state.generation.generating && app.worker.busy());
+    // Sleep until something happens, or until the next frame of whatever
+    // moves by itself is due (core/redraw_schedule.h); the worker's news and
+    // a person's input end the sleep at once.
+    const double wait =
+        schedule.wait_seconds(redraw_causes(app, worker_news), ms_between(last_frame, Clock::now()) / 1000.0);
+    if (wait <= 0) glfwPollEvents();
+    // A resting script counts wakeups, not seconds: it wakes often to count them soon.
+    else
+      glfwWaitEventsTimeout(state.script_mode ? std::min(wait, kScriptRestWakeupSeconds) : wait);
+    const auto woke = Clock::now();
 
     const bool idle = !app.worker.busy();
-    handle_worker_messages(app);
-    step_script(app, frame_ms, idle);
+    generating_since_last_frame |= state.generation.generating;
+    worker_news = handle_worker_messages(app);
+    app.calibrate_detail_when_due();
+    const bool draw = schedule.should_draw(redraw_causes(app, worker_news), ms_between(last_frame, woke) / 1000.0);
+    count_rest_wakeup(app, draw);
+    if (!draw) continue;
+    worker_news = false;
+    // The time since the last frame moves what moves by itself; a sleep
+    // before this frame does not make the turntable jump.
+    const float since_last_ms = std::min(static_cast<float>(ms_between(last_frame, woke)), 250.f);
+    last_frame = woke;
+
+    step_script(app, last_frame_ms, idle);
     app.keep_model_in_chosen_weights();
 
     viewport.imgui->new_frame();
     update_layout(app);
-    handle_viewport_input(app, frame_ms / 1000.f);
+    handle_viewport_input(app, since_last_ms / 1000.f);
     draw_panels(app);
     engine::SceneSettings& scene = state.view.scene;
     scene.wireframe = state.settings.wireframe && viewport.renderer->supports_wireframe();
@@ -209,6 +267,7 @@ void main_loop(App& app) {
       app.log_error("drawing the window: " + status.error().to_string());
       break;
     }
+    schedule.frame_drawn();
     for (double pressed : viewport.imgui->take_key_press_times()) {
       const float latency = static_cast<float>(glfwGetTime() * 1000.0 - pressed);
       state.frames.key_to_frame_ms.push_back(latency);
@@ -218,10 +277,16 @@ void main_loop(App& app) {
     // Without vsync (scripts) frames are paced to 60 per second as a display
     // would, so the UI does not take cores from generation for frames nobody sees.
     if (state.script_mode) {
-      const double spent_ms = ms_between(now, Clock::now());
+      const double spent_ms = ms_between(woke, Clock::now());
       if (spent_ms < kFramePeriodMs)
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(kFramePeriodMs - spent_ms));
     }
+    // A frame counts as drawn while generating when a generation was running
+    // at any wakeup since the last frame, up to and including the one that
+    // hears it has finished: a run shorter than a frame still has its frame.
+    last_frame_ms = static_cast<float>(ms_between(woke, Clock::now()));
+    state.frames.add(last_frame_ms, generating_since_last_frame);
+    generating_since_last_frame = false;
   }
 }
 
@@ -263,6 +328,7 @@ int finish(App& app) {
 // In reverse order of creation, after the device is idle.
 void shutdown(App& app) {
   Viewport& viewport = app.viewport;
+  app.worker.set_wake({});  // no empty events after the window system is gone
   if (viewport.context) viewport.context->wait_idle();
   viewport.imgui.reset();
   viewport.capture.reset();
@@ -282,6 +348,8 @@ int run_desktop_app(const LaunchOptions& options) {
   App app(options);
   int code = 2;  // could not start
   if (load_state(app) && start_window_and_engine(app)) {
+    // The worker's news wakes the main loop from its wait for events.
+    app.worker.set_wake([] { glfwPostEmptyEvent(); });
     open_history_and_model(app);
     main_loop(app);
     code = finish(app);

@@ -49,6 +49,13 @@ void queue_scroll(GLFWwindow*, double x, double y) {
 void cursor_enter(GLFWwindow*, int entered) {
   if (g_overlay) g_overlay->input().push({InputEvent::Kind::kCursorInside, 0, entered != 0});
 }
+// Events that change what the window must show without being input.
+void window_refresh(GLFWwindow*) {
+  if (g_overlay) g_overlay->note_window_event();
+}
+void window_resized(GLFWwindow*, int, int) { window_refresh(nullptr); }
+void window_focused(GLFWwindow*, int) { window_refresh(nullptr); }
+void window_iconified(GLFWwindow*, int) { window_refresh(nullptr); }
 
 }  // namespace
 
@@ -80,6 +87,10 @@ Result<std::unique_ptr<ImGuiOverlay>> ImGuiOverlay::create(engine::Context& cont
   glfwSetCursorPosCallback(window, queue_cursor);
   glfwSetScrollCallback(window, queue_scroll);
   glfwSetCursorEnterCallback(window, cursor_enter);
+  glfwSetWindowRefreshCallback(window, window_refresh);
+  glfwSetFramebufferSizeCallback(window, window_resized);
+  glfwSetWindowFocusCallback(window, window_focused);
+  glfwSetWindowIconifyCallback(window, window_iconified);
 
   engine::WindowVulkanHandles handles = target.vulkan_handles();
   ImGui_ImplVulkan_InitInfo info{};
@@ -115,6 +126,10 @@ ImGuiOverlay::~ImGuiOverlay() {
     glfwSetCursorPosCallback(window_, nullptr);
     glfwSetScrollCallback(window_, nullptr);
     glfwSetCursorEnterCallback(window_, nullptr);
+    glfwSetWindowRefreshCallback(window_, nullptr);
+    glfwSetFramebufferSizeCallback(window_, nullptr);
+    glfwSetWindowFocusCallback(window_, nullptr);
+    glfwSetWindowIconifyCallback(window_, nullptr);
   }
   if (vulkan_backend_) ImGui_ImplVulkan_Shutdown();
   if (glfw_backend_) ImGui_ImplGlfw_Shutdown();
@@ -123,6 +138,7 @@ ImGuiOverlay::~ImGuiOverlay() {
 }
 
 void ImGuiOverlay::new_frame() {
+  window_events_ = false;
   if (target_.min_image_count() != min_image_count_) {
     min_image_count_ = target_.min_image_count();
     ImGui_ImplVulkan_SetMinImageCount(min_image_count_);

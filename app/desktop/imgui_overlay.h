@@ -48,7 +48,11 @@ class ImGuiOverlay {
   // When the key presses handed to ImGui since the last call were delivered
   // (glfwGetTime, ms), to measure how long a press takes to reach the screen.
   std::vector<double> take_key_press_times() { return std::exchange(key_press_times_, {}); }
-
+  // Whether the window was resized, exposed, focused or iconified since the
+  // last frame began: an app that draws only when something changed redraws
+  // then. new_frame() clears it.
+  bool window_events() const { return window_events_; }
+  void note_window_event() { window_events_ = true; }
 
  private:
   ImGuiOverlay(engine::Context& context, engine::WindowTarget& target) : context_(context), target_(target) {}
@@ -68,6 +72,7 @@ class ImGuiOverlay {
   double cursor_x_ = 0, cursor_y_ = 0;
   bool mouse_down_[5] = {};
   std::vector<double> key_press_times_;
+  bool window_events_ = false;
 };
 
 }  // namespace cubeforge::app

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/desktop/app.h"
+#include "app/desktop/core/documents_folder.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -44,6 +45,7 @@ nlohmann::json window_state(App& app) {
   nlohmann::json targets = nlohmann::json::object();
   for (const auto& [name, rect] : state.layout.targets) targets[name] = rect_json(rect);
   out["targets"] = targets;
+  out["refused"] = state.layout.refusals;
   const engine::OrbitCamera& camera = state.view.camera;
   out["camera"] = {{"yaw", camera.yaw_degrees},
                    {"pitch", camera.pitch_degrees},
@@ -51,12 +53,19 @@ nlohmann::json window_state(App& app) {
                    {"target", {camera.target.x, camera.target.y, camera.target.z}}};
   out["prompt"] = state.settings.prompt;
   if (state.model.card) {
-    const PromptCheck check = check_prompt(*state.model.card, state.settings.prompt);
+    const PromptCheck check = shown_prompt_check(state);
     out["prompt_check"] = {{"message", check.message},
                            {"unknown_words", check.unknown_words},
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};
   }
   out["mesh_faces"] = state.current.mesh.face_count();
+  out["pieces"] = {{"count", state.current.pieces.count()},
+                   {"loose", count_loose_pieces(state.current.pieces, state.settings.loose_piece_fraction)},
+                   {"shown_faces", app.current_mesh_shown().face_count()}};
+  if (const auto& offered = state.generation.offered_preview)
+    out["offered_preview"] = {{"what", offered->what}, {"faces", offered->mesh.face_count()}};
+  out["export_folder"] = export_folder_or_documents(state.settings.export_folder).string();
+  out["view_faces"] = state.view.shown_faces;  // the mesh on screen
   out["busy"] = app.worker.busy();
   out["preview_uploads"] = state.generation.preview_uploads;
   nlohmann::json candidates = nlohmann::json::array();
@@ -67,27 +76,53 @@ nlohmann::json window_state(App& app) {
                        {"picked", state.candidates.picked},
                        {"items", candidates}};
   out["seed"] = state.settings.seed;
+  const LatencyDemoState& demo = state.latency;
+  auto spread_json = [](const Spread& s) {
+    return nlohmann::json{{"samples", s.samples}, {"median", s.median}, {"min", s.min}, {"max", s.max}};
+  };
   nlohmann::json latency = nlohmann::json::array();
-  for (size_t i = 0; i < state.latency.runs.size(); ++i) {
-    const auto& result = state.latency.results[i];
-    latency.push_back({{"name", state.latency.runs[i].name},
-                       {"available", state.latency.runs[i].unavailable_reason.empty()},
-                       {"done", result.has_value() && result->available},
-                       {"tpot_ms", result ? result->mean_tpot_ms : 0.0},
+  for (size_t i = 0; i < demo.runs.size(); ++i) {
+    const worker_message::LatencyResult* result = demo.last(i);
+    nlohmann::json repeats = nlohmann::json::array();
+    for (const auto& m : demo.measured[i]) repeats.push_back(m.repeat);
+    latency.push_back({{"name", demo.runs[i].name},
+                       {"available", demo.runs[i].unavailable_reason.empty()},
+                       {"done", result != nullptr},
+                       {"not_run", demo.not_run[i]},
+                       {"baseline", demo.runs[i].baseline},
+                       {"repeats", repeats},
+                       {"tpot", spread_json(demo.tpot_ms(i))},
+                       {"object", spread_json(demo.object_ms(i))},
+                       {"tpot_text", demo.bar_text(i, true)},
+                       {"object_text", demo.bar_text(i, false)},
+                       {"tpot_ms", demo.tpot_ms(i).median},
+                       {"total_ms", demo.object_ms(i).median},
                        {"model_evaluations", result ? result->decoding.model_evaluations : 0},
                        {"tokens_per_evaluation", result ? result->decoding.tokens_per_evaluation() : 0.0},
-                       {"total_ms", result ? result->total_ms : 0.0},
-                       {"stages_ms", result ? result->stages.total_ms() : 0.0},
-                       {"decoding", decoding_mode_name(state.latency.runs[i].decoding.mode)},
+                       {"decoding", decoding_mode_name(demo.runs[i].decoding.mode)},
                        {"weights", result ? result->weights : ""},
+                       {"model", result ? result->model : ""},
                        {"kv_cache", result ? result->kv_cache : ""},
                        {"token_steps", result ? result->token_steps : std::vector<int>{}}});
   }
-  out["latency"] = {{"shown", state.latency.shown},
-                    {"running", state.latency.running},
+  out["latency"] = {{"shown", demo.shown},
+                    {"running", demo.running},
                     {"decoding", state.settings.latency_decoding},
                     {"diffusion_threshold", state.settings.diffusion_threshold},
+                    {"repeats", demo.repeats},
+                    {"wall_ms", demo.wall_ms ? *demo.wall_ms : -1.0},
                     {"runs", latency}};
+  if (demo.meshed)
+    out["latency"]["meshed"] = {{"run", demo.meshed->index},
+                                {"resolution", demo.meshed->resolution},
+                                {"faces", demo.meshed->faces},
+                                {"ms", demo.meshed->ms},
+                                {"problem", demo.meshed->problem}};
+  // The view's content against its room: wider content is cut off at its right edge.
+  if (ImGuiWindow* view = ImGui::FindWindowByName(kLatencyViewTitle); view && view->WasActive)
+    out["latency"]["view"] = {{"content_width", view->ContentSize.x},
+                              {"room_width", view->InnerRect.GetWidth() - 2 * view->WindowPadding.x}};
+  out["rest"] = {{"wakeups", state.script.rest_wakeups}, {"frames", state.script.rest_frames}};
   out["current_seed"] = state.current.seed;
   const HistoryState& history = state.history;
   out["history"] = {{"entries", history.store ? history.store->entries().size() : 0},
@@ -130,6 +165,11 @@ nlohmann::json window_state(App& app) {
     if (line.error) errors.push_back(line.text);
   out["errors"] = errors;
   out["error_popup"] = state.log.popup_messages;
+  out["error_popup_view"] = {{"open", state.log.popup_open},
+                             {"scroll", state.log.popup_scroll},
+                             {"scroll_max", state.log.popup_scroll_max}};
+  out["model_status"] = state.model.status;
+  out["texts"] = state.layout.texts;
   return out;
 }
 
@@ -220,6 +260,13 @@ void run_command(App& app, const ScriptCommand& command) {
       state.script.idle_frames_left = std::stoi(command.argument);
       state.script.idle_frame_ms.clear();
       break;
+    case ScriptCommand::Kind::kCalibrate:
+      if (!app.calibrate_detail()) app.log_error(where + "calibrate: no model is loaded");
+      break;
+    case ScriptCommand::Kind::kRest:  // counted by the main loop
+      state.script.rest_wakeups_left = std::stoi(command.argument);
+      state.script.rest_wakeups = state.script.rest_frames = 0;
+      break;
     case ScriptCommand::Kind::kExport: {
       Status exported = app.export_current(command.argument);
       if (exported.ok()) app.log("exported " + command.argument);
@@ -249,6 +296,14 @@ void run_command(App& app, const ScriptCommand& command) {
       break;
     case ScriptCommand::Kind::kResetLayout:
       app.reset_layout();
+      break;
+    case ScriptCommand::Kind::kErrorPopup:
+      state.log.popup_in_scripts = true;
+      break;
+    case ScriptCommand::Kind::kWaitPreview:
+      break;  // step_script holds the next command until a preview shows
+    case ScriptCommand::Kind::kHoldPreviews:
+      app.worker.hold_after_previews(true);
       break;
     case ScriptCommand::Kind::kDump: {
       Status written = write_file_atomically(command.argument, window_state(app).dump(1) + "\n");
@@ -294,6 +349,7 @@ bool still_settling(App& app) {
 void step_script(App& app, float frame_ms, bool idle) {
   AppState& state = app.state;
   ScriptState& script = state.script;
+  if (script.rest_wakeups_left > 0) return;  // the main loop counts a rest's wakeups
   if (script.idle_frames_left > 0) {
     script.idle_frame_ms.push_back(frame_ms);
     if (--script.idle_frames_left == 0) {
@@ -312,6 +368,12 @@ void step_script(App& app, float frame_ms, bool idle) {
   }
   const ScriptCommand& command = script.commands[script.next];
   if (command.waits_for_idle() && !idle) return;
+  // `wait-preview`: done once the run shows a preview; a run that ends
+  // without one is an error, not a wait for ever.
+  if (command.kind == ScriptCommand::Kind::kWaitPreview && state.generation.preview_uploads == 0) {
+    if (!idle || state.generation.generating) return;
+    app.log_error("script line " + std::to_string(command.line) + ": wait-preview: the run showed no preview");
+  }
   ++script.next;
   run_command(app, command);
 }

@@ -5,8 +5,11 @@
 #include <variant>
 
 #include "app/desktop/app.h"
+#include "app/desktop/core/detail_timing.h"
+#include "app/desktop/core/option_labels.h"
 #include "engine/image_output.h"
 #include "engine/offscreen_target.h"
+#include "inference/model/kv_bases.h"
 
 namespace cubeforge::app {
 
@@ -23,11 +26,17 @@ void add_to_history(App& app, const worker_message::RunFinished& finished, const
   used.prompt = finished.request.prompt;
   used.seed = finished.request.seed;
   used.kv_cache = finished.request.use_kv_cache;
+  // How it sampled (a refined candidate samples whatever the settings say).
+  const SamplingOptions& sampling = finished.request.sampling;
+  used.sampling = !sampling.greedy;
+  used.temperature = sampling.temperature;
+  used.top_k = sampling.top_k;
+  used.top_p = sampling.top_p;
   // What the run decoded with, so that restoring the entry makes it again.
   used.weights = weight_format_name(finished.weights);
   if (finished.request.use_kv_cache) {
     const KvCacheOptions& kv = finished.request.kv_cache;
-    used.kv_cache_format = cpu::kv_format_name(kv.format);
+    used.kv_cache_format = kv_format_name(kv.format);
     used.kv_budget = kv.budget;
     used.kv_rank = kv.low_rank ? kv.low_rank->rank() : 0;
   }
@@ -72,21 +81,51 @@ struct MessageHandler {
     state.model.load_fraction = m.fraction;
   }
 
+  void operator()(worker_message::DetailMeasured& m) {
+    if (!m.error.empty()) {
+      app.log_error("timing a generation on this machine: " + m.error + " (the detail stays as it is)");
+      return;
+    }
+    if (m.ms <= 0) return;  // cancelled
+    AppSettings& settings = state.settings;
+    settings.detail_calibration_ms = m.ms;
+    if (!settings.resolution_chosen) settings.resolution = default_detail(m.ms);
+    char line[200];
+    std::snprintf(line, sizeof line, "a generation at resolution %d took %.0f ms here: detail %d, %s per shape%s",
+                  m.resolution, m.ms, settings.resolution,
+                  expected_time_text(expected_generation_ms(m.ms, settings.resolution)).c_str(),
+                  settings.resolution_chosen ? " (as chosen)" : "");
+    app.log(line);
+    app.save_settings_now();
+  }
+
   void operator()(worker_message::ModelLoaded& m) {
     state.model.loading_folder.clear();
     state.settings.model_folder = m.summary.folder;
     remember_folder(state.settings, m.summary.folder);
+    // The panel says what the person has; the log keeps the engine's terms.
     char line[256];
     std::snprintf(line, sizeof line, "model loaded in %.0f ms: %d shape tokens, %s weights", m.summary.load_ms,
                   m.summary.shape_tokens, std::string(weight_format_name(m.summary.weights)).c_str());
-    state.model.status = line;
-    app.log(state.model.status + " (" + m.summary.folder + ")");
+    app.log(line + std::string(" (") + m.summary.folder + ")");
+    state.model.status = "Model ready, " + weights_in_words(m.summary.weights) + " (loaded in " +
+                         std::to_string(static_cast<long long>(m.summary.load_ms + 0.5)) + " ms)";
+    state.model.status_detail = line;
+    // The demo's figures were of the model (or weights) before: they go with it.
+    if (!state.latency.running) state.latency = LatencyDemoState{};
+    // So were the candidates: refining one would run another model than made it.
+    if (!state.candidates.running) state.candidates = CandidateState{};
+    if (!state.script_mode && state.settings.detail_calibration_ms <= 0) state.detail_calibration_due = true;
     if (!m.summary.kv_bases_problem.empty())
       app.log_error(m.summary.kv_bases_problem + " (no KV rank for this model until it is recalibrated)");
     auto card = load_model_card(m.summary.folder);
     state.model.card.reset();
     if (card.ok()) state.model.card = *card;
     else app.log_error(card.error().to_string() + " (the prompt is not checked against it)");
+    // A blank prompt opens on the card's first example: the prompt its model
+    // was measured to draw best (tools/train/choose_examples.py).
+    if (state.model.card && !state.model.card->examples.empty() && prompt_is_blank(state.settings.prompt))
+      state.settings.prompt = state.model.card->examples.front();
   }
 
   void operator()(worker_message::LoadFailed& m) {
@@ -94,18 +133,23 @@ struct MessageHandler {
     state.model.loading_folder.clear();
     // The model loaded before stays, and so does the weight format it decodes
     // with (else the app would try the failed conversion again and again).
-    if (const auto loaded = app.worker.model_summary()) {
+    const auto loaded = app.worker.model_summary();
+    if (loaded) {
       const std::string weights(weight_format_name(loaded->weights));
       if (state.settings.weights != weights)
         app.log("the weights stay " + weights + ", as the loaded model has them");
       state.settings.weights = weights;
     }
+    // Which model the next Generate uses, said with the failure.
+    const std::string in_use = loaded ? "the model in use is still " + loaded->folder : "no model is loaded";
     if (m.error.code == ErrorCode::kCancelled) {
-      state.model.status = "loading cancelled";
-      app.log("loading " + folder + " cancelled");
+      state.model.status = "Loading cancelled; " + in_use;
+      state.model.status_detail.clear();
+      app.log("loading " + folder + " cancelled; " + in_use);
     } else {
-      state.model.status = "could not load " + folder;
-      app.log_error("model folder '" + folder + "': " + m.error.to_string());
+      state.model.status = "Could not load " + folder + "; " + in_use;
+      state.model.status_detail.clear();
+      app.log_error("model folder '" + folder + "': " + m.error.to_string() + " (" + in_use + ")");
     }
   }
 
@@ -115,6 +159,8 @@ struct MessageHandler {
     state.generation.kv_cache = m.kv_cache;
     state.generation.run_started = Clock::now();
     state.generation.preview_shown.clear();
+    state.generation.run_tokens_per_second.reset();
+    state.generation.run_mean_tpot_ms.reset();
   }
 
   void operator()(worker_message::Event& m) { state.generation.progress.apply(m.event, m.elapsed_ms); }
@@ -131,6 +177,9 @@ struct MessageHandler {
     if (m.coarse) std::snprintf(what, sizeof what, "coarse preview at resolution %d", kCoarseResolution);
     else std::snprintf(what, sizeof what, "preview from %d tokens", m.tokens_known);
     generation.preview_shown = what;
+    // Kept for a cancel, which offers it instead of throwing it away.
+    generation.last_preview = std::move(m.mesh);
+    generation.last_preview_what = what;
     note_first_mesh(what);
   }
 
@@ -150,12 +199,16 @@ struct MessageHandler {
     if (!state.latency.running) generation.generating = false;
     state.frames.last_generation = summarise(state.frames.while_generating_ms);
     const FrameTimeSummary& frames = state.frames.last_generation;
+    // Said also when the run ended before a frame was drawn (the window draws
+    // on events), so the log never leaves the reader guessing.
     if (frames.frames > 0) {
       char line[200];
       std::snprintf(line, sizeof line,
                     "frame times while generating: mean %.1f ms, p95 %.1f ms, max %.1f ms (%d frames)",
                     frames.mean_ms, frames.p95_ms, frames.max_ms, frames.frames);
       app.log(line);
+    } else {
+      app.log("frame times while generating: none (the run ended before the next frame)");
     }
     if (!state.frames.key_to_frame_generating_ms.empty()) {
       const FrameTimeSummary keys = summarise(state.frames.key_to_frame_generating_ms);
@@ -172,9 +225,18 @@ struct MessageHandler {
       const bool cancelled = finished.result.error().code == ErrorCode::kCancelled;
       generation.progress.finish(cancelled ? RunOutcome::kCancelled : RunOutcome::kFailed, elapsed_ms);
       if (cancelled) app.log("generation cancelled: " + generation.progress.status(elapsed_ms));
-      else app.log_error("generation failed: " + finished.result.error().to_string());
-      // A cancelled or failed run leaves the last finished mesh on screen, not a preview.
-      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      else app.log_error("generation failed: " + for_creator(finished.result.error()));
+      // A cancelled run's last preview stays on screen, offered to keep; a
+      // failed run leaves the current shape on screen.
+      if (cancelled && generation.preview_uploads > 0 && !generation.last_preview.empty()) {
+        generation.offered_preview = OfferedPreview{std::move(generation.last_preview), generation.last_preview_what,
+                                                    finished.request.prompt, finished.request.seed};
+        app.log("the cancelled run's " + generation.offered_preview->what +
+                " stays on screen: keep it, or go back to the previous shape");
+      } else if (generation.preview_uploads > 0) {
+        app.show_current(false);
+      }
+      generation.last_preview = Mesh{};
       return;
     }
     GenerationResult& result = *finished.result;
@@ -182,13 +244,15 @@ struct MessageHandler {
       generation.progress.finish(RunOutcome::kFailed, elapsed_ms);
       app.log_error("the decoded shape has no surface at resolution " + std::to_string(finished.request.resolution) +
                     "; try another seed or prompt");
-      if (generation.preview_uploads > 0) app.show_mesh(state.current.mesh, false);
+      if (generation.preview_uploads > 0) app.show_current(false);
+      generation.last_preview = Mesh{};
       return;
     }
+    generation.last_preview = Mesh{};
     const bool first_mesh = state.current.mesh.empty();
-    state.current = {std::move(result.mesh), finished.request.prompt, finished.request.seed};
     auto upload_started = Clock::now();
-    app.show_mesh(state.current.mesh, first_mesh || generation.preview_uploads > 0);
+    app.take_current(std::move(result.mesh), finished.request.prompt, finished.request.seed,
+                     first_mesh || generation.preview_uploads > 0);
     generation.progress.set_upload_ms(ms_between(upload_started, Clock::now()));
     generation.progress.finish(RunOutcome::kDone, finished.wall_ms);
     note_first_mesh("the final mesh");
@@ -199,40 +263,67 @@ struct MessageHandler {
     } else {
       generation.last_decode_ms_without_preview = result.timings.decode_ms;
     }
+    // The statistics' plots are titled with these figures from now on.
+    generation.run_tokens_per_second = result.tokens_per_second;
+    generation.run_mean_tpot_ms = generation.progress.mean_tpot_ms();
     char line[320];
     std::snprintf(line, sizeof line,
                   "%s done: %lld faces, total %.0f ms, first token %.1f ms, %.1f tokens/s, TPOT %.2f ms "
                   "(%s weights, KV cache %s)",
                   finished.label.c_str(), static_cast<long long>(result.stats.faces), finished.wall_ms,
-                  result.time_to_first_token_ms, result.tokens_per_second, generation.progress.mean_tpot_ms(),
+                  result.time_to_first_token_ms, *generation.run_tokens_per_second, *generation.run_mean_tpot_ms,
                   std::string(weight_format_name(finished.weights)).c_str(),
                   kv_cache_label(finished.request).c_str());
     app.log(line);
     if (state.history.store) add_to_history(app, finished, result);
   }
 
-  void operator()(worker_message::LatencyRunStarted& m) { state.latency.current = m.index; }
+  void operator()(worker_message::LatencyRunStarted& m) {
+    state.latency.current = m.index;
+    state.latency.current_repeat = m.repeat;
+  }
 
+  // A demo run's measurement: kept beside the run's others. It is not a
+  // generation: no history entry, and the viewport keeps its object.
   void operator()(worker_message::LatencyResult& m) {
     LatencyDemoState& latency = state.latency;
-    if (m.index >= 0 && m.index < static_cast<int>(latency.results.size())) latency.results[size_t(m.index)] = m;
+    const bool known = m.index >= 0 && m.index < static_cast<int>(latency.measured.size());
     if (latency.current == m.index) latency.current = -1;
     if (m.available) {
+      state.generation.progress.finish(RunOutcome::kDone, m.total_ms);
       char line[320];
       std::snprintf(line, sizeof line,
-                    "latency demo, %s: TPOT %.2f ms, first token %.1f ms, total %.0f ms (%s weights, KV cache %s)",
-                    m.label.c_str(), m.mean_tpot_ms, m.time_to_first_token_ms, m.total_ms, m.weights.c_str(),
-                    m.kv_cache.c_str());
+                    "latency demo, %s (%d of %d): TPOT %.2f ms, first token %.1f ms, tokens %.0f ms, "
+                    "%.2f tokens per evaluation (%s weights, KV cache %s)",
+                    m.label.c_str(), m.repeat + 1, latency.repeats, m.mean_tpot_ms, m.time_to_first_token_ms,
+                    m.total_ms, m.decoding.tokens_per_evaluation(), m.weights.c_str(), m.kv_cache.c_str());
       app.log(line);
+      if (known) latency.measured[size_t(m.index)].push_back(std::move(m));
     } else {
       app.log("latency demo, " + m.label + ": not run (" + m.unavailable_reason + ")");
+      if (known) latency.not_run[size_t(m.index)] = m.unavailable_reason;
     }
   }
 
-  void operator()(worker_message::LatencyDemoFinished&) {
+  void operator()(worker_message::LatencyMeshed& m) {
+    char line[200];
+    if (m.problem.empty())
+      std::snprintf(line, sizeof line, "latency demo: meshed once at resolution %d, %lld faces in %.0f ms",
+                    m.resolution, static_cast<long long>(m.faces), m.ms);
+    else std::snprintf(line, sizeof line, "latency demo: meshing at resolution %d failed", m.resolution);
+    app.log(m.problem.empty() ? std::string(line) : std::string(line) + ": " + m.problem);
+    state.latency.meshed = std::move(m);
+  }
+
+  void operator()(worker_message::LatencyDemoFinished& m) {
     state.latency.running = false;
     state.latency.current = -1;
+    state.latency.wall_ms = m.wall_ms;
     state.generation.generating = false;
+    char line[120];
+    std::snprintf(line, sizeof line, "latency demo %s in %.1f s", m.cancelled ? "cancelled" : "finished",
+                  m.wall_ms / 1000);
+    app.log(line);
   }
 
   void operator()(worker_message::CandidateReady& m) {
@@ -258,7 +349,7 @@ struct MessageHandler {
     if (m.cancelled) app.log("candidates cancelled after " + std::to_string(m.made));
     else if (!m.error.empty()) app.log_error("candidates: " + m.error);
     // Until one is picked, the view goes back to the current shape.
-    if (!state.current.mesh.empty()) app.show_mesh(state.current.mesh, false);
+    if (!state.current.mesh.empty()) app.show_current(false);
   }
 
   void operator()(worker_message::Log& m) { state.log.add(m.error, m.text); }
@@ -266,8 +357,10 @@ struct MessageHandler {
 
 }  // namespace
 
-void handle_worker_messages(App& app) {
-  for (WorkerMessage& message : app.worker.drain()) std::visit(MessageHandler{app}, message);
+bool handle_worker_messages(App& app) {
+  std::vector<WorkerMessage> messages = app.worker.drain();
+  for (WorkerMessage& message : messages) std::visit(MessageHandler{app}, message);
+  return !messages.empty();
 }
 
 }  // namespace cubeforge::app

@@ -24,15 +24,9 @@ Result<std::vector<int>> generate_tokens(const TokenBackend& backend, std::span<
   const int vocab = c.vocab_size();
 
   TokenSessionOptions session_options;
+  static_cast<DecodeOptions&>(session_options) = options;
   session_options.tokens = tokens;
   session_options.cond_length = int(cond.size() / d);
-  session_options.guidance_scale = options.guidance_scale;
-  session_options.sampling = options.sampling;
-  session_options.attention = options.attention;
-  session_options.use_kv_cache = options.use_kv_cache;
-  session_options.cuda_graphs = options.cuda_graphs;
-  session_options.kv_cache_type = options.kv_cache_type;
-  session_options.kv_cache = options.kv_cache;
   session_options.trace = options.trace;
   session_options.trace_decode_steps = options.trace_decode_steps;
   session_options.record_logits = trace != nullptr;
@@ -86,14 +80,6 @@ Result<std::vector<int>> generate_tokens(const TokenBackend& backend, std::span<
     since = Clock::now();
   }
   return out;
-}
-
-Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<const float> cond,
-                                         std::span<const float> uncond, int tokens,
-                                         const TokenGenerationOptions& options, const TokenCallback& on_token,
-                                         TokenTrace* trace, std::span<const int> forced_tokens) {
-  return generate_tokens(*make_cpu_token_backend(model), cond, uncond, tokens, options, on_token, trace,
-                         forced_tokens);
 }
 
 }  // namespace cubeforge

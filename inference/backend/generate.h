@@ -20,14 +20,8 @@
 
 namespace cubeforge {
 
-struct TokenGenerationOptions {
-  float guidance_scale = 3.0f;
-  SamplingOptions sampling;
-  AttentionMode attention = AttentionMode::kCausal;
-  bool use_kv_cache = true;  // off: every step recomputes the whole sequence
-  KvCacheOptions kv_cache;   // CPU: how the cache stores and keeps keys and values (exact by default)
-  bool cuda_graphs = true;   // CUDA: replay one recorded step per token
-  DType kv_cache_type = DType::kF32;  // CUDA: F32 (exact) or BF16
+// The decode options whole, and what to trace.
+struct TokenGenerationOptions : DecodeOptions {
   // Named intermediates (inference/tensor/trace.h) of the prefill, as
   // "prefill.<name>", and of the first `trace_decode_steps` decode steps, as
   // "decode.<t>.<name>" for the step producing token t; null: off.
@@ -58,12 +52,6 @@ constexpr int kStepsInFlight = 8;
 // `forced_tokens`, when given, are fed instead of the sampled ones (teacher
 // forcing), while the returned ids are still the sampled ones.
 Result<std::vector<int>> generate_tokens(const TokenBackend& backend, std::span<const float> cond,
-                                         std::span<const float> uncond, int tokens,
-                                         const TokenGenerationOptions& options, const TokenCallback& on_token = {},
-                                         TokenTrace* trace = nullptr, std::span<const int> forced_tokens = {});
-
-// The same on the CPU backend.
-Result<std::vector<int>> generate_tokens(const DualStreamGpt& model, std::span<const float> cond,
                                          std::span<const float> uncond, int tokens,
                                          const TokenGenerationOptions& options, const TokenCallback& on_token = {},
                                          TokenTrace* trace = nullptr, std::span<const int> forced_tokens = {});

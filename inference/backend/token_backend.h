@@ -12,11 +12,18 @@
 //   read_tokens(out)          appends the tokens that have landed, never blocks
 //   step_logits(i)            tests only: step i's logits (record_logits)
 //
-// Two implementations: the CPU backend (GptSession and TokenSampler, which
-// computes a step when the caller waits for it) and the CUDA backend
-// (inference/cuda/token_backend.h, graph-replayed steps writing tokens into a
+// Parallel decoding (exact parallel, block diffusion) asks for a decoding
+// session instead (decoding_session.h): several positions evaluated per pass
+// and a cache cut back after rejected guesses. A backend that cannot opens
+// none, refusing as its supports() refuses the strategy.
+//
+// Two implementations: the CPU backend (inference/cpu_backend/cpu_token_backend.h:
+// GptSession and TokenSampler, which computes a step when the caller waits for
+// it) and the CUDA backend
+// (inference/cuda_backend/token_backend.h, graph-replayed steps writing tokens into a
 // pinned ring). Which one runs is decided by select_token_backend()
-// (select_backend.h); nothing else names a backend. Like ggml-backend's table
+// (select_backend.h); elsewhere only the CPU fallbacks (generate_tokens over
+// a model, a front end with no backend opened) name one. Like ggml-backend's table
 // of operations, each member below is one operation of a backend; none is
 // optional.
 #pragma once
@@ -27,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inference/backend/decoding_session.h"
 #include "inference/core/result.h"
 #include "inference/model/gpt.h"
 #include "inference/sampling/sampler.h"
@@ -35,31 +43,13 @@
 
 namespace cubeforge {
 
-// What the user asks for: auto picks CUDA when a usable device is present.
-enum class BackendChoice { kAuto, kCpu, kCuda };
-const char* backend_choice_name(BackendChoice choice);  // "auto", "cpu", "cuda"
-Result<BackendChoice> parse_backend_choice(std::string_view text);
-
 enum class BackendKind { kCpu, kCuda };
 const char* backend_kind_name(BackendKind kind);  // "cpu", "cuda"
 
-struct TokenSessionOptions {
+// A session: the decode options whole, and the sizes of this generation.
+struct TokenSessionOptions : DecodeOptions {
   int tokens = 0;       // N: steps the session runs (the guidance schedule's N)
   int cond_length = 0;  // S: condition rows per branch
-  float guidance_scale = 3.0f;  // > 0: two rows (conditional, unconditional)
-  SamplingOptions sampling;     // greedy by default
-  AttentionMode attention = AttentionMode::kCausal;
-  bool use_kv_cache = true;  // off: every step recomputes the whole sequence
-  // CUDA only: replay one recorded decode step per token (CUBEFORGE_CUDA_GRAPHS=0
-  // switches graphs off as well), and the f32 cache's precision (F32 or BF16;
-  // its prefill reads it too).
-  bool cuda_graphs = true;
-  DType kv_cache_type = DType::kF32;
-  // How the KV cache stores and keeps keys and values (stored form, eviction
-  // budget, low rank; gpt_kv_cache.h). The default is exact. The CUDA backend
-  // runs the bf16, fp8 and int8 forms, budgets, and ranks 16, 32, 64 and 128
-  // without a budget (kv_cache_runs_on_cuda).
-  KvCacheOptions kv_cache;
   // CPU only: named intermediates (inference/tensor/trace.h) of the prefill,
   // as "prefill.<name>", and of the first `trace_decode_steps` decode steps,
   // as "decode.<t>.<name>" for the step producing token t; null: off.
@@ -69,8 +59,13 @@ struct TokenSessionOptions {
   // tokens instead of the sampled ones (teacher forcing; one per step).
   bool record_logits = false;
   std::vector<int> forced_tokens;
+};
 
-  int batch() const { return guidance_scale > 0.f ? 2 : 1; }
+// What a generation asks of the backend that runs its GPT, for supports().
+struct BackendRequest {
+  DecodeOptions decode;
+  DecodingMode decoding = DecodingMode::kSequential;
+  bool trace = false;  // named intermediates of the prefill and decode steps
 };
 
 // One step's logits: `combined` [V] after guidance (what the sampler sees),
@@ -122,29 +117,35 @@ class TokenBackend {
   virtual std::string description() const = 0;
   // The model the backend was opened for; it must outlive the backend.
   virtual const DualStreamGpt& model() const = 0;
+  // Whether this backend runs `request` on its model: ok, or a kUnsupported
+  // error whose Error::option names the option at fault and whose message
+  // says why. Backend choice, the command line and the app ask this;
+  // open_session refuses what it refuses.
+  virtual Status supports(const BackendRequest& request) const = 0;
   virtual Result<std::unique_ptr<TokenSession>> open_session(const TokenSessionOptions& options) const = 0;
+  // A session for a parallel decoding strategy over cond, uncond ([S, d]
+  // each; uncond empty for one row): refused, as supports() refuses the
+  // strategy, by a backend that evaluates one position per step.
+  virtual Result<std::unique_ptr<DecodingSession>> open_decoding_session(const DecodingSessionOptions& options,
+                                                                         std::span<const float> cond,
+                                                                         std::span<const float> uncond) const = 0;
   // Measures the memory the weights stream from (takes a second or so).
   virtual Result<BandwidthFigures> measure_bandwidth() const = 0;
   // Bytes of weights the backend holds for the model (device memory on a GPU).
   virtual double weight_bytes() const = 0;
 };
 
-// The CPU backend over a loaded model (always available).
-std::shared_ptr<TokenBackend> make_cpu_token_backend(const DualStreamGpt& model);
-
-// KV ranks the CUDA backend runs: its decode attention's head sizes, since
-// every query head attends over one head of R latents.
-inline bool kv_rank_runs_on_cuda(int rank) { return rank == 16 || rank == 32 || rank == 64 || rank == 128; }
-
-// KV cache options the CUDA backend runs (its open_session refuses the others):
-// any stored form (f32, bf16, fp8, int8), every position or a budget's (whose
-// int8 combination both backends refuse), full rank or a rank
-// kv_rank_runs_on_cuda takes without a budget.
-inline bool kv_cache_runs_on_cuda(const KvCacheOptions& kv) {
-  return !kv.low_rank || (kv_rank_runs_on_cuda(kv.low_rank->rank()) && kv.budget == 0);
-}
-
 // Checks options against the model: sizes, sampling values, forced tokens.
 Status check_token_session_options(const DualStreamGpt& model, const TokenSessionOptions& options);
+
+// Checks a decoding session's options and condition rows against the model:
+// a parallel strategy, room for BOS and a token, whole width-d rows, an
+// unconditional branch as long as the conditional one.
+Status check_decoding_session_options(const DualStreamGpt& model, const DecodingSessionOptions& options,
+                                      std::span<const float> cond, std::span<const float> uncond);
+
+// What supports() is asked for a decoding session: its strategy over the
+// exact KV cache, untraced.
+BackendRequest decoding_session_request(const DecodingSessionOptions& options, bool guided);
 
 }  // namespace cubeforge

@@ -14,7 +14,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
+#include <optional>
 #include <random>
+#include <vector>
 
 #include "inference/core/untrusted_text.h"
 
@@ -33,6 +36,8 @@ std::string reason(int err) {
   if (err == ELOOP) text += " (a loop of symbolic links)";
   else if (err == EACCES || err == EPERM) text += "; check the permissions of the file and the folders on its way";
   else if (err == ENAMETOOLONG) text += "; choose a shorter name";
+  else if (err == EFBIG) text += " (the limit on file size, ulimit -f, or the file system's largest file was reached)";
+  else if (err == ENOSPC || err == EDQUOT) text += "; free some space or choose another disk";
   return text;
 }
 
@@ -109,7 +114,112 @@ bool cancelled(const WriteOptions& options) {
   return options.cancel && options.cancel->load(std::memory_order_relaxed);
 }
 
+// The files this run has read, once protect_inputs_from_writes() was called.
+struct InputFile {
+  dev_t device;
+  ino_t inode;
+  std::filesystem::path path;
+};
+struct InputFiles {
+  std::mutex mutex;
+  bool protecting = false;
+  std::vector<InputFile> files;
+};
+InputFiles& input_files() {
+  static InputFiles inputs;
+  return inputs;
+}
+
+void remember_input(const std::filesystem::path& path, const struct stat& st) {
+  InputFiles& inputs = input_files();
+  std::lock_guard lock(inputs.mutex);
+  if (!inputs.protecting) return;
+  for (const InputFile& file : inputs.files)
+    if (file.device == st.st_dev && file.inode == st.st_ino) return;
+  inputs.files.push_back({st.st_dev, st.st_ino, path});
+}
+
+// The input of this run that `st` is, if it is one.
+std::optional<std::filesystem::path> input_named_by(const struct stat& st) {
+  InputFiles& inputs = input_files();
+  std::lock_guard lock(inputs.mutex);
+  for (const InputFile& file : inputs.files)
+    if (file.device == st.st_dev && file.inode == st.st_ino) return file.path;
+  return std::nullopt;
+}
+
+constexpr int kMaxSymbolicLinks = 40;  // the kernel's limit (MAXSYMLINKS)
+
+// The kernel's protected_symlinks rule, whatever the system's setting: a
+// symbolic link in a world-writable folder with the sticky bit (/tmp) is
+// followed only when it belongs to this user or to the folder's owner. Anyone
+// may plant a link there; only its owner and the folder's may make it theirs.
+// Every link on the way to `path` is checked, as the kernel would follow them;
+// a path that cannot be followed to its end is left to the other checks.
+Status check_planted_links(const std::filesystem::path& path, const std::string& where) {
+  std::vector<std::string> pending;  // components still to follow, the next one last
+  auto push = [&](const std::filesystem::path& p) {
+    std::vector<std::string> parts;
+    for (const auto& part : p.relative_path()) parts.push_back(part.string());
+    pending.insert(pending.end(), parts.rbegin(), parts.rend());
+  };
+  std::filesystem::path resolved;
+  if (path.is_absolute()) {
+    resolved = "/";
+  } else {
+    std::error_code ec;
+    resolved = std::filesystem::current_path(ec);
+    if (ec) return ok_status();
+  }
+  push(path);
+  int links = 0;
+  while (!pending.empty()) {
+    const std::string part = std::move(pending.back());
+    pending.pop_back();
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      resolved = resolved.parent_path();
+      continue;
+    }
+    const std::filesystem::path next = resolved / part;
+    struct stat link {};
+    if (::lstat(next.c_str(), &link) != 0) return ok_status();
+    if (!S_ISLNK(link.st_mode)) {
+      resolved = next;
+      continue;
+    }
+    struct stat folder {};
+    if (::stat(resolved.c_str(), &folder) == 0 && (folder.st_mode & S_ISVTX) && (folder.st_mode & S_IWOTH) &&
+        link.st_uid != ::geteuid() && link.st_uid != folder.st_uid)
+      return make_error(ErrorCode::kIo,
+                        where + quoted(next) + " is a symbolic link that another user (uid " +
+                            std::to_string(link.st_uid) + ") put in " + quoted(resolved) +
+                            ", a folder everyone may write to; it is not followed, so that it cannot send this "
+                            "output over a file of yours. Remove the link or choose another name");
+    if (++links > kMaxSymbolicLinks) return ok_status();
+    char target[PATH_MAX];
+    const ssize_t n = ::readlink(next.c_str(), target, sizeof target);
+    if (n <= 0 || size_t(n) >= sizeof target) return ok_status();
+    const std::filesystem::path target_path(std::string(target, size_t(n)));
+    if (target_path.is_absolute()) resolved = "/";
+    push(target_path);
+  }
+  return ok_status();
+}
+
 }  // namespace
+
+void remember_input_file(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) remember_input(path, st);
+}
+
+void protect_inputs_from_writes(bool protect) {
+  InputFiles& inputs = input_files();
+  std::lock_guard lock(inputs.mutex);
+  inputs.protecting = protect;
+  if (!protect) inputs.files.clear();
+}
 
 // --- examining paths ---------------------------------------------------------
 
@@ -171,6 +281,7 @@ Result<int> open_regular_file(const std::filesystem::path& path, uint64_t* size)
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   if (size) *size = uint64_t(st.st_size);
+  remember_input(path, st);
   return fd;
 }
 
@@ -232,6 +343,7 @@ Result<std::filesystem::path> resolve_write_target(const std::filesystem::path& 
   const std::string where = "cannot write " + quoted(path) + ": ";
   if (path.empty() || !path.has_filename())
     return make_error(ErrorCode::kInvalidArgument, where + "the path names no file");
+  CUBEFORGE_TRY(check_planted_links(path, where));
   struct stat link {};
   if (::lstat(path.c_str(), &link) != 0) {
     const int err = errno;
@@ -277,6 +389,10 @@ Result<std::filesystem::path> resolve_write_target(const std::filesystem::path& 
     return make_error(ErrorCode::kIo, where + "it is a directory; give a file name");
   if (!S_ISREG(link.st_mode))
     return make_error(ErrorCode::kIo, where + "it is " + type_of_mode(link.st_mode) + "; only regular files are written");
+  if (const auto input = input_named_by(link))
+    return make_error(ErrorCode::kInvalidArgument,
+                      where + (*input == path ? std::string("it is") : "it is the same file as " + quoted(*input) + ",") +
+                          " an input of this run; writing it would destroy what is being read. Choose another path");
   const bool read_only = ::access(path.c_str(), W_OK) != 0 || (link.st_mode & 0222) == 0;
   if (read_only && !options.replace_read_only)
     return make_error(ErrorCode::kIo,

@@ -21,8 +21,18 @@
 //     file keeps its permission bits (and, when run as root, its owner);
 //   - a symbolic link is written through: the file it points to is replaced
 //     and the link stays; a dangling link or a loop is refused;
+//   - a symbolic link on the way that lies in a world-writable sticky folder
+//     (as /tmp is) is followed only when it belongs to this user or to the
+//     folder's owner: the kernel's protected_symlinks rule, kept whatever the
+//     system's setting, so a link another user planted there cannot send the
+//     output over a file of this user's;
+//   - a file this run reads is never replaced, once the program has asked for
+//     that (protect_inputs_from_writes): an output named like an input, or a
+//     link or hard link to one, is refused before anything is written;
 //   - a directory, FIFO or device at the target is refused;
-//   - a cancel flag is honoured up to the rename.
+//   - a cancel flag is honoured up to the rename; a write past the file size
+//     limit (ulimit -f; the program ignores SIGXFSZ) or a full disk is an
+//     error that says so, and the temporary is removed.
 #pragma once
 
 #include <atomic>
@@ -67,6 +77,20 @@ Result<int> open_regular_file(const std::filesystem::path& path, uint64_t* size)
 Result<std::vector<std::byte>> read_file_bytes(const std::filesystem::path& path, uint64_t max_bytes = UINT64_MAX);
 Result<std::string> read_file_text(const std::filesystem::path& path, uint64_t max_bytes = UINT64_MAX);
 
+// --- inputs of this run ---------------------------------------------------------
+
+// From this call on, every file opened through open_regular_file (and so every
+// read above, every safetensors file) is remembered as an input of this run,
+// and resolve_write_target / write_file_atomically refuse to replace one. For
+// programs that read their inputs and write outputs once (the command-line
+// tool); the desktop app rewrites its own settings and history and does not call it.
+// `false` ends the protection and forgets the inputs (for tests).
+void protect_inputs_from_writes(bool protect = true);
+
+// Marks `path` an input of this run, as open_regular_file does, for files
+// another library opens itself (Assimp, for a mesh and the files it names).
+void remember_input_file(const std::filesystem::path& path);
+
 // --- writing -------------------------------------------------------------------
 
 struct WriteOptions {
@@ -80,9 +104,10 @@ struct WriteOptions {
 
 // Where a write to `path` will land (the file a symbolic link points to, or
 // `path` itself), or the reason it cannot: a missing folder, a directory or
-// FIFO at the path, a dangling link or loop, a read-only file without
-// `replace_read_only`. Checked again by the write; tools call it before long
-// work so a bad path costs nothing.
+// FIFO at the path, a dangling link or loop, a link another user planted in a
+// shared folder, a read-only file without `replace_read_only`, an input of
+// this run. Checked again by the write; tools call it before long work so a
+// bad path costs nothing.
 Result<std::filesystem::path> resolve_write_target(const std::filesystem::path& path,
                                                    const WriteOptions& options = {});
 

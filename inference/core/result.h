@@ -30,13 +30,16 @@ const char* error_code_name(ErrorCode code);
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
   std::string message;
+  // The engine option at fault, by its key (inference/options/engine_options.h),
+  // or empty: the front end words it as its flag or its control.
+  std::string option;
 
   // "corrupt file: <message>", with untrusted text escaped for printing.
   std::string to_string() const;
 };
 
 inline Error make_error(ErrorCode code, std::string message) {
-  return Error{code, std::move(message)};
+  return Error{code, std::move(message), {}};
 }
 
 template <class T>

@@ -22,12 +22,9 @@
 #include <optional>
 #include <vector>
 
+#include "inference/options/engine_options.h"
+
 namespace cubeforge::cpu {
-
-enum class KvFormat { kF32, kBF16, kFp8, kInt8 };
-
-std::string_view kv_format_name(KvFormat format);  // "f32", "bf16", "fp8", "int8"
-std::optional<KvFormat> kv_format_from_name(std::string_view name);
 
 constexpr int64_t kInt8KeyBlock = 32;  // slots per per-channel key scale
 constexpr float kFp8E4M3Max = 448.f;

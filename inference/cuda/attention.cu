@@ -74,6 +74,7 @@ struct AttentionParams {
   int output_stride;
   float scale;
   bool shared_kv_head;  // every head reads cache head 0 of its batch row (low-rank keys and values)
+  int head_dim;         // D ≤ P, the size the kernel is built for
 };
 
 // E cache elements widened to f32 from one 16-byte load.
@@ -111,15 +112,17 @@ struct PlainCache<KvCacheForm::kBF16> {
 };
 
 // One (batch row, head) of the cache, read E elements at a time (a lane's
-// columns [column, column + E) of one slot), widened to f32.
-template <int D, KvCacheForm Form>
+// columns [column, column + E) of one slot), widened to f32. D is the head
+// size (the slot stride).
+template <KvCacheForm Form>
 struct CacheReader {  // f32 and bf16
   using Cache = typename PlainCache<Form>::Type;
   static constexpr int kElements = CacheVector<Cache>::kElements;
   const Cache* keys;
   const Cache* values;
-  __device__ __forceinline__ CacheReader(const KvHead& head, int /*length*/)
-      : keys(static_cast<const Cache*>(head.keys)), values(static_cast<const Cache*>(head.values)) {}
+  int D;
+  __device__ __forceinline__ CacheReader(const KvHead& head, int /*length*/, int head_dim)
+      : keys(static_cast<const Cache*>(head.keys)), values(static_cast<const Cache*>(head.values)), D(head_dim) {}
   __device__ __forceinline__ void key(int slot, int column, float (&x)[kElements]) const {
     CacheVector<Cache>::load(keys + size_t(slot) * D + column, x);
   }
@@ -140,11 +143,12 @@ __device__ __forceinline__ void widen_codes(const uint8_t* at, float scale, floa
   }
 }
 
-template <int D>
-struct CacheReader<D, KvCacheForm::kFp8> {
+template <>
+struct CacheReader<KvCacheForm::kFp8> {
   static constexpr int kElements = 8;
   KvHead head;
-  __device__ __forceinline__ CacheReader(const KvHead& h, int /*length*/) : head(h) {}
+  int D;
+  __device__ __forceinline__ CacheReader(const KvHead& h, int /*length*/, int head_dim) : head(h), D(head_dim) {}
   __device__ __forceinline__ void key(int slot, int column, float (&x)[8]) const {
     widen_codes<KvCacheForm::kFp8>(static_cast<const uint8_t*>(head.keys) + size_t(slot) * D + column,
                                    head.key_scales[slot], x);
@@ -157,13 +161,14 @@ struct CacheReader<D, KvCacheForm::kFp8> {
 
 // KIVI: keys of whole blocks below `quantized` are codes with a scale per
 // channel, the block being filled is f32 in the residual.
-template <int D>
-struct CacheReader<D, KvCacheForm::kInt8> {
+template <>
+struct CacheReader<KvCacheForm::kInt8> {
   static constexpr int kElements = 8;
   KvHead head;
   int quantized;
-  __device__ __forceinline__ CacheReader(const KvHead& h, int length)
-      : head(h), quantized(length / kInt8KeyBlock * kInt8KeyBlock) {}
+  int D;
+  __device__ __forceinline__ CacheReader(const KvHead& h, int length, int head_dim)
+      : head(h), quantized(length / kInt8KeyBlock * kInt8KeyBlock), D(head_dim) {}
   __device__ __forceinline__ void key(int slot, int column, float (&x)[8]) const {
     if (slot >= quantized) {
       const float* row = head.key_residual + size_t(slot % kInt8KeyBlock) * D + column;
@@ -188,15 +193,15 @@ template <KvCacheForm Form>
 constexpr bool kPlainForm = Form == KvCacheForm::kF32 || Form == KvCacheForm::kBF16;
 
 // The cache of (batch row, head) `row_head` as its form lays it out.
-template <int D, KvCacheForm Form>
+template <KvCacheForm Form>
 __device__ __forceinline__ KvHead cache_head(void* keys, void* values, const KvCacheScales& scales, int row_head,
-                                             int capacity) {
+                                             int capacity, int D) {
   if constexpr (kPlainForm<Form>) {
     using Cache = typename PlainCache<Form>::Type;
     const size_t base = size_t(row_head) * capacity * D;
     return KvHead{static_cast<Cache*>(keys) + base, static_cast<Cache*>(values) + base, nullptr, nullptr, nullptr};
   } else {
-    return kv_head<D>(keys, values, scales, Form, row_head, capacity);
+    return kv_head(keys, values, scales, Form, row_head, capacity, D);
   }
 }
 
@@ -219,17 +224,27 @@ __device__ __forceinline__ void merge_softmax(float& max_value, float& sum, floa
   max_value = merged;
 }
 
+// Output columns per thread of a block-wide attend: P / 128 rounded up.
+template <int P>
+constexpr int kOutputsPerThread = (P + kSplitThreads - 1) / kSplitThreads;
+
 // One query against keys [begin, end) of one (batch row, head), by the whole
-// block (begin < end, the same for every thread). On return, thread d < D
-// holds the unnormalised output element d, and every thread < D the block's
-// running max and sum of exponentials. kScores: each key's score (the
-// softmax's input) also goes to scores[key], for a budget's accumulator.
-template <int D, bool kScores = false, class Reader>
-__device__ __forceinline__ void attend_keys(const float* query, float scale, const Reader& cache, int begin, int end,
-                                            float& out_value, float& out_max, float& out_total,
-                                            float* scores = nullptr) {
+// block (begin < end, the same for every thread). P is the power of two the
+// kernel is built for, D ≤ P the head size: a key is handled by
+// L = min(32, P / E) lanes, each holding V = P / (E·L) vectors of E columns,
+// (v·L + lane)·E for v < V, so a warp's loads for one v are contiguous; the
+// columns from D on are zeros that no lane loads. On return, thread t holds
+// the unnormalised output columns t, t + 128, … below D in out_value, and
+// every thread the block's running max and sum of exponentials. kScores:
+// each key's score (the softmax's input) also goes to scores[key], for a
+// budget's accumulator.
+template <int P, bool kScores = false, class Reader>
+__device__ __forceinline__ void attend_keys(const float* query, float scale, const Reader& cache, int D, int begin,
+                                            int end, float (&out_value)[kOutputsPerThread<P>], float& out_max,
+                                            float& out_total, float* scores = nullptr) {
   constexpr int E = Reader::kElements;
-  constexpr int kLanesPerKey = D / E;
+  constexpr int kLanesPerKey = P / E < kWarpSize ? P / E : kWarpSize;
+  constexpr int V = P / (E * kLanesPerKey);
   constexpr int kKeysPerWarp = kWarpSize / kLanesPerKey;
   constexpr int kGroups = kSplitWarps * kKeysPerWarp;
   const int warp = threadIdx.x / kWarpSize;
@@ -237,38 +252,50 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
   const int sub = lane % kLanesPerKey;
   const int group = warp * kKeysPerWarp + lane / kLanesPerKey;
 
-  float q[E];
+  int column[V];
+  bool column_in_head[V];
+  float q[V][E];
 #pragma unroll
-  for (int i = 0; i < E; i += 4) {
-    const float4 v = *reinterpret_cast<const float4*>(query + sub * E + i);
-    q[i] = v.x * scale, q[i + 1] = v.y * scale, q[i + 2] = v.z * scale, q[i + 3] = v.w * scale;
+  for (int c = 0; c < V; ++c) {
+    column[c] = (c * kLanesPerKey + sub) * E;
+    column_in_head[c] = column[c] < D;  // D is a multiple of E: a vector is all in or all out
+#pragma unroll
+    for (int i = 0; i < E; i += 4) {
+      const float4 v = column_in_head[c] ? *reinterpret_cast<const float4*>(query + column[c] + i)
+                                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      q[c][i] = v.x * scale, q[c][i + 1] = v.y * scale, q[c][i + 2] = v.z * scale, q[c][i + 3] = v.w * scale;
+    }
   }
-  const int column = sub * E;
 
-  float max_value = -INFINITY, sum = 0.0f, acc[E];
+  float max_value = -INFINITY, sum = 0.0f, acc[V * E];  // column c·E + i of the lane's vectors
 #pragma unroll
-  for (int i = 0; i < E; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < V * E; ++i) acc[i] = 0.0f;
   for (int base = begin; base < end; base += kGroups * kKeyUnroll) {
-    float k[kKeyUnroll][E], v[kKeyUnroll][E];
+    float k[kKeyUnroll][V][E], v[kKeyUnroll][V][E];
     bool valid[kKeyUnroll];
 #pragma unroll
     for (int u = 0; u < kKeyUnroll; ++u) {
       const int key = base + u * kGroups + group;
       valid[u] = key < end;
-      if (valid[u]) {
-        cache.key(key, column, k[u]);
-        cache.value(key, column, v[u]);
-      } else {
 #pragma unroll
-        for (int i = 0; i < E; ++i) k[u][i] = v[u][i] = 0.0f;
+      for (int c = 0; c < V; ++c) {
+        if (valid[u] && column_in_head[c]) {
+          cache.key(key, column[c], k[u][c]);
+          cache.value(key, column[c], v[u][c]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < E; ++i) k[u][c][i] = v[u][c][i] = 0.0f;
+        }
       }
     }
     float score[kKeyUnroll];
 #pragma unroll
     for (int u = 0; u < kKeyUnroll; ++u) {
-      float dot = q[0] * k[u][0];
+      float dot = q[0][0] * k[u][0][0];
 #pragma unroll
-      for (int i = 1; i < E; ++i) dot = fmaf(q[i], k[u][i], dot);
+      for (int c = 0; c < V; ++c)
+#pragma unroll
+        for (int i = c == 0 ? 1 : 0; i < E; ++i) dot = fmaf(q[c][i], k[u][c][i], dot);
 #pragma unroll
       for (int offset = kLanesPerKey / 2; offset > 0; offset >>= 1) dot += __shfl_xor_sync(kFullMask, dot, offset);
       score[u] = valid[u] ? dot : -INFINITY;
@@ -283,13 +310,15 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
     const float rescale = expf(max_value - new_max);
     sum *= rescale;
 #pragma unroll
-    for (int i = 0; i < E; ++i) acc[i] *= rescale;
+    for (int i = 0; i < V * E; ++i) acc[i] *= rescale;
 #pragma unroll
     for (int u = 0; u < kKeyUnroll; ++u) {
       const float weight = valid[u] ? expf(score[u] - new_max) : 0.0f;
       sum += weight;
 #pragma unroll
-      for (int i = 0; i < E; ++i) acc[i] = fmaf(weight, v[u][i], acc[i]);
+      for (int c = 0; c < V; ++c)
+#pragma unroll
+        for (int i = 0; i < E; ++i) acc[c * E + i] = fmaf(weight, v[u][c][i], acc[c * E + i]);
     }
     max_value = new_max;
   }
@@ -299,50 +328,61 @@ __device__ __forceinline__ void attend_keys(const float* query, float scale, con
   for (int offset = kLanesPerKey; offset < kWarpSize; offset <<= 1) {
     const float other_max = __shfl_xor_sync(kFullMask, max_value, offset);
     const float other_sum = __shfl_xor_sync(kFullMask, sum, offset);
-    float other_acc[E];
+    float other_acc[V * E];
 #pragma unroll
-    for (int i = 0; i < E; ++i) other_acc[i] = __shfl_xor_sync(kFullMask, acc[i], offset);
-    merge_softmax<E>(max_value, sum, acc, other_max, other_sum, other_acc);
+    for (int i = 0; i < V * E; ++i) other_acc[i] = __shfl_xor_sync(kFullMask, acc[i], offset);
+    merge_softmax<V * E>(max_value, sum, acc, other_max, other_sum, other_acc);
   }
 
   __shared__ float warp_max[kSplitWarps], warp_sum_of_weights[kSplitWarps];
-  __shared__ float warp_output[kSplitWarps][D];
+  __shared__ float warp_output[kSplitWarps][P];
   if (lane < kLanesPerKey) {
 #pragma unroll
-    for (int i = 0; i < E; ++i) warp_output[warp][sub * E + i] = acc[i];
+    for (int c = 0; c < V; ++c)
+      if (column_in_head[c]) {
+#pragma unroll
+        for (int i = 0; i < E; ++i) warp_output[warp][column[c] + i] = acc[c * E + i];
+      }
     if (lane == 0) warp_max[warp] = max_value, warp_sum_of_weights[warp] = sum;
   }
   __syncthreads();
-  if (threadIdx.x < D) {
-    float block_max = -INFINITY;
-    for (int w = 0; w < kSplitWarps; ++w) block_max = fmaxf(block_max, warp_max[w]);
-    float output = 0.0f, total = 0.0f;
-    for (int w = 0; w < kSplitWarps; ++w) {
-      if (warp_max[w] == -INFINITY) continue;
-      const float weight = expf(warp_max[w] - block_max);
-      output = fmaf(warp_output[w][threadIdx.x], weight, output);
-      total = fmaf(warp_sum_of_weights[w], weight, total);
+  float block_max = -INFINITY;
+  for (int w = 0; w < kSplitWarps; ++w) block_max = fmaxf(block_max, warp_max[w]);
+  float total = 0.0f;
+  for (int w = 0; w < kSplitWarps; ++w)
+    if (warp_max[w] != -INFINITY) total = fmaf(warp_sum_of_weights[w], expf(warp_max[w] - block_max), total);
+#pragma unroll
+  for (int o = 0; o < kOutputsPerThread<P>; ++o) {
+    const int d = int(threadIdx.x) + o * kSplitThreads;
+    float output = 0.0f;
+    if (d < D) {
+      for (int w = 0; w < kSplitWarps; ++w) {
+        if (warp_max[w] == -INFINITY) continue;
+        output = fmaf(warp_output[w][d], expf(warp_max[w] - block_max), output);
+      }
     }
-    out_value = output;
-    out_max = block_max;
-    out_total = total;
+    out_value[o] = output;
   }
+  out_max = block_max;
+  out_total = total;
   __syncthreads();  // the warp arrays may be reused by the caller's next call
 }
 
 // kEvicting: the new token's slot comes from p.write_slots and every key's
-// score goes to p.scores (a KV budget); otherwise the code is the plain cache's.
-template <int D, KvCacheForm Form, bool kEvicting>
+// score goes to p.scores (a KV budget); otherwise the code is the plain
+// cache's. P covers the head size p.head_dim (with_padded_head_dim).
+template <int P, KvCacheForm Form, bool kEvicting>
 __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const AttentionParams p) {
-  __shared__ __align__(16) float query_shared[D];
-  __shared__ __align__(16) float key_shared[D];  // fp8, int8: the new key, for the store
+  __shared__ __align__(16) float query_shared[P];
+  __shared__ __align__(16) float key_shared[P];  // fp8, int8: the new key, for the store
   __shared__ bool last_block;
+  const int D = p.head_dim;
   const int split = blockIdx.x;
   const int head = blockIdx.y;
   const int batch_row = blockIdx.z;
   const int row_head = batch_row * p.heads + head;
   const KvHead cache =
-      cache_head<D, Form>(p.key_cache, p.value_cache, p.scales, p.shared_kv_head ? batch_row : row_head, p.capacity);
+      cache_head<Form>(p.key_cache, p.value_cache, p.scales, p.shared_kv_head ? batch_row : row_head, p.capacity, D);
 
   const float* query = p.query ? p.query + size_t(row_head) * D : query_shared;
   if (p.raw) {
@@ -356,7 +396,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
     const int width = p.heads * D;
     const float* row = p.raw + size_t(batch_row) * p.raw_stride + head * D;
     if (warp == 0) {
-      norm_rotate_head<D>(row, p.query_norm_weight, p.eps, p.rope_theta, position, [&](int j, float x, float y) {
+      norm_rotate_head<P>(row, p.query_norm_weight, p.eps, p.rope_theta, position, D, [&](int j, float x, float y) {
         query_shared[2 * j] = x;
         query_shared[2 * j + 1] = y;
       });
@@ -365,13 +405,13 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
         using Cache = typename PlainCache<Form>::Type;
         Cache* keys = static_cast<Cache*>(cache.keys);
         Cache* values = static_cast<Cache*>(cache.values);
-        norm_rotate_head<D>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position,
+        norm_rotate_head<P>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position, D,
                             [&](int j, float x, float y) { store_pair(keys, size_t(slot) * D + 2 * j, x, y); });
         const float* value = row + 2 * width;
         for (int j = threadIdx.x % kWarpSize; j < D / 2; j += kWarpSize)
           store_pair(values, size_t(slot) * D + 2 * j, value[2 * j], value[2 * j + 1]);
       } else {
-        norm_rotate_head<D>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position,
+        norm_rotate_head<P>(row + width, p.key_norm_weight, p.eps, p.rope_theta, position, D,
                             [&](int j, float x, float y) {
                               key_shared[2 * j] = x;
                               key_shared[2 * j + 1] = y;
@@ -380,7 +420,7 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
     }
     __syncthreads();  // the query, and this block's own cache writes, are visible to the block
     if constexpr (!kPlainForm<Form>) {
-      if (warp == 1 && writes) store_slot<D, Form>(cache, slot, key_shared, row + 2 * width);
+      if (warp == 1 && writes) store_slot<P, Form>(cache, slot, key_shared, row + 2 * width, D);
       __syncthreads();  // the stored slot (and a quantised int8 block) are visible to the block
     }
   }
@@ -391,15 +431,17 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
   float* partial_output = p.partial_output + (size_t(row_head) * p.splits + split) * D;
   float* partial_stats = p.partial_stats + (size_t(row_head) * p.splits + split) * 2;
   if (begin < end) {
-    float value = 0.0f, block_max = 0.0f, total = 0.0f;
-    attend_keys<D, kEvicting>(query, p.scale, CacheReader<D, Form>(cache, length), begin, end, value, block_max,
+    float value[kOutputsPerThread<P>], block_max = 0.0f, total = 0.0f;
+    attend_keys<P, kEvicting>(query, p.scale, CacheReader<Form>(cache, length, D), D, begin, end, value, block_max,
                               total, kEvicting ? p.scores + size_t(row_head) * p.capacity : nullptr);
-    if (threadIdx.x < D) {
-      partial_output[threadIdx.x] = value;
-      if (threadIdx.x == 0) partial_stats[0] = block_max, partial_stats[1] = total;
+#pragma unroll
+    for (int o = 0; o < kOutputsPerThread<P>; ++o) {
+      const int d = int(threadIdx.x) + o * kSplitThreads;
+      if (d < D) partial_output[d] = value[o];
     }
+    if (threadIdx.x == 0) partial_stats[0] = block_max, partial_stats[1] = total;
   } else {
-    if (threadIdx.x < D) partial_output[threadIdx.x] = 0.0f;
+    for (int d = threadIdx.x; d < D; d += kSplitThreads) partial_output[d] = 0.0f;
     if (threadIdx.x == 0) partial_stats[0] = -INFINITY, partial_stats[1] = 0.0f;
   }
 
@@ -409,22 +451,24 @@ __global__ void __launch_bounds__(kSplitThreads) attention_split_kernel(const At
   if (threadIdx.x == 0) last_block = atomicAdd(p.counters + row_head, 1u) == unsigned(p.splits - 1);
   __syncthreads();
   if (!last_block) return;
-  if (threadIdx.x < D) {
+  if (int(threadIdx.x) < D) {
     const float* stats = p.partial_stats + size_t(row_head) * p.splits * 2;
     const float* partial = p.partial_output + size_t(row_head) * p.splits * D;
     float global_max = -INFINITY;
     for (int s = 0; s < p.splits; ++s) global_max = fmaxf(global_max, __ldcg(stats + 2 * s));
-    float output = 0.0f, total = 0.0f;
-    if (global_max != -INFINITY) {
-      for (int s = 0; s < p.splits; ++s) {
-        const float split_max = __ldcg(stats + 2 * s);
-        if (split_max == -INFINITY) continue;
-        const float weight = expf(split_max - global_max);
-        output = fmaf(__ldcg(partial + size_t(s) * D + threadIdx.x), weight, output);
-        total = fmaf(__ldcg(stats + 2 * s + 1), weight, total);
+    for (int d = int(threadIdx.x); d < D; d += kSplitThreads) {
+      float output = 0.0f, total = 0.0f;
+      if (global_max != -INFINITY) {
+        for (int s = 0; s < p.splits; ++s) {
+          const float split_max = __ldcg(stats + 2 * s);
+          if (split_max == -INFINITY) continue;
+          const float weight = expf(split_max - global_max);
+          output = fmaf(__ldcg(partial + size_t(s) * D + d), weight, output);
+          total = fmaf(__ldcg(stats + 2 * s + 1), weight, total);
+        }
       }
+      p.output[size_t(batch_row) * p.output_stride + head * D + d] = total > 0.0f ? output / total : 0.0f;
     }
-    p.output[size_t(batch_row) * p.output_stride + head * D + threadIdx.x] = total > 0.0f ? output / total : 0.0f;
   }
   if (threadIdx.x == 0) p.counters[row_head] = 0;  // ready for the next launch (the next graph replay)
 }
@@ -441,49 +485,42 @@ struct PrefillParams {
   int capacity;
   float* output;  // [batch, query_rows, heads·D]
   float scale;
+  int head_dim;  // D ≤ P
 };
 
 // Grid (query_rows, heads, batch): one query row of one head per block.
-template <int D, KvCacheForm Form>
+template <int P, KvCacheForm Form>
 __global__ void __launch_bounds__(kSplitThreads) attention_prefill_kernel(const PrefillParams p) {
+  const int D = p.head_dim;
   const int row = blockIdx.x;
   const int head = blockIdx.y;
   const int batch_row = blockIdx.z;
   const int end = min(p.kv_length, p.causal_base + row + 1);
   const size_t query_at = (size_t(batch_row) * p.query_rows + row) * p.heads * D + size_t(head) * D;
   if (end <= 0) {
-    if (threadIdx.x < D) p.output[query_at + threadIdx.x] = 0.0f;
+    for (int d = threadIdx.x; d < D; d += kSplitThreads) p.output[query_at + d] = 0.0f;
     return;
   }
   // The kernel only reads: the const casts are for the shared KvHead view.
-  const KvHead cache = cache_head<D, Form>(const_cast<void*>(p.key_cache), const_cast<void*>(p.value_cache), p.scales,
-                                           batch_row * p.heads + head, p.capacity);
-  float value = 0.0f, block_max = 0.0f, total = 0.0f;
-  attend_keys<D>(p.query + query_at, p.scale, CacheReader<D, Form>(cache, p.kv_length), 0, end, value, block_max,
+  const KvHead cache = cache_head<Form>(const_cast<void*>(p.key_cache), const_cast<void*>(p.value_cache), p.scales,
+                                        batch_row * p.heads + head, p.capacity, D);
+  float value[kOutputsPerThread<P>], block_max = 0.0f, total = 0.0f;
+  attend_keys<P>(p.query + query_at, p.scale, CacheReader<Form>(cache, p.kv_length, D), D, 0, end, value, block_max,
                  total);
-  if (threadIdx.x < D) p.output[query_at + threadIdx.x] = total > 0.0f ? value / total : 0.0f;
-}
-
-template <int D, KvCacheForm Form, bool kEvicting>
-Status launch_attention(const AttentionParams& params, int batch, Stream stream) {
-  const dim3 grid(params.splits, params.heads, batch);
-  attention_split_kernel<D, Form, kEvicting><<<grid, kSplitThreads, 0, stream>>>(params);
-  return launch_status("attention_decode kernel launch");
+#pragma unroll
+  for (int o = 0; o < kOutputsPerThread<P>; ++o) {
+    const int d = int(threadIdx.x) + o * kSplitThreads;
+    if (d < D) p.output[query_at + d] = total > 0.0f ? value[o] / total : 0.0f;
+  }
 }
 
 template <KvCacheForm Form, bool kEvicting = false>
 Status dispatch_head_dim(int head_dim, const AttentionParams& params, int batch, Stream stream) {
-  switch (head_dim) {
-    case 16:
-      return launch_attention<16, Form, kEvicting>(params, batch, stream);
-    case 32:
-      return launch_attention<32, Form, kEvicting>(params, batch, stream);
-    case 64:
-      return launch_attention<64, Form, kEvicting>(params, batch, stream);
-    case 128:
-      return launch_attention<128, Form, kEvicting>(params, batch, stream);
-    default: return invalid("attention_decode: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
-  }
+  return with_padded_head_dim(head_dim, "attention_decode", [&](auto padded) {
+    const dim3 grid(params.splits, params.heads, batch);
+    attention_split_kernel<decltype(padded)::value, Form, kEvicting><<<grid, kSplitThreads, 0, stream>>>(params);
+    return launch_status("attention_decode kernel launch");
+  });
 }
 
 Status dispatch_form(KvCacheForm form, int head_dim, const AttentionParams& params, int batch, Stream stream) {
@@ -515,23 +552,11 @@ Status dispatch_form(KvCacheForm form, int head_dim, const AttentionParams& para
 
 template <KvCacheForm Form>
 Status dispatch_prefill(int head_dim, const PrefillParams& params, int batch, Stream stream) {
-  const dim3 grid(params.query_rows, params.heads, batch);
-  switch (head_dim) {
-    case 16:
-      attention_prefill_kernel<16, Form><<<grid, kSplitThreads, 0, stream>>>(params);
-      break;
-    case 32:
-      attention_prefill_kernel<32, Form><<<grid, kSplitThreads, 0, stream>>>(params);
-      break;
-    case 64:
-      attention_prefill_kernel<64, Form><<<grid, kSplitThreads, 0, stream>>>(params);
-      break;
-    case 128:
-      attention_prefill_kernel<128, Form><<<grid, kSplitThreads, 0, stream>>>(params);
-      break;
-    default: return invalid("attention_prefill: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
-  }
-  return launch_status("attention_prefill kernel launch");
+  return with_padded_head_dim(head_dim, "attention_prefill", [&](auto padded) {
+    const dim3 grid(params.query_rows, params.heads, batch);
+    attention_prefill_kernel<decltype(padded)::value, Form><<<grid, kSplitThreads, 0, stream>>>(params);
+    return launch_status("attention_prefill kernel launch");
+  });
 }
 
 Status dispatch_prefill_form(KvCacheForm form, int head_dim, const PrefillParams& params, int batch, Stream stream) {
@@ -666,6 +691,7 @@ Status attention_decode(const AttentionDecodeArgs& args, Stream stream) {
   params.output_stride = output_stride;
   params.scale = args.scale > 0.0f ? args.scale : float(1.0 / std::sqrt(double(args.head_dim)));
   params.shared_kv_head = args.shared_kv_head;
+  params.head_dim = args.head_dim;
   return dispatch_form(args.cache_form, args.head_dim, params, args.batch, stream);
 }
 
@@ -694,6 +720,7 @@ Status attention_prefill(const AttentionPrefillArgs& args, Stream stream) {
   params.capacity = args.cache_capacity;
   params.output = args.output;
   params.scale = float(1.0 / std::sqrt(double(args.head_dim)));
+  params.head_dim = args.head_dim;
   return dispatch_prefill_form(args.cache_form, args.head_dim, params, args.batch, stream);
 }
 

@@ -7,7 +7,8 @@
 // [batch, heads, capacity, D] in one of the forms of kv_cache.h (f32, bf16,
 // fp8 or int8 codes with their scales; rotated keys, as
 // qk_norm_rope_cache_write and kv_cache_store store them), widened in
-// registers as the CPU's kv_load widens them; D = head_dim ∈ {16, 32, 64, 128}, and
+// registers as the CPU's kv_load widens them; D = head_dim, a multiple of 16
+// from 16 to 256 (head_dim_supported, cuda_api.h), and
 // length = (*position + length_offset) clamped to [0, capacity], read from device
 // memory at run time so one captured graph serves every token. Dual-stream
 // blocks pass length_offset = cond_len + 1, single-stream blocks 1. Passing

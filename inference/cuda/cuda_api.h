@@ -21,6 +21,20 @@ namespace cubeforge::cuda {
 
 using Stream = CUstream_st*;
 
+// Head sizes the attention, RoPE and KV-store kernels run (and so the KV
+// ranks, a rank being the size of the one latent head): the multiples of 16
+// from 16 to 256, as llama.cpp's kernels cover 64 to 256. Kernels are built
+// for the powers of two up to 256 and run a size between them with the lanes
+// past it idle. The backend's supports() (token_backend.h) asks this; code
+// above the seam asks supports().
+constexpr int kHeadDimStep = 16;
+constexpr int kMaxHeadDim = 256;
+constexpr bool head_dim_supported(int head_dim) {
+  return head_dim >= kHeadDimStep && head_dim <= kMaxHeadDim && head_dim % kHeadDimStep == 0;
+}
+// "a multiple of 16 from 16 to 256", for messages.
+std::string supported_head_dims();
+
 // Number of CUDA devices the runtime sees; 0 when there is no driver, no device,
 // or the runtime reports any error (a machine without a GPU is not an error).
 int device_count();

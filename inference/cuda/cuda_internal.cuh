@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "inference/cuda/cuda_api.h"
 #include "inference/cuda/cuda_status.h"
@@ -34,6 +35,22 @@ inline Error invalid(std::string message) {
 
 inline bool aligned(const void* pointer, std::size_t bytes) {
   return reinterpret_cast<std::uintptr_t>(pointer) % bytes == 0;
+}
+
+// Calls launch(std::integral_constant<int, P>{}) with P the power of two
+// from 16 to 256 that covers head_dim (the size the kernels are built for;
+// they run head_dim itself with the lanes past it idle), or returns an
+// error naming `what` when head_dim_supported (cuda_api.h) refuses it.
+template <class Launch>
+Status with_padded_head_dim(int head_dim, const std::string& what, Launch&& launch) {
+  if (!head_dim_supported(head_dim))
+    return invalid(what + ": head_dim must be " + supported_head_dims() + ", got " + std::to_string(head_dim));
+  if (head_dim <= 16) return launch(std::integral_constant<int, 16>{});
+  if (head_dim <= 32) return launch(std::integral_constant<int, 32>{});
+  if (head_dim <= 64) return launch(std::integral_constant<int, 64>{});
+  if (head_dim <= 128) return launch(std::integral_constant<int, 128>{});
+  static_assert(kMaxHeadDim == 256, "with_padded_head_dim covers head sizes up to 256");
+  return launch(std::integral_constant<int, 256>{});
 }
 
 constexpr int kWarpSize = 32;

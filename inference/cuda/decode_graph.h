@@ -4,7 +4,7 @@
 // attention, sampling); everything that changes from token to token (the
 // position, the step index, the KV-cache length, the input row) must live in
 // device memory, so the captured kernels' arguments stay valid. A replay
-// costs one cudaGraphLaunch instead of ~250 kernel launches for v0.5.
+// costs one cudaGraphLaunch instead of every kernel launch of the step.
 //
 // Kill switch: CUBEFORGE_CUDA_GRAPHS=0 in the environment makes every launch
 // call the callback directly on the stream (eager), for debugging and for

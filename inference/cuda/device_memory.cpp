@@ -23,6 +23,11 @@ std::string gib(std::size_t bytes) {
 
 }  // namespace
 
+std::string supported_head_dims() {
+  return "a multiple of " + std::to_string(kHeadDimStep) + " from " + std::to_string(kHeadDimStep) + " to " +
+         std::to_string(kMaxHeadDim);
+}
+
 int device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -14,30 +14,32 @@
 
 namespace cubeforge::cuda::detail {
 
-template <int HeadDim, class Emit>
+// P is the power of two the kernel is built for (with_padded_head_dim),
+// head_dim ≤ P the head's size.
+template <int P, class Emit>
 __device__ __forceinline__ void norm_rotate_head(const float* source, const float* weight, float eps, float theta,
-                                                 int position, Emit&& emit) {
-  constexpr int kPairs = HeadDim / 2;
-  constexpr int kPairsPerLane = (kPairs + kWarpSize - 1) / kWarpSize;
+                                                 int position, int head_dim, Emit&& emit) {
+  constexpr int kPairsPerLane = (P / 2 + kWarpSize - 1) / kWarpSize;
+  const int pairs = head_dim / 2;
   const int lane = threadIdx.x % kWarpSize;
   float2 pair[kPairsPerLane];
   float squares = 0.0f;
 #pragma unroll
   for (int t = 0; t < kPairsPerLane; ++t) {
     const int j = lane + t * kWarpSize;
-    pair[t] = j < kPairs ? reinterpret_cast<const float2*>(source)[j] : make_float2(0.0f, 0.0f);
+    pair[t] = j < pairs ? reinterpret_cast<const float2*>(source)[j] : make_float2(0.0f, 0.0f);
     squares = fmaf(pair[t].x, pair[t].x, squares);
     squares = fmaf(pair[t].y, pair[t].y, squares);
   }
   squares = warp_sum(squares);
-  const float inverse_rms = 1.0f / sqrtf(squares / float(HeadDim) + eps);
+  const float inverse_rms = 1.0f / sqrtf(squares / float(head_dim) + eps);
 #pragma unroll
   for (int t = 0; t < kPairsPerLane; ++t) {
     const int j = lane + t * kWarpSize;
-    if (j >= kPairs) continue;
+    if (j >= pairs) continue;
     const float a = __fmul_rn(__fmul_rn(pair[t].x, inverse_rms), weight[2 * j]);
     const float b = __fmul_rn(__fmul_rn(pair[t].y, inverse_rms), weight[2 * j + 1]);
-    const float inverse_frequency = float(1.0 / pow(double(theta), double(2 * j) / double(HeadDim)));
+    const float inverse_frequency = float(1.0 / pow(double(theta), double(2 * j) / double(head_dim)));
     const float angle = __fmul_rn(float(position), inverse_frequency);
     float sine, cosine;
     sincosf(angle, &sine, &cosine);

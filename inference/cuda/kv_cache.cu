@@ -28,41 +28,30 @@ struct StoreParams {
   KvCacheScales scales;
   int cache_capacity;
   int heads;
+  int head_dim;
 };
 
-// Grid (heads, batch), one warp.
-template <int D, KvCacheForm Form>
+// Grid (heads, batch), one warp; P covers the head size (with_padded_head_dim).
+template <int P, KvCacheForm Form>
 __global__ void __launch_bounds__(kWarpSize) kv_store_kernel(const StoreParams p) {
-  const int row_head = blockIdx.y * p.heads + blockIdx.x;
-  const KvHead head = kv_head<D>(p.key_cache, p.value_cache, p.scales, Form, row_head, p.cache_capacity);
+  const int row_head = blockIdx.y * p.heads + blockIdx.x, D = p.head_dim;
+  const KvHead head = kv_head(p.key_cache, p.value_cache, p.scales, Form, row_head, p.cache_capacity, D);
   const size_t source = size_t(row_head) * p.source_capacity;
   for (int slot = p.first_slot; slot < p.first_slot + p.count; ++slot)
-    store_slot<D, Form>(head, slot, p.source_keys + (source + slot) * D, p.source_values + (source + slot) * D);
+    store_slot<P, Form>(head, slot, p.source_keys + (source + slot) * D, p.source_values + (source + slot) * D, D);
 }
 
 template <KvCacheForm Form>
 Status launch_store(int head_dim, dim3 grid, const StoreParams& params, Stream stream) {
-  switch (head_dim) {
-    case 16:
-      kv_store_kernel<16, Form><<<grid, kWarpSize, 0, stream>>>(params);
-      break;
-    case 32:
-      kv_store_kernel<32, Form><<<grid, kWarpSize, 0, stream>>>(params);
-      break;
-    case 64:
-      kv_store_kernel<64, Form><<<grid, kWarpSize, 0, stream>>>(params);
-      break;
-    case 128:
-      kv_store_kernel<128, Form><<<grid, kWarpSize, 0, stream>>>(params);
-      break;
-    default:
-      return invalid("kv_cache_store: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
-  }
-  return launch_status("kv_cache_store kernel launch");
+  return with_padded_head_dim(head_dim, "kv_cache_store", [&](auto padded) {
+    kv_store_kernel<decltype(padded)::value, Form><<<grid, kWarpSize, 0, stream>>>(params);
+    return launch_status("kv_cache_store kernel launch");
+  });
 }
 
 // Low-rank keys and values: grid (batch), kLowRankThreads threads, one
-// latent element per thread, the slots in order (an int8 block fills in order).
+// latent element per thread (two for ranks over 128), the slots in order (an
+// int8 block fills in order).
 constexpr int kLowRankThreads = 128;
 
 struct LowRankStoreParams {
@@ -71,6 +60,7 @@ struct LowRankStoreParams {
   int source_capacity;
   int heads;
   int head_dim;
+  int rank;
   const float* key_basis;
   const float* value_basis;
   int first_slot;
@@ -83,17 +73,17 @@ struct LowRankStoreParams {
   int cache_capacity;
 };
 
-template <int R, KvCacheForm Form>
+// P covers the rank (with_padded_head_dim: a rank is the latent head's size).
+template <int P, KvCacheForm Form>
 __global__ void __launch_bounds__(kLowRankThreads) low_rank_store_kernel(const LowRankStoreParams p) {
-  __shared__ float latent_key[R];
-  __shared__ float latent_value[R];
-  const int row = blockIdx.x, D = p.head_dim, width = p.heads * p.head_dim;
+  __shared__ float latent_key[P];
+  __shared__ float latent_value[P];
+  const int row = blockIdx.x, D = p.head_dim, R = p.rank, width = p.heads * p.head_dim;
   const int first = p.position ? *p.position + p.slot_offset : p.first_slot;
   const int count = p.position ? 1 : p.count;
   for (int slot = first; slot < first + count; ++slot) {
     if (slot < 0 || slot >= p.cache_capacity || slot >= p.source_capacity) continue;
-    const int i = threadIdx.x;
-    if (i < R) {
+    for (int i = threadIdx.x; i < R; i += kLowRankThreads) {
       // cpu::linear's row: the source row's elements in width order.
       const float* key_row = p.key_basis + size_t(i) * width;
       const float* value_row = p.value_basis + size_t(i) * width;
@@ -110,14 +100,14 @@ __global__ void __launch_bounds__(kLowRankThreads) low_rank_store_kernel(const L
     }
     __syncthreads();
     if constexpr (Form == KvCacheForm::kF32) {
-      if (i < R) {
+      for (int i = threadIdx.x; i < R; i += kLowRankThreads) {
         const size_t at = (size_t(row) * p.cache_capacity + slot) * R + i;
         static_cast<float*>(p.key_cache)[at] = latent_key[i];
         static_cast<float*>(p.value_cache)[at] = latent_value[i];
       }
     } else if (threadIdx.x < kWarpSize) {
-      const KvHead head = kv_head<R>(p.key_cache, p.value_cache, p.scales, Form, row, p.cache_capacity);
-      store_slot<R, Form>(head, slot, latent_key, latent_value);
+      const KvHead head = kv_head(p.key_cache, p.value_cache, p.scales, Form, row, p.cache_capacity, R);
+      store_slot<P, Form>(head, slot, latent_key, latent_value, R);
     }
     __syncthreads();  // the latents are rewritten for the next slot
   }
@@ -125,23 +115,10 @@ __global__ void __launch_bounds__(kLowRankThreads) low_rank_store_kernel(const L
 
 template <KvCacheForm Form>
 Status launch_low_rank_store(int rank, int batch, const LowRankStoreParams& params, Stream stream) {
-  switch (rank) {
-    case 16:
-      low_rank_store_kernel<16, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
-      break;
-    case 32:
-      low_rank_store_kernel<32, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
-      break;
-    case 64:
-      low_rank_store_kernel<64, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
-      break;
-    case 128:
-      low_rank_store_kernel<128, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
-      break;
-    default:
-      return invalid("low_rank_kv_store: the rank must be 16, 32, 64 or 128, got " + std::to_string(rank));
-  }
-  return launch_status("low_rank_kv_store kernel launch");
+  return with_padded_head_dim(rank, "low_rank_kv_store (the rank is the latent head's size)", [&](auto padded) {
+    low_rank_store_kernel<decltype(padded)::value, Form><<<batch, kLowRankThreads, 0, stream>>>(params);
+    return launch_status("low_rank_kv_store kernel launch");
+  });
 }
 
 struct ProjectHeadsParams {
@@ -366,6 +343,7 @@ Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream) {
   params.scales = args.scales;
   params.cache_capacity = args.cache_capacity;
   params.heads = args.heads;
+  params.head_dim = args.head_dim;
   const dim3 grid(args.heads, args.batch);
   switch (args.form) {
     case KvCacheForm::kBF16:
@@ -401,6 +379,7 @@ Status low_rank_kv_store(const LowRankStoreArgs& args, Stream stream) {
   params.source_capacity = args.source_capacity;
   params.heads = args.heads;
   params.head_dim = args.head_dim;
+  params.rank = args.rank;
   params.key_basis = args.key_basis;
   params.value_basis = args.value_basis;
   params.first_slot = args.first_slot;

@@ -1,6 +1,6 @@
 // The stored forms of a CUDA KV cache, and the store of f32 rows into them.
 //
-// The forms are the CPU's (cpu::KvFormat, inference/cpu/kv_cache.h), with the
+// The forms are the CPU's (KvFormat, inference/cpu/kv_cache.h), with the
 // same codes and scales bit for bit, laid out per (batch row, head) so a head
 // streams its slots contiguously (G = heads, C = capacity, D = head_dim):
 //   kF32, kBF16  keys and values [batch, G, C, D] f32 or bf16 (rounded to nearest
@@ -53,7 +53,7 @@ KvCacheSizes kv_cache_sizes(KvCacheForm form, int batch, int heads, int head_dim
 struct KvCacheStoreArgs {
   int batch = 1;
   int heads = 0;
-  int head_dim = 0;  // 16, 32, 64 or 128
+  int head_dim = 0;  // head_dim_supported (cuda_api.h): a multiple of 16 up to 256
   const float* source_keys = nullptr;
   const float* source_values = nullptr;
   int source_capacity = 0;
@@ -69,7 +69,7 @@ struct KvCacheStoreArgs {
 
 Status kv_cache_store(const KvCacheStoreArgs& args, Stream stream);
 
-// A KV budget (H2O heavy-hitter eviction, inference/model/gpt_kv_cache.h) on
+// A KV budget (H2O heavy-hitter eviction, inference/cpu_backend/gpt_kv_cache.h) on
 // the device: the slot choice of the CPU's LayerKvCache, per batch row of one
 // layer, over its per-slot state in device memory. The cache keeps C =
 // fixed_slots + min(budget, positions) slots; each slot has its shape position
@@ -105,7 +105,7 @@ struct KvBudgetArgs {
 Status kv_budget_update(const KvBudgetArgs& args, Stream stream);
 
 // Low-rank keys and values (a KV rank R, LowRankKv in
-// inference/model/gpt_kv_cache.h): the cache keeps one head of R latents per
+// inference/model/kv_bases.h): the cache keeps one head of R latents per
 // slot, [batch, 1, C, R] in any form, that every query head reads.
 //
 // low_rank_kv_store: compresses f32 rows (rotated keys and values, [batch, G,
@@ -114,7 +114,8 @@ Status kv_budget_update(const KvBudgetArgs& args, Stream stream);
 // [first_slot, first_slot + count) in slot order as cpu::kv_store does (an
 // int8 cache's earlier slots must be stored already). With `position` set,
 // the one slot *position + slot_offset instead (a decode step: read at run
-// time, so a captured graph serves every token). R ∈ {16, 32, 64, 128}.
+// time, so a captured graph serves every token). R is a head size the
+// attention runs (head_dim_supported, cuda_api.h).
 struct LowRankStoreArgs {
   int batch = 1;
   int heads = 0;     // G of the source

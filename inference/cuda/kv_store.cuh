@@ -61,9 +61,11 @@ struct KvHead {
   float* key_residual;  // int8 [32, D]
 };
 
-template <int D>
+// D = head_dim at run time below; P, where a function takes it, is the power
+// of two the kernel is built for (P ≥ D, see with_padded_head_dim), which
+// sizes its registers.
 __device__ __forceinline__ KvHead kv_head(void* keys, void* values, const KvCacheScales& scales, KvCacheForm form,
-                                          int row_head, int capacity) {
+                                          int row_head, int capacity, int D) {
   const size_t slots = size_t(row_head) * capacity;
   const size_t blocks = size_t(row_head) * ((capacity + kInt8KeyBlock - 1) / kInt8KeyBlock);
   KvHead head;
@@ -84,9 +86,9 @@ __device__ __forceinline__ KvHead kv_head(void* keys, void* values, const KvCach
 // One head's D values of one slot with a scale per slot and head (fp8 with
 // 448, int8 with 127), by one warp: x is readable by every lane; lane l
 // handles elements l, l + 32, ….
-template <int D, KvCacheForm Form>
-__device__ __forceinline__ void store_head_row(void* codes, float* scale_out, const float* x) {
-  constexpr int kPerLane = (D + kWarpSize - 1) / kWarpSize;
+template <int P, KvCacheForm Form>
+__device__ __forceinline__ void store_head_row(void* codes, float* scale_out, const float* x, int D) {
+  constexpr int kPerLane = (P + kWarpSize - 1) / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   float v[kPerLane];
   float largest = 0.0f;
@@ -114,24 +116,15 @@ __device__ __forceinline__ void store_head_row(void* codes, float* scale_out, co
 // the block is quantised, channel by channel, when that was its last slot.
 // Lane l owns channels l, l + 32, … of the residual, so it reads back only
 // what it wrote itself.
-template <int D>
-__device__ __forceinline__ void store_int8_key(const KvHead& head, int slot, const float* key) {
-  constexpr int kPerLane = (D + kWarpSize - 1) / kWarpSize;
+__device__ __forceinline__ void store_int8_key(const KvHead& head, int slot, const float* key, int D) {
   const int lane = threadIdx.x % kWarpSize;
   const int row = slot % kInt8KeyBlock;
-#pragma unroll
-  for (int t = 0; t < kPerLane; ++t) {
-    const int c = lane + t * kWarpSize;
-    if (c < D) head.key_residual[row * D + c] = key[c];
-  }
+  for (int c = lane; c < D; c += kWarpSize) head.key_residual[row * D + c] = key[c];
   if (row != kInt8KeyBlock - 1) return;
   const int first = slot - row;
   int8_t* codes = static_cast<int8_t*>(head.keys) + size_t(first) * D;
   float* scales = head.key_scales + size_t(slot / kInt8KeyBlock) * D;
-#pragma unroll
-  for (int t = 0; t < kPerLane; ++t) {
-    const int c = lane + t * kWarpSize;
-    if (c >= D) continue;
+  for (int c = lane; c < D; c += kWarpSize) {
     float largest = 0.0f;
     for (int j = 0; j < kInt8KeyBlock; ++j) largest = fmaxf(largest, fabsf(head.key_residual[j * D + c]));
     const float scale = largest / kInt8Largest;
@@ -141,24 +134,23 @@ __device__ __forceinline__ void store_int8_key(const KvHead& head, int slot, con
 }
 
 // One head's D values of one slot as bf16 (the CPU's f32_to_bf16), by one warp.
-template <int D>
-__device__ __forceinline__ void store_bf16_row(void* codes, const float* x) {
+__device__ __forceinline__ void store_bf16_row(void* codes, const float* x, int D) {
   for (int d = threadIdx.x % kWarpSize; d < D; d += kWarpSize) static_cast<uint16_t*>(codes)[d] = bf16_from_f32(x[d]);
 }
 
 // cpu::kv_store for one slot of one head, by one warp (every lane calls it).
-template <int D, KvCacheForm Form>
-__device__ __forceinline__ void store_slot(const KvHead& head, int slot, const float* key, const float* value) {
+template <int P, KvCacheForm Form>
+__device__ __forceinline__ void store_slot(const KvHead& head, int slot, const float* key, const float* value, int D) {
   static_assert(Form == KvCacheForm::kBF16 || Form == KvCacheForm::kFp8 || Form == KvCacheForm::kInt8);
   if constexpr (Form == KvCacheForm::kBF16) {
-    store_bf16_row<D>(static_cast<uint16_t*>(head.keys) + size_t(slot) * D, key);
-    store_bf16_row<D>(static_cast<uint16_t*>(head.values) + size_t(slot) * D, value);
+    store_bf16_row(static_cast<uint16_t*>(head.keys) + size_t(slot) * D, key, D);
+    store_bf16_row(static_cast<uint16_t*>(head.values) + size_t(slot) * D, value, D);
   } else {
-    store_head_row<D, Form>(static_cast<uint8_t*>(head.values) + size_t(slot) * D, head.value_scales + slot, value);
+    store_head_row<P, Form>(static_cast<uint8_t*>(head.values) + size_t(slot) * D, head.value_scales + slot, value, D);
     if constexpr (Form == KvCacheForm::kFp8)
-      store_head_row<D, Form>(static_cast<uint8_t*>(head.keys) + size_t(slot) * D, head.key_scales + slot, key);
+      store_head_row<P, Form>(static_cast<uint8_t*>(head.keys) + size_t(slot) * D, head.key_scales + slot, key, D);
     else
-      store_int8_key<D>(head, slot, key);
+      store_int8_key(head, slot, key, D);
   }
 }
 

@@ -59,14 +59,16 @@ struct QkParams {
   void* value_cache;
   int cache_capacity;
   int heads;
+  int head_dim;
 };
 
 // Grid (heads, batch, tokens), two warps: warp 0 the query, warp 1 the key and value.
-// Lane l owns the interleaved pairs l, l + 32, … of the head.
-template <int HeadDim, class Cache>
+// Lane l owns the interleaved pairs l, l + 32, … of the head; P covers the
+// head size (with_padded_head_dim).
+template <int P, class Cache>
 __global__ void __launch_bounds__(64) qk_norm_rope_kernel(const QkParams p) {
-  constexpr int kPairs = HeadDim / 2;
-  constexpr int kPairsPerLane = (kPairs + kWarpSize - 1) / kWarpSize;
+  constexpr int kPairsPerLane = (P / 2 + kWarpSize - 1) / kWarpSize;
+  const int D = p.head_dim, pairs = D / 2;
   const int head = blockIdx.x;
   const int batch_row = blockIdx.y;
   const int token = blockIdx.z;
@@ -83,40 +85,34 @@ __global__ void __launch_bounds__(64) qk_norm_rope_kernel(const QkParams p) {
   const size_t row = size_t(batch_row) * p.tokens + token;
 
   if (is_query) {
-    float* out = p.query_out + (row * p.heads + head) * HeadDim;
-    norm_rotate_head<HeadDim>(p.query + row * p.query_stride + head * HeadDim, p.query_norm_weight, p.eps,
-                              p.rope_theta, position, [&](int j, float x, float y) {
-                                *reinterpret_cast<float2*>(out + 2 * j) = make_float2(x, y);
-                              });
+    float* out = p.query_out + (row * p.heads + head) * D;
+    norm_rotate_head<P>(p.query + row * p.query_stride + head * D, p.query_norm_weight, p.eps, p.rope_theta, position,
+                        D, [&](int j, float x, float y) { *reinterpret_cast<float2*>(out + 2 * j) = make_float2(x, y); });
     return;
   }
   Cache* keys = static_cast<Cache*>(p.key_cache);
-  norm_rotate_head<HeadDim>(p.key + row * p.key_stride + head * HeadDim, p.key_norm_weight, p.eps, p.rope_theta,
-                            position, [&](int j, float x, float y) {
-                              if (slot_in_cache) store_pair(keys, (head_in_cache + slot) * HeadDim + 2 * j, x, y);
-                            });
+  norm_rotate_head<P>(p.key + row * p.key_stride + head * D, p.key_norm_weight, p.eps, p.rope_theta, position, D,
+                      [&](int j, float x, float y) {
+                        if (slot_in_cache) store_pair(keys, (head_in_cache + slot) * D + 2 * j, x, y);
+                      });
   if (slot_in_cache) {
-    const float2* value = reinterpret_cast<const float2*>(p.value + row * p.value_stride + head * HeadDim);
+    const float2* value = reinterpret_cast<const float2*>(p.value + row * p.value_stride + head * D);
 #pragma unroll
     for (int t = 0; t < kPairsPerLane; ++t) {
       const int j = lane + t * kWarpSize;
-      if (j >= kPairs) continue;
+      if (j >= pairs) continue;
       const float2 v = value[j];
-      store_pair(static_cast<Cache*>(p.value_cache), (head_in_cache + slot) * HeadDim + 2 * j, v.x, v.y);
+      store_pair(static_cast<Cache*>(p.value_cache), (head_in_cache + slot) * D + 2 * j, v.x, v.y);
     }
   }
 }
 
 template <class Cache>
 Status launch_qk(int head_dim, dim3 grid, const QkParams& params, Stream stream) {
-  switch (head_dim) {
-    case 16: qk_norm_rope_kernel<16, Cache><<<grid, 64, 0, stream>>>(params); break;
-    case 32: qk_norm_rope_kernel<32, Cache><<<grid, 64, 0, stream>>>(params); break;
-    case 64: qk_norm_rope_kernel<64, Cache><<<grid, 64, 0, stream>>>(params); break;
-    case 128: qk_norm_rope_kernel<128, Cache><<<grid, 64, 0, stream>>>(params); break;
-    default: return invalid("qk_norm_rope_cache_write: head_dim must be 16, 32, 64 or 128, got " + std::to_string(head_dim));
-  }
-  return launch_status("qk_norm_rope_cache_write kernel launch");
+  return with_padded_head_dim(head_dim, "qk_norm_rope_cache_write", [&](auto padded) {
+    qk_norm_rope_kernel<decltype(padded)::value, Cache><<<grid, 64, 0, stream>>>(params);
+    return launch_status("qk_norm_rope_cache_write kernel launch");
+  });
 }
 
 }  // namespace
@@ -182,6 +178,7 @@ Status qk_norm_rope_cache_write(const QkNormRopeArgs& args, Stream stream) {
   params.value_cache = args.value_cache;
   params.cache_capacity = args.cache_capacity;
   params.heads = args.heads;
+  params.head_dim = args.head_dim;
   const dim3 grid(args.heads, args.batch, args.tokens);
   return args.cache_type == DType::kBF16 ? launch_qk<__nv_bfloat16>(args.head_dim, grid, params, stream)
                                          : launch_qk<float>(args.head_dim, grid, params, stream);

@@ -42,7 +42,7 @@ Status layer_norm_rows(const float* input, int input_stride, float* output, int 
 struct QkNormRopeArgs {
   int batch = 1;
   int heads = 0;
-  int head_dim = 0;  // 16, 32, 64 or 128
+  int head_dim = 0;  // head_dim_supported (cuda_api.h): a multiple of 16 up to 256
 
   const float* query = nullptr;  // [batch, query_stride] or nullptr (cond_pre_only keys)
   int query_stride = 0;

@@ -58,8 +58,9 @@ std::vector<Candidate> accepted_by_rule(std::vector<Candidate> candidates, const
 }  // namespace
 
 Result<DecodedTokens> decode_block_diffusion(DecodingSession& session, int count, float guidance_scale,
-                                             const DiffusionOptions& options, const TokenCallback& on_token) {
+                                             const DiffusionOptions& asked, const TokenCallback& on_token) {
   const GptConfig& config = session.config();
+  const DiffusionOptions options = diffusion_options_for_model(asked, config);
   if (!config.block_diffusion())
     return make_error(ErrorCode::kInvalidArgument, "block diffusion needs a block-diffusion model");
   const int block = options.block_size > 0 ? options.block_size : config.diffusion_block_size;

@@ -1,7 +1,7 @@
 // From an occupancy field to a finished mesh in one call: grid evaluation
 // (coarse-to-fine by default), marching cubes, then the reference's cleanup
-// (weld, floaters, simplification) and vertex normals. The generation
-// pipeline calls this with the shape decoder as the field.
+// (weld, floaters, simplification) and vertex normals: the same steps the
+// generation pipeline's tokens_to_mesh takes one by one, for any field.
 #pragma once
 
 #include "inference/geometry/marching_cubes.h"

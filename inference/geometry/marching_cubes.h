@@ -23,18 +23,9 @@
 #include "inference/core/result.h"
 #include "inference/geometry/mesh.h"
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/options/engine_options.h"
 
 namespace cubeforge {
-
-enum class VertexMapping {
-  // Grid index i maps to lower + i * (upper - lower) / 2^r: the vertex lies
-  // where the grid point is.
-  kCellSize,
-  // The reference's mapping: index / (2^r + 1) * (upper - lower) + lower. It
-  // divides by the point count, so its meshes are shrunk by 2^r / (2^r + 1)
-  // towards the lower corner. Use it to compare with the reference's output.
-  kReference,
-};
 
 struct MarchingCubesOptions {
   float level = 0.f;

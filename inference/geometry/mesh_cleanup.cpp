@@ -1,4 +1,4 @@
-// Mesh cleanup: hashing for welding, union-find for components,
+// Mesh cleanup: hashing for welding, union-find for pieces (components),
 // meshoptimizer for simplification.
 #include "inference/geometry/mesh_cleanup.h"
 
@@ -163,8 +163,11 @@ WeldReport weld_vertices(Mesh& mesh, float tolerance) {
   return report;
 }
 
-ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction) {
-  ComponentReport report;
+double MeshPieces::largest_volume() const {
+  return volume.empty() ? 0.0 : *std::max_element(volume.begin(), volume.end());
+}
+
+MeshPieces find_pieces(const Mesh& mesh) {
   const size_t vertices = mesh.vertex_count();
   std::vector<uint32_t> parent(vertices);
   std::iota(parent.begin(), parent.end(), 0u);
@@ -176,47 +179,111 @@ ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction)
     parent[find(mesh.indices[f * 3])] = find(mesh.indices[f * 3 + 1]);
     parent[find(mesh.indices[f * 3 + 1])] = find(mesh.indices[f * 3 + 2]);
   }
-  // Bounding box per component root, over the vertices faces use.
-  std::vector<std::array<float, 6>> box(vertices, {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY});
-  std::array<float, 6> whole = box.empty() ? std::array<float, 6>{} : box[0];
+  MeshPieces pieces;
+  pieces.piece_of_vertex.assign(vertices, -1);
   std::vector<uint8_t> used(vertices, 0);
   for (uint32_t v : mesh.indices) used[v] = 1;
+  std::vector<int32_t> piece_of_root(vertices, -1);
   for (uint32_t v = 0; v < vertices; ++v) {
     if (!used[v]) continue;
-    auto& b = box[find(v)];
-    for (int a = 0; a < 3; ++a) {
-      const float x = mesh.positions[size_t(v) * 3 + size_t(a)];
-      b[size_t(a)] = std::min(b[size_t(a)], x);
-      b[size_t(a) + 3] = std::max(b[size_t(a) + 3], x);
-      whole[size_t(a)] = std::min(whole[size_t(a)], x);
-      whole[size_t(a) + 3] = std::max(whole[size_t(a) + 3], x);
+    int32_t& piece = piece_of_root[find(v)];
+    if (piece < 0) {
+      piece = static_cast<int32_t>(pieces.volume.size());
+      pieces.bounds.push_back({INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY});
+      pieces.volume.push_back(0.0);
+      pieces.faces.push_back(0);
+    }
+    pieces.piece_of_vertex[v] = piece;
+    auto& b = pieces.bounds[size_t(piece)];
+    for (size_t a = 0; a < 3; ++a) {
+      const float x = mesh.positions[size_t(v) * 3 + a];
+      b[a] = std::min(b[a], x);
+      b[a + 3] = std::max(b[a + 3], x);
     }
   }
-  auto diagonal = [](const std::array<float, 6>& b) {
-    double sum = 0;
-    for (int a = 0; a < 3; ++a) sum += double(b[size_t(a) + 3] - b[size_t(a)]) * double(b[size_t(a) + 3] - b[size_t(a)]);
-    return std::sqrt(sum);
-  };
-  const double threshold = double(min_diagonal_fraction) * diagonal(whole);
-  std::vector<uint8_t> keep_root(vertices, 0);
-  for (uint32_t v = 0; v < vertices; ++v) {
-    if (!used[v] || find(v) != v) continue;
-    ++report.components;
-    keep_root[v] = diagonal(box[v]) >= threshold;
-    report.removed_components += !keep_root[v];
+  // Volume by the divergence theorem, face by face into its piece.
+  std::vector<double> signed_volume(pieces.count(), 0.0);
+  for (size_t f = 0; f < mesh.face_count(); ++f) {
+    const float* p = &mesh.positions[size_t(mesh.indices[f * 3]) * 3];
+    const float* q = &mesh.positions[size_t(mesh.indices[f * 3 + 1]) * 3];
+    const float* r = &mesh.positions[size_t(mesh.indices[f * 3 + 2]) * 3];
+    const double cross[3] = {double(q[1]) * r[2] - double(q[2]) * r[1], double(q[2]) * r[0] - double(q[0]) * r[2],
+                             double(q[0]) * r[1] - double(q[1]) * r[0]};
+    const size_t piece = size_t(pieces.piece_of_vertex[mesh.indices[f * 3]]);
+    signed_volume[piece] += (p[0] * cross[0] + p[1] * cross[1] + p[2] * cross[2]) / 6.0;
+    ++pieces.faces[piece];
   }
-  if (report.removed_components == 0) return report;
+  for (size_t piece = 0; piece < pieces.count(); ++piece) pieces.volume[piece] = std::abs(signed_volume[piece]);
+  return pieces;
+}
+
+namespace {
+
+// Keeps the faces of the pieces with keep[piece], then drops unused vertices.
+int64_t keep_pieces(Mesh& mesh, const MeshPieces& pieces, const std::vector<uint8_t>& keep) {
+  int64_t removed_faces = 0;
   std::vector<uint32_t> kept;
   kept.reserve(mesh.indices.size());
   for (size_t f = 0; f < mesh.face_count(); ++f) {
-    if (!keep_root[find(mesh.indices[f * 3])]) {
-      ++report.removed_faces;
+    if (!keep[size_t(pieces.piece_of_vertex[mesh.indices[f * 3]])]) {
+      ++removed_faces;
       continue;
     }
     kept.insert(kept.end(), mesh.indices.begin() + long(f * 3), mesh.indices.begin() + long(f * 3 + 3));
   }
   mesh.indices.swap(kept);
   remove_unreferenced_vertices(mesh);
+  return removed_faces;
+}
+
+double diagonal(const std::array<float, 6>& b) {
+  double sum = 0;
+  for (size_t a = 0; a < 3; ++a) sum += double(b[a + 3] - b[a]) * double(b[a + 3] - b[a]);
+  return std::sqrt(sum);
+}
+
+}  // namespace
+
+ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction) {
+  ComponentReport report;
+  const MeshPieces pieces = find_pieces(mesh);
+  std::array<float, 6> whole = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  for (const auto& b : pieces.bounds)
+    for (size_t a = 0; a < 3; ++a) {
+      whole[a] = std::min(whole[a], b[a]);
+      whole[a + 3] = std::max(whole[a + 3], b[a + 3]);
+    }
+  const double threshold = double(min_diagonal_fraction) * diagonal(whole);
+  std::vector<uint8_t> keep(pieces.count(), 0);
+  report.components = int64_t(pieces.count());
+  for (size_t piece = 0; piece < pieces.count(); ++piece) {
+    keep[piece] = diagonal(pieces.bounds[piece]) >= threshold;
+    report.removed_components += !keep[piece];
+  }
+  if (report.removed_components > 0) report.removed_faces = keep_pieces(mesh, pieces, keep);
+  return report;
+}
+
+bool is_loose_piece(const MeshPieces& pieces, size_t piece, float min_volume_fraction) {
+  return pieces.volume[piece] < double(min_volume_fraction) * pieces.largest_volume();
+}
+
+int64_t count_loose_pieces(const MeshPieces& pieces, float min_volume_fraction) {
+  int64_t loose = 0;
+  for (size_t piece = 0; piece < pieces.count(); ++piece) loose += is_loose_piece(pieces, piece, min_volume_fraction);
+  return loose;
+}
+
+ComponentReport remove_loose_pieces(Mesh& mesh, float min_volume_fraction) {
+  ComponentReport report;
+  const MeshPieces pieces = find_pieces(mesh);
+  report.components = int64_t(pieces.count());
+  std::vector<uint8_t> keep(pieces.count(), 0);
+  for (size_t piece = 0; piece < pieces.count(); ++piece) {
+    keep[piece] = !is_loose_piece(pieces, piece, min_volume_fraction);
+    report.removed_components += !keep[piece];
+  }
+  if (report.removed_components > 0) report.removed_faces = keep_pieces(mesh, pieces, keep);
   return report;
 }
 

@@ -6,7 +6,9 @@
 // meshoptimizer's), and give vertices area-weighted normals.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "inference/core/result.h"
 #include "inference/geometry/mesh.h"
@@ -28,6 +30,21 @@ WeldReport weld_vertices(Mesh& mesh, float tolerance = 0.f);
 // Removes vertices no face uses; returns how many.
 int64_t remove_unreferenced_vertices(Mesh& mesh);
 
+// A mesh's connected pieces ("components"): faces joined through shared
+// vertices. Every rule below that counts or drops pieces starts from this one
+// labelling.
+struct MeshPieces {
+  std::vector<int32_t> piece_of_vertex;  // by vertex; -1 for a vertex no face uses
+  // By piece, numbered in the order of their first vertex:
+  std::vector<std::array<float, 6>> bounds;  // min x, y, z, max x, y, z
+  std::vector<double> volume;                // enclosed volume (|signed volume|; near 0 for an open sheet)
+  std::vector<int64_t> faces;
+  size_t count() const { return volume.size(); }
+  // The largest piece's volume (0 without pieces).
+  double largest_volume() const;
+};
+MeshPieces find_pieces(const Mesh& mesh);
+
 struct ComponentReport {
   int64_t components = 0;          // before
   int64_t removed_components = 0;
@@ -37,6 +54,14 @@ struct ComponentReport {
 // Removes connected components (through shared vertices) whose bounding-box
 // diagonal is below min_diagonal_fraction of the whole mesh's.
 ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction = 0.15f);
+
+// Loose pieces, as mesh tools offer to remove them: pieces whose volume is
+// below min_volume_fraction of the largest piece's. The largest piece is never
+// loose, so removing them always leaves a shape.
+inline constexpr float kDefaultLoosePieceFraction = 0.02f;
+bool is_loose_piece(const MeshPieces& pieces, size_t piece, float min_volume_fraction);
+int64_t count_loose_pieces(const MeshPieces& pieces, float min_volume_fraction);
+ComponentReport remove_loose_pieces(Mesh& mesh, float min_volume_fraction = kDefaultLoosePieceFraction);
 
 // Sets normals to the area-weighted average of the adjacent faces' normals.
 void compute_vertex_normals(Mesh& mesh);

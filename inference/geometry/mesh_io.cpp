@@ -7,6 +7,7 @@
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
 
+#include <meshoptimizer.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -23,7 +24,10 @@
 #include <vector>
 
 #include "inference/core/file_io.h"
+#include "inference/core/input_budgets.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/geometry/mesh_cleanup.h"
+#include "inference/geometry/mesh_file_budget.h"
 
 namespace cubeforge {
 
@@ -323,6 +327,7 @@ class ConfinedIOSystem : public Assimp::DefaultIOSystem {
       return nullptr;
     }
     if (!require_regular_file(*path, "").ok()) return nullptr;  // a FIFO would block the reader
+    remember_input_file(*path);  // so that no output of this run replaces it
     return DefaultIOSystem::Open(path->c_str(), mode);
   }
   const std::vector<std::string>& refused() const { return refused_; }
@@ -346,6 +351,80 @@ class ConfinedIOSystem : public Assimp::DefaultIOSystem {
   bool allow_folder_;
   mutable std::vector<std::string> refused_;
 };
+
+// One vertex for each distinct position (and normal, where the mesh has
+// them), bit for bit, as formats that repeat a vertex per face (STL) need;
+// vertices no triangle uses go. Linear in the vertices (meshoptimizer's
+// hashing remap).
+void join_identical_vertices(Mesh& mesh) {
+  const size_t count = mesh.vertex_count();
+  const bool with_normals = mesh.has_normals();
+  std::vector<meshopt_Stream> streams = {{mesh.positions.data(), sizeof(float) * 3, sizeof(float) * 3}};
+  if (with_normals) streams.push_back({mesh.normals.data(), sizeof(float) * 3, sizeof(float) * 3});
+  std::vector<unsigned int> remap(count);
+  const size_t unique = meshopt_generateVertexRemapMulti(remap.data(), mesh.indices.data(), mesh.indices.size(), count,
+                                                         streams.data(), streams.size());
+  meshopt_remapIndexBuffer(mesh.indices.data(), mesh.indices.data(), mesh.indices.size(), remap.data());
+  std::vector<float> joined(unique * 3);
+  meshopt_remapVertexBuffer(joined.data(), mesh.positions.data(), count, sizeof(float) * 3, remap.data());
+  mesh.positions = std::move(joined);
+  if (with_normals) {
+    std::vector<float> normals(unique * 3);
+    meshopt_remapVertexBuffer(normals.data(), mesh.normals.data(), count, sizeof(float) * 3, remap.data());
+    mesh.normals = std::move(normals);
+  }
+}
+
+// The scene as Assimp read it, held to the budgets once more before
+// post-processing multiplies it: PreTransformVertices copies each mesh once
+// per node that places it, and triangulation is quadratic in a polygon's
+// corners. The counts before import (mesh_file_budget.h) bound what reading
+// cost; these cover what only the reader knows (an ASCII STL's or a PLY's
+// polygons, an OBJ's continued lines). The walk is iterative.
+Status check_imported_scene(const aiScene& scene, const std::filesystem::path& path) {
+  const std::string subject = single_quoted(escape_untrusted(path.string()));
+  auto triangles = [](const aiMesh& mesh) {
+    uint64_t count = 0;
+    for (unsigned f = 0; f < mesh.mNumFaces; ++f)
+      if (mesh.mFaces[f].mNumIndices >= 3) count += mesh.mFaces[f].mNumIndices - 2;
+    return count;
+  };
+  std::vector<uint64_t> mesh_triangles(scene.mNumMeshes);
+  uint64_t largest_polygon = 0, all_vertices = 0, all_faces = 0;
+  for (unsigned m = 0; m < scene.mNumMeshes; ++m) {
+    const aiMesh& mesh = *scene.mMeshes[m];
+    mesh_triangles[m] = triangles(mesh);
+    all_vertices += mesh.mNumVertices;
+    all_faces += mesh_triangles[m];
+    for (unsigned f = 0; f < mesh.mNumFaces; ++f)
+      largest_polygon = std::max<uint64_t>(largest_polygon, mesh.mFaces[f].mNumIndices);
+  }
+  uint64_t nodes = 0, instances = 0, vertices = 0, faces = 0;
+  std::vector<std::pair<const aiNode*, int>> pending;
+  if (scene.mRootNode) pending.push_back({scene.mRootNode, 1});
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    if (depth > kMaxMeshNodeDepth)
+      return node_hierarchy_too_deep(subject);
+    ++nodes;
+    for (unsigned i = 0; i < node->mNumMeshes; ++i) {
+      if (node->mMeshes[i] >= scene.mNumMeshes) continue;  // the validation step names it
+      ++instances;
+      vertices = saturating_add(vertices, scene.mMeshes[node->mMeshes[i]]->mNumVertices);
+      faces = saturating_add(faces, mesh_triangles[node->mMeshes[i]]);
+    }
+    for (unsigned c = 0; c < node->mNumChildren; ++c) pending.push_back({node->mChildren[c], depth + 1});
+  }
+  CUBEFORGE_TRY(check_input_budget(InputBudget::kMeshNodes, nodes, subject + ": its scene"));
+  CUBEFORGE_TRY(check_input_budget(InputBudget::kMeshInstances, std::max<uint64_t>(instances, scene.mNumMeshes),
+                                   subject + ": its scene after instancing"));
+  CUBEFORGE_TRY(check_input_budget(InputBudget::kMeshVertices, std::max(vertices, all_vertices),
+                                   subject + ": its scene after instancing"));
+  CUBEFORGE_TRY(check_input_budget(InputBudget::kMeshFaces, std::max(faces, all_faces),
+                                   subject + ": its scene after triangulation and instancing"));
+  return check_input_budget(InputBudget::kMeshPolygonCorners, largest_polygon, subject + ": its largest polygon");
+}
 
 }  // namespace
 
@@ -403,8 +482,14 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
   if (!refers_to_files && extension != ".glb" && extension != ".stl" && extension != ".ply")
     return make_error(ErrorCode::kUnsupported, where + "cubeforge reads OBJ, glTF (.gltf, .glb), STL and PLY meshes; "
                                                        "convert it to one of those");
+  // The file's size first: the checks below walk what it holds.
+  std::error_code size_error;
+  const uint64_t file_bytes = std::filesystem::file_size(path, size_error);
+  if (!size_error)
+    CUBEFORGE_TRY(check_input_budget(InputBudget::kMeshFileBytes, file_bytes, single_quoted(escape_untrusted(path.string()))));
   if (extension == ".ply") CUBEFORGE_TRY(check_ply_header(path));
   if (extension == ".glb") CUBEFORGE_TRY(check_glb_container(path));
+  CUBEFORGE_TRY(check_mesh_file_budgets(path, extension));
   std::error_code ec;
   const std::filesystem::path absolute = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
   if (ec) return make_error(ErrorCode::kIo, where + ec.message());
@@ -418,6 +503,7 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
   // triangulation aborts the program on that (ai_assert) instead of failing.
   const aiScene* scene = importer.ReadFile(absolute.string(), aiProcess_ValidateDataStructure);
   if (scene != nullptr && !(scene->mFlags & AI_SCENE_FLAGS_INCOMPLETE)) {
+    CUBEFORGE_TRY(check_imported_scene(*scene, path));
     for (unsigned m = 0; m < scene->mNumMeshes; ++m) {
       aiMesh* part = scene->mMeshes[m];
       unsigned types = 0;
@@ -428,9 +514,10 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
       }
       part->mPrimitiveTypes = types;
     }
-    scene = importer.ApplyPostProcessing(aiProcess_Triangulate | aiProcess_JoinIdenticalVertices |
-                                         aiProcess_PreTransformVertices | aiProcess_SortByPType |
-                                         aiProcess_ValidateDataStructure);
+    // Identical vertices are joined afterwards (join_identical_vertices):
+    // Assimp's step took 18 s and 700 MB for an STL of 400k triangles.
+    scene = importer.ApplyPostProcessing(aiProcess_Triangulate | aiProcess_PreTransformVertices |
+                                         aiProcess_SortByPType | aiProcess_ValidateDataStructure);
   }
   if (scene == nullptr || (scene->mFlags & AI_SCENE_FLAGS_INCOMPLETE)) {
     if (!io->refused().empty())
@@ -443,11 +530,17 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
   }
   Mesh mesh;
   bool all_have_normals = true;
+  size_t vertices = 0, faces = 0;
   for (unsigned m = 0; m < scene->mNumMeshes; ++m) {
     const aiMesh* part = scene->mMeshes[m];
     if (!(part->mPrimitiveTypes & aiPrimitiveType_TRIANGLE)) continue;  // points and lines
     all_have_normals = all_have_normals && part->HasNormals();
+    vertices += part->mNumVertices;
+    faces += part->mNumFaces;
   }
+  mesh.positions.reserve(vertices * 3);
+  if (all_have_normals) mesh.normals.reserve(vertices * 3);
+  mesh.indices.reserve(faces * 3);
   for (unsigned m = 0; m < scene->mNumMeshes; ++m) {
     const aiMesh* part = scene->mMeshes[m];
     if (!(part->mPrimitiveTypes & aiPrimitiveType_TRIANGLE)) continue;
@@ -470,6 +563,7 @@ Result<Mesh> import_mesh(const std::filesystem::path& path) {
     }
   }
   if (mesh.empty()) return make_error(ErrorCode::kCorruptFile, where + "the file has no triangles");
+  join_identical_vertices(mesh);
   for (size_t i = 0; i < mesh.positions.size(); ++i)
     if (!std::isfinite(mesh.positions[i]))
       return make_error(ErrorCode::kCorruptFile, where + "vertex " + std::to_string(i / 3) + " has a coordinate that "

@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "inference/core/input_budgets.h"
 #include "inference/core/thread_pool.h"
 #include "inference/geometry/surface_sampling.h"
 
@@ -288,6 +289,42 @@ Result<ChamferDistance> chamfer_distance(const Mesh& a, const Mesh& b, const Cha
   return result;
 }
 
+uint64_t inside_grid_coverage(const Mesh& mesh, const GridSpec& spec) {
+  const std::vector<float> axis = grid_axis_coordinates(spec);
+  // The same columns, nudged the same way, as mesh_inside_grid visits.
+  const double nudge_y = spec.cell_size() * 0.0137;
+  const double nudge_z = spec.cell_size() * 0.0071;
+  auto column_span = [&](double low, double high) -> uint64_t {
+    const int64_t first =
+        std::max<int64_t>(0, (std::lower_bound(axis.begin(), axis.end(), float(low)) - axis.begin()) - 1);
+    const int64_t last =
+        std::partition_point(axis.begin(), axis.end(), [&](float a) { return double(a) <= high + 1e-9; }) - axis.begin();
+    return uint64_t(std::max<int64_t>(0, last - first));
+  };
+  uint64_t coverage = 0;
+  for (size_t f = 0; f < mesh.face_count(); ++f) {
+    double low_y = INFINITY, high_y = -INFINITY, low_z = INFINITY, high_z = -INFINITY;
+    for (int c = 0; c < 3; ++c) {
+      const Vec3 p = vertex(mesh, mesh.indices[f * 3 + size_t(c)]);
+      low_y = std::min(low_y, p.y);
+      high_y = std::max(high_y, p.y);
+      low_z = std::min(low_z, p.z);
+      high_z = std::max(high_z, p.z);
+    }
+    coverage = saturating_add(coverage, saturating_multiply(column_span(low_y - nudge_y, high_y - nudge_y),
+                                                            column_span(low_z - nudge_z, high_z - nudge_z)));
+  }
+  return coverage;
+}
+
+Status check_inside_grid_coverage(const Mesh& mesh, const GridSpec& spec) {
+  CUBEFORGE_TRY(check_mesh_indices(mesh, "inside test"));
+  const int64_t n = spec.points_per_axis();
+  return check_input_budget(InputBudget::kMeshGridCoverage, inside_grid_coverage(mesh, spec),
+                            "measuring the inside of a mesh of " + std::to_string(mesh.face_count()) +
+                                " faces on a grid of " + std::to_string(n) + " x " + std::to_string(n) + " columns");
+}
+
 Result<std::vector<uint8_t>> mesh_inside_grid(const Mesh& mesh, const GridSpec& spec) {
   CUBEFORGE_TRY(check_mesh_indices(mesh, "inside test"));
   const std::vector<float> axis = grid_axis_coordinates(spec);
@@ -297,6 +334,7 @@ Result<std::vector<uint8_t>> mesh_inside_grid(const Mesh& mesh, const GridSpec& 
   // and a ray through a vertex or along an edge is the case to avoid.
   const double nudge_y = spec.cell_size() * 0.0137;
   const double nudge_z = spec.cell_size() * 0.0071;
+  CUBEFORGE_TRY(check_inside_grid_coverage(mesh, spec));
   std::vector<std::vector<float>> crossings(size_t(n * n));
 
   struct Point2 {

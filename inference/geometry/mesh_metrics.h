@@ -77,8 +77,15 @@ struct ChamferDistance {
 // each mesh to the other mesh's triangles.
 Result<ChamferDistance> chamfer_distance(const Mesh& a, const Mesh& b, const ChamferOptions& options = {});
 
-// 1 at grid points inside a closed mesh (ray parity along +x), x-major.
+// 1 at grid points inside a closed mesh (ray parity along +x), x-major. Each
+// face visits the grid columns its extent spans and keeps a crossing in those
+// it covers, so a few thousand faces each across the box cost gigabytes and
+// minutes: the spans are summed first (inside_grid_coverage) and held to
+// CUBEFORGE_MAX_MESH_GRID_COVERAGE before anything is stored. Callers that
+// can check sooner, before other work, call check_inside_grid_coverage.
 Result<std::vector<uint8_t>> mesh_inside_grid(const Mesh& mesh, const GridSpec& spec);
+uint64_t inside_grid_coverage(const Mesh& mesh, const GridSpec& spec);
+Status check_inside_grid_coverage(const Mesh& mesh, const GridSpec& spec);
 
 // Intersection over union of two solids given as inside flags, or as field
 // values (inside where value > level). 1 when both are empty.

@@ -109,7 +109,7 @@ struct CoarseToFineOptions {
   // part: they take twice the bound. The last level's cells span two target
   // cells, where the local slope is a fair bound: they take it as it is. With
   // no dilation that evaluates fewer points than margin 2 at every level with
-  // dilation 1, and finds the same surfaces (cubeforge-cli bench-meshing).
+  // dilation 1, and finds the same surfaces (cubeforge-lab bench-meshing).
   float near_surface_margin = 2.0f;
   float final_near_surface_margin = 1.0f;
   float level = 0.0f;  // the surface value

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
+#include "inference/core/checked_number.h"
 #include "inference/core/file_io.h"
+#include "inference/core/untrusted_text.h"
 
 namespace cubeforge {
 
@@ -23,24 +26,53 @@ constexpr int kMinTensorsPerDualBlock = 5;
 constexpr int kMinTensorsPerSingleBlock = 4;
 constexpr int kMinTensorsPerShapeBlock = 6;
 
+// What the numbers of a config.yaml may be, as the engine keeps them
+// (checked after narrowing, core/checked_number.h). Counts of layers and
+// heads and the widths stay far below what an int's products overflow at;
+// sizes match size_from_shape's bound; eps is added to a variance before a
+// division and rope_theta is raised to fractional powers: positive normal floats.
+constexpr int kMaxLayersOrWidth = 1 << 20;
+constexpr int kMaxSize = 1 << 24;
+constexpr NumberRange<int> kLayersOrWidth = positive_up_to(kMaxLayersOrWidth);
+constexpr NumberRange<int> kOptionalLayers{0, kMaxLayersOrWidth};
+constexpr NumberRange<int> kSize = positive_up_to(kMaxSize);
+constexpr NumberRange<int> kOptionalSize{0, kMaxSize};
+constexpr NumberRange<float> kEps = positive_up_to(1.0f);
+constexpr NumberRange<float> kProbability = positive_up_to(1.0f);
+constexpr NumberRange<float> kRopeTheta = positive_up_to(std::numeric_limits<float>::max());
+
 std::string key_path(const std::string& section, const std::string& key) { return section + "." + key; }
 
+Status missing_key(const std::string& file, const std::string& section, const std::string& key) {
+  return make_error(ErrorCode::kCorruptFile, "'" + file + "': missing key '" + key_path(section, key) +
+                                                 "'; add it or remove the file to infer sizes from the weights");
+}
+
+// Flags and lists.
 template <class T>
 Status read_key(const YAML::Node& section_node, const std::string& section, const std::string& key, T* out,
                 const std::string& file, bool required) {
   const YAML::Node node = section_node[key];
-  if (!node) {
-    if (required)
-      return make_error(ErrorCode::kCorruptFile,
-                        "'" + file + "': missing key '" + key_path(section, key) + "'; add it or remove the file to infer sizes from the weights");
-    return ok_status();
-  }
+  if (!node) return required ? missing_key(file, section, key) : ok_status();
   try {
     *out = node.as<T>();
   } catch (const YAML::Exception&) {
     return make_error(ErrorCode::kCorruptFile, "'" + file + "': key '" + key_path(section, key) +
                                                    "' has an invalid value '" + YAML::Dump(node) + "'");
   }
+  return ok_status();
+}
+
+// Numbers: read as written, narrowed to the field's type and checked there.
+template <class T>
+Status read_number(const YAML::Node& section_node, const std::string& section, const std::string& key, T* out,
+                   const std::string& file, bool required, const NumberRange<T>& range) {
+  const YAML::Node node = section_node[key];
+  if (!node) return required ? missing_key(file, section, key) : ok_status();
+  const NumberSource source{file, key_path(section, key)};
+  if (!node.IsScalar())
+    return number_detail::refused(source, YAML::Dump(node), "is not a number", number_detail::accepted(range));
+  CUBEFORGE_ASSIGN_OR_RETURN(*out, narrow_number_text<T>(node.Scalar(), range, source));
   return ok_status();
 }
 
@@ -71,16 +103,16 @@ Result<int> count_layers(const SafetensorsFile& file, const std::string& prefix,
   for (const auto& [layer, tensors] : tensors_per_layer) {
     if (layer != expected_layer)
       return make_error(ErrorCode::kCorruptFile,
-                        "'" + file.name() + "' has tensor '" + *example[tensors_per_layer.rbegin()->first] +
-                            "' (layer " + std::to_string(count - 1) + " of " + kind + ") but no layer " +
+                        "'" + file.name() + "' has tensor '" +
+                            readable_untrusted(*example[tensors_per_layer.rbegin()->first]) + "' (layer " + std::to_string(count - 1) + " of " + kind + ") but no layer " +
                             std::to_string(expected_layer) +
                             "; layers are numbered from 0 without gaps. The file is damaged or not a Cube 3D "
                             "checkpoint");
     if (tensors < min_tensors)
       return make_error(ErrorCode::kCorruptFile,
                         "'" + file.name() + "' has " + std::to_string(tensors) + " tensor(s) in layer " +
-                            std::to_string(layer) + " of " + kind + " (such as '" + *example[layer] +
-                            "'); a layer of this kind has at least " + std::to_string(min_tensors) +
+                            std::to_string(layer) + " of " + kind + " (such as '" +
+                            readable_untrusted(*example[layer]) + "'); a layer of this kind has at least " + std::to_string(min_tensors) +
                             ". The file is damaged or not a Cube 3D checkpoint");
     ++expected_layer;
   }
@@ -117,6 +149,48 @@ void add_linear(std::vector<ExpectedTensor>& list, const std::string& prefix, in
   if (bias) add(list, prefix + ".bias", {out});
 }
 
+// YAML, like JSON, resolves a key given twice to one of its values without a
+// word (yaml-cpp: the first); a config.yaml that says n_embd twice is
+// ambiguous, so it is refused, at every level. The walk is iterative, and
+// bounded by the text's size: aliases could make a small document a very
+// wide graph to walk.
+Status check_unique_keys(const YAML::Node& root, const std::string& file, size_t text_size) {
+  struct Pending {
+    YAML::Node node;
+    std::string path;
+  };
+  std::vector<Pending> pending = {{root, ""}};
+  uint64_t visited = 0;
+  const uint64_t most = 4 * uint64_t(text_size) + 1024;
+  while (!pending.empty()) {
+    Pending item = std::move(pending.back());
+    pending.pop_back();
+    if (++visited > most)
+      return make_error(ErrorCode::kCorruptFile, "'" + file + "': its aliases expand to more than " + std::to_string(most) +
+                                                     " nodes; a configuration needs none of that");
+    if (item.node.IsSequence()) {
+      size_t index = 0;
+      for (const YAML::Node& element : item.node) pending.push_back({element, item.path + "[" + std::to_string(index++) + "]"});
+    } else if (item.node.IsMap()) {
+      std::map<std::string, int> lines;  // scalar key -> its line
+      for (auto it = item.node.begin(); it != item.node.end(); ++it) {
+        const std::string path = item.path.empty() ? it->first.as<std::string>("?") : item.path + "." + it->first.as<std::string>("?");
+        if (it->first.IsScalar()) {
+          const int line = it->first.Mark().line + 1;
+          auto [previous, inserted] = lines.emplace(it->first.Scalar(), line);
+          if (!inserted)
+            return make_error(ErrorCode::kCorruptFile,
+                              "'" + file + "': key '" + path + "' is given twice (lines " + std::to_string(previous->second) +
+                                  " and " + std::to_string(line) +
+                                  "); a YAML mapping holds each key once: keep the one you mean");
+        }
+        pending.push_back({it->second, path});
+      }
+    }
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<ModelConfig> parse_model_config_yaml(const std::filesystem::path& path) {
@@ -132,6 +206,7 @@ Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const st
     return make_error(ErrorCode::kCorruptFile, "'" + file + "' is not valid YAML: " + e.what());
   }
   if (!root.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "' is not a YAML mapping");
+  CUBEFORGE_TRY(check_unique_keys(root, file, text.size()));
   const YAML::Node gpt = root["gpt_model"];
   const YAML::Node shape = root["shape_model"];
   if (!gpt || !gpt.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "' has no 'gpt_model' section");
@@ -140,27 +215,25 @@ Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const st
 
   ModelConfig config;
   GptConfig& g = config.gpt;
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_layer", &g.dual_layers, file, true));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_single_layer", &g.single_layers, file, false));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "rope_theta", &g.rope_theta, file, false));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_head", &g.heads, file, true));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "n_embd", &g.width, file, true));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "n_layer", &g.dual_layers, file, true, kLayersOrWidth));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "n_single_layer", &g.single_layers, file, false, kOptionalLayers));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "rope_theta", &g.rope_theta, file, false, kRopeTheta));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "n_head", &g.heads, file, true, kLayersOrWidth));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "n_embd", &g.width, file, true, kLayersOrWidth));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "bias", &g.bias, file, false));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "eps", &g.eps, file, false));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "shape_model_vocab_size", &g.codes, file, true));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "shape_model_embed_dim", &g.shape_embed_dim, file, true));
-  CUBEFORGE_TRY(read_key(gpt, "gpt_model", "text_model_embed_dim", &g.text_width, file, true));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "eps", &g.eps, file, false, kEps));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "shape_model_vocab_size", &g.codes, file, true, kSize));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "shape_model_embed_dim", &g.shape_embed_dim, file, true, kSize));
+  CUBEFORGE_TRY(read_number(gpt, "gpt_model", "text_model_embed_dim", &g.text_width, file, true, kSize));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_pooled_text_embed", &g.use_pooled_text_embed, file, false));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "encoder_with_cls_token", &g.encoder_with_cls_token, file, false));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_bbox", &g.use_bbox, file, false));
   if (const YAML::Node diffusion = gpt["block_diffusion"]) {
     const std::string section = "gpt_model.block_diffusion";
     if (!diffusion.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + " is not a mapping");
-    CUBEFORGE_TRY(read_key(diffusion, section, "block_size", &g.diffusion_block_size, file, true));
-    CUBEFORGE_TRY(read_key(diffusion, section, "mask_token_id", &g.mask_token_id, file, true));
-    if (g.diffusion_block_size < 1)
-      return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + ".block_size = " +
-                                                     std::to_string(g.diffusion_block_size) + " must be at least 1");
+    CUBEFORGE_TRY(read_number(diffusion, section, "block_size", &g.diffusion_block_size, file, true, kSize));
+    CUBEFORGE_TRY(read_number(diffusion, section, "mask_token_id", &g.mask_token_id, file, true, kOptionalSize));
+    CUBEFORGE_TRY(read_number(diffusion, section, "threshold", &g.diffusion_threshold, file, false, kProbability));
     // The mask is a special token: its embedding row exists, and no code is it.
     if (g.mask_token_id < g.codes || g.mask_token_id >= g.vocab_size())
       return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + ".mask_token_id = " +
@@ -171,43 +244,26 @@ Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const st
 
   ShapeModelConfig& s = config.shape;
   CUBEFORGE_TRY(read_key(shape, "shape_model", "encoder_with_cls_token", &s.encoder_with_cls_token, file, false));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_encoder_latents", &s.latents, file, true));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_decoder_latents", &s.decoder_latents, file, false));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "embed_dim", &s.embed_dim, file, true));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "width", &s.width, file, true));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_heads", &s.heads, file, true));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "out_dim", &s.out_dim, file, false));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "eps", &s.eps, file, false));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_freqs", &s.num_freqs, file, true));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "point_feats", &s.point_feats, file, false));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "num_encoder_latents", &s.latents, file, true, kSize));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "num_decoder_latents", &s.decoder_latents,
+                            file, false, kOptionalSize));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "embed_dim", &s.embed_dim, file, true, kSize));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "width", &s.width, file, true, kLayersOrWidth));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "num_heads", &s.heads, file, true, kLayersOrWidth));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "out_dim", &s.out_dim, file, false, kSize));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "eps", &s.eps, file, false, kEps));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "num_freqs", &s.num_freqs, file, true, kSize));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "point_feats", &s.point_feats, file, false, kOptionalSize));
   CUBEFORGE_TRY(read_key(shape, "shape_model", "embed_point_feats", &s.embed_point_feats, file, false));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_encoder_layers", &s.encoder_layers, file, true));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "num_encoder_layers", &s.encoder_layers,
+                            file, true, kOptionalLayers));
   CUBEFORGE_TRY(read_key(shape, "shape_model", "encoder_cross_attention_levels", &s.encoder_cross_attention_levels,
                          file, false));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_decoder_layers", &s.decoder_layers, file, true));
-  CUBEFORGE_TRY(read_key(shape, "shape_model", "num_codes", &s.codes, file, true));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "num_decoder_layers", &s.decoder_layers, file, true, kLayersOrWidth));
+  CUBEFORGE_TRY(read_number(shape, "shape_model", "num_codes", &s.codes, file, true, kSize));
   if (const YAML::Node name = root["text_model_pretrained_model_name_or_path"]; name && name.IsScalar())
     config.text_model_name = name.as<std::string>("");
 
-  auto positive = [&](const std::string& key, long long v) -> Status {
-    if (v <= 0 || v > (1 << 20))
-      return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + key + " = " + std::to_string(v) + " is out of range");
-    return ok_status();
-  };
-  CUBEFORGE_TRY(positive("gpt_model.n_layer", g.dual_layers));
-  CUBEFORGE_TRY(positive("gpt_model.n_head", g.heads));
-  CUBEFORGE_TRY(positive("gpt_model.n_embd", g.width));
-  CUBEFORGE_TRY(positive("shape_model.num_heads", s.heads));
-  CUBEFORGE_TRY(positive("shape_model.width", s.width));
-  auto positive_finite = [&](const std::string& key, float v) -> Status {
-    if (!(v > 0.f) || !std::isfinite(v))
-      return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + key + " = " + std::to_string(v) +
-                                                     " is not a positive number");
-    return ok_status();
-  };
-  CUBEFORGE_TRY(positive_finite("gpt_model.eps", g.eps));
-  CUBEFORGE_TRY(positive_finite("gpt_model.rope_theta", g.rope_theta));
-  CUBEFORGE_TRY(positive_finite("shape_model.eps", s.eps));
   if (g.width % g.heads != 0)
     return make_error(ErrorCode::kCorruptFile, "'" + file + "': gpt_model.n_embd is not a multiple of n_head");
   if (s.width % s.heads != 0)
@@ -402,8 +458,9 @@ Status check_tensor_set(const SafetensorsFile& file, const std::vector<ExpectedT
     }
   }
   std::vector<std::string> unexpected;
+  // Names from the file are shown escaped and cut (a name may be megabytes long).
   for (const auto& e : file.entries())
-    if (!expected_names.count(e.name)) unexpected.push_back(e.name);
+    if (!expected_names.count(e.name)) unexpected.push_back(readable_untrusted(e.name));
   // Every tensor is one the model uses: each must hold finite numbers.
   if (missing.empty() && unexpected.empty() && wrong_shape.empty()) return file.check_all_finite();
   auto join = [](const std::vector<std::string>& names) {

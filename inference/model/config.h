@@ -38,6 +38,10 @@ struct GptConfig {
   // 0 for an autoregressive model; no tensor tells the two apart.
   int diffusion_block_size = 0;
   int mask_token_id = -1;
+  // gpt_model.block_diffusion.threshold: the confidence threshold the model
+  // was measured to decode well at, the default of DiffusionOptions; 0 when
+  // the config names none.
+  float diffusion_threshold = 0.f;
 
   bool block_diffusion() const { return diffusion_block_size > 0; }
   int head_dim() const { return heads > 0 ? width / heads : 0; }

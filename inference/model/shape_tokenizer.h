@@ -5,7 +5,7 @@
 // point in space, a logit whose zero level set is the surface. Encoding goes the
 // other way: surface samples with normals → learned queries cross-attending to the
 // points → nearest codebook entries. The numbers match the public reference
-// implementation (see DESIGN.md, "Shape tokenizer").
+// implementation (see docs/design.md, "Shape tokenizer").
 //
 // Legend: T = tokens (latents), W = width, E = codebook vector size, V = codes,
 // P = points, F = Fourier frequencies.

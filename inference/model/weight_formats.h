@@ -24,19 +24,10 @@
 #include "inference/core/result.h"
 #include "inference/cpu/ops.h"
 #include "inference/model/config.h"
+#include "inference/options/engine_options.h"
 #include "inference/tensor/safetensors.h"
 
 namespace cubeforge {
-
-enum class WeightFormat { kStored, kBF16, kQ8, kQ4 };
-
-std::string_view weight_format_name(WeightFormat format);  // "stored", "bf16", "q8", "q4"
-std::optional<WeightFormat> weight_format_from_name(std::string_view name);
-
-struct WeightOptions {
-  WeightFormat format = WeightFormat::kStored;
-  int64_t q4_group = 32;  // weights per Q4 scale and offset: 32 or 64
-};
 
 // Converts the matrices `names` of `source` to `options.format`, into an
 // in-memory file (huge pages) laid out as above. A matrix the format leaves

@@ -4,14 +4,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 #include <optional>
+#include <string>
 
 #include "inference/core/system_info.h"
 #include "inference/core/thread_pool.h"
 #include "inference/cpu/ops.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/occupancy_grid.h"
-#include "inference/pipeline/latent_selection.h"
+#include "inference/model/latent_selection.h"
+#include "inference/model/occupancy_slices.h"
 #include "inference/tensor/trace.h"
 
 namespace cubeforge {
@@ -72,14 +77,32 @@ const char* stage_name(Stage stage) {
 }
 
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size) {
-  float largest = 0.f;
+  auto number = [](double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", value);
+    return std::string(text);
+  };
+  auto refused = [&](const std::string& why) {
+    std::string message = "bounding box ";
+    message.append(number(size[0])).append(" x ").append(number(size[1])).append(" x ").append(number(size[2]));
+    return option_error(ErrorCode::kInvalidArgument, OptionKey::kBoundingBox, message.append(": ").append(why));
+  };
+  float largest = 0.f, smallest = std::numeric_limits<float>::max();
   for (float v : size) {
-    if (!(v > 0.f) || !std::isfinite(v))
-      return make_error(ErrorCode::kInvalidArgument, "bounding box sides must be positive numbers; got " +
-                                                         std::to_string(size[0]) + " x " + std::to_string(size[1]) +
-                                                         " x " + std::to_string(size[2]));
+    // 3e38 is a finite float, but no size: every side is checked against a range, not just for being a number.
+    if (!(v >= kMinBoundingBoxSide && v <= kMaxBoundingBoxSide))
+      return refused(std::string("sides must be numbers from ")
+                         .append(number(kMinBoundingBoxSide))
+                         .append(" to ")
+                         .append(number(kMaxBoundingBoxSide))
+                         .append(" (any unit: only their proportions matter)"));
     largest = std::max(largest, v);
+    smallest = std::min(smallest, v);
   }
+  if (smallest * kBoundingBoxMostElongated < largest)
+    return refused(std::string("the smallest side is under 1/")
+                       .append(number(kBoundingBoxMostElongated))
+                       .append(" of the largest, thinner than a cell of the finest grid; no shape fits it"));
   return std::array<float, 3>{kBoundingBoxMaxSide * size[0] / largest, kBoundingBoxMaxSide * size[1] / largest,
                               kBoundingBoxMaxSide * size[2] / largest};
 }
@@ -124,12 +147,12 @@ Result<int> threads_within_address_space(int requested, const std::filesystem::p
                          file_bytes(model_folder / "clip" / "model.safetensors");
   const uint64_t lower = model + grid_lower_bound_bytes(resolution, coarse_to_fine) + kThreadBytes;
   if (lower > *left)
-    return make_error(ErrorCode::kOutOfMemory,
-                      "resolution " + std::to_string(resolution) + " with this model needs at least " + mib(lower) +
-                          " of address space (model " + mib(model) + ", grid " +
-                          mib(grid_lower_bound_bytes(resolution, coarse_to_fine)) + ", work buffers " +
-                          mib(kThreadBytes) + ") but the limit (ulimit -v) leaves " + mib(*left) +
-                          "; raise the limit or lower --resolution");
+    return option_error(ErrorCode::kOutOfMemory, OptionKey::kResolution,
+                        "resolution " + std::to_string(resolution) + " with this model needs at least " + mib(lower) +
+                            " of address space (model " + mib(model) + ", grid " +
+                            mib(grid_lower_bound_bytes(resolution, coarse_to_fine)) + ", work buffers " +
+                            mib(kThreadBytes) + ") but the limit (ulimit -v) leaves " + mib(*left) +
+                            "; raise the limit or lower the resolution");
   int threads = std::max(1, requested);
   const uint64_t fixed = model + grid_realistic_bytes(resolution, coarse_to_fine) + kRunMarginBytes;
   while (threads > 1 && fixed + uint64_t(threads) * kThreadBytes > *left) --threads;
@@ -158,11 +181,22 @@ Result<std::vector<float>> encode_prompt(const CubeModel& model, const std::stri
 }
 
 Status check_latent_selection(int64_t latent_top_k, bool coarse_to_fine, int64_t latents) {
-  CUBEFORGE_TRY(check_latent_top_k(latent_top_k, latents));
-  if (latent_top_k > 0 && !coarse_to_fine)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "latent top-k chooses latents from the coarser levels of coarse-to-fine evaluation, which a "
-                      "dense grid does not have; use top-k 0 with a dense grid");
+  MeshingOptions meshing;
+  meshing.latent_top_k = latent_top_k;
+  meshing.coarse_to_fine = coarse_to_fine;
+  CUBEFORGE_TRY(check_meshing_options(meshing));
+  if (Status fits = check_latent_top_k(latent_top_k, latents); !fits.ok())
+    return option_error(fits.error().code, OptionKey::kLatentTopK, fits.error().message);
+  return ok_status();
+}
+
+Status check_generation_request(const CubeModel& model, const GenerationRequest& request) {
+  CUBEFORGE_TRY(check_decode_options(request.decode()));
+  CUBEFORGE_TRY(check_meshing_options(request.meshing()));
+  CUBEFORGE_TRY(check_latent_selection(request.latent_top_k, request.coarse_to_fine, model.shape().config().latents));
+  CUBEFORGE_TRY(check_decoding(model.gpt().config(), request.decoding, request.sampling, request.attention));
+  CUBEFORGE_TRY(check_parallel_decoding(request.decode(), request.decoding, request.trace != nullptr));
+  if (request.bbox) CUBEFORGE_TRY(normalize_bbox(*request.bbox));
   return ok_status();
 }
 
@@ -172,65 +206,10 @@ std::vector<float> occupancy_probe_points() {
   return grid_points(spec);
 }
 
-namespace {
-
-// query(begin, end) answers points [begin, end) on one thread.
-template <class Query>
-Status in_slices(int64_t count, const Query& query) {
-  const int64_t slices = std::clamp<int64_t>(count / 512, 1, cpu::thread_count());
-  std::vector<Status> statuses(static_cast<size_t>(slices), ok_status());
-  parallel_for_each(slices, slices > 1, [&](int64_t i) {
-    statuses[size_t(i)] = query(count * i / slices, count * (i + 1) / slices);
-  });
-  for (Status& status : statuses)
-    if (!status.ok()) return status;
-  return ok_status();
-}
-
-}  // namespace
-
-Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
-                           std::span<const float> points, std::span<float> logits) {
-  return in_slices(int64_t(points.size() / 3), [&](int64_t begin, int64_t end) {
-    return shape.occupancy(prepared, points.subspan(size_t(begin) * 3, size_t(end - begin) * 3),
-                           logits.subspan(size_t(begin), size_t(end - begin)));
-  });
-}
-
-Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
-                                   const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
-                                   std::span<float> logits, const LatentAttention& attention) {
-  const int64_t count = int64_t(ijk.size() / 3);
-  if (attention.subsets && attention.subsets->group.size() != size_t(count))
-    return make_error(ErrorCode::kInvalidArgument, "latent subsets name a group for " +
-                                                       std::to_string(attention.subsets->group.size()) + " of " +
-                                                       std::to_string(count) + " points");
-  const size_t attended = count == 0 ? 0 : attention.attention_mass.size() / size_t(count);
-  if (attended * size_t(count) != attention.attention_mass.size())
-    return make_error(ErrorCode::kInvalidArgument,
-                      "an attention mass buffer of " + std::to_string(attention.attention_mass.size()) +
-                          " values does not divide into " + std::to_string(count) + " points");
-  return in_slices(count, [&](int64_t begin, int64_t end) {
-    const size_t b = size_t(begin), n = size_t(end - begin);
-    LatentSubsets subsets;
-    LatentAttention slice;
-    if (attention.subsets) {
-      subsets = *attention.subsets;
-      subsets.group = attention.subsets->group.subspan(b, n);
-      slice.subsets = &subsets;
-    }
-    if (!attention.attention_mass.empty())
-      slice.attention_mass = attention.attention_mass.subspan(b * attended, n * attended);
-    return shape.occupancy_on_grid(prepared, grid, ijk.subspan(b * 3, n * 3), logits.subspan(b, n), slice);
-  });
-}
-
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
                                         const MeshingOptions& options, const GenerationEventSink& events,
-                                        const std::atomic<bool>* cancel) {
-  if (options.resolution < 2 || options.resolution > 10)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "resolution " + std::to_string(options.resolution) + " is outside 2..10 (8 is the reference's)");
+                                        const std::atomic<bool>* cancel, TraceSink* trace) {
+  CUBEFORGE_TRY(check_meshing_options(options));
   const int expected = model.shape_tokens();
   if (int(tokens.size()) != expected)
     return make_error(ErrorCode::kInvalidArgument, "the shape tokenizer needs " + std::to_string(expected) +
@@ -243,12 +222,12 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
 
   StageClock decode_clock(events, Stage::kShapeDecode);
   std::vector<int64_t> ids(tokens.begin(), tokens.end());
-  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids, nullptr, options.trace));
+  CUBEFORGE_ASSIGN_OR_RETURN(std::vector<float> latents, shape.decode_tokens(ids, nullptr, trace));
   CUBEFORGE_ASSIGN_OR_RETURN(PreparedLatents prepared, shape.prepare_latents(latents));
-  if (options.trace) {
+  if (trace) {
     const std::vector<float> probe = occupancy_probe_points();
     std::vector<float> probe_logits(probe.size() / 3 * size_t(shape.config().out_dim));
-    CUBEFORGE_TRY(shape.occupancy(prepared, probe, probe_logits, probe.size() / 3, nullptr, options.trace));
+    CUBEFORGE_TRY(shape.occupancy(prepared, probe, probe_logits, probe.size() / 3, nullptr, trace));
   }
   result.timings.shape_decode_ms = decode_clock.finish();
   if (cancelled(cancel)) return cancelled_error("before meshing");
@@ -336,16 +315,7 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   if (request.backend == BackendChoice::kCuda &&
       (!request.token_backend || request.token_backend->kind() != BackendKind::kCuda))
     return make_error(ErrorCode::kInvalidArgument, "CUDA was asked for but no CUDA token backend was opened");
-  if (!(request.guidance_scale >= 0.f) || !std::isfinite(request.guidance_scale))
-    return make_error(ErrorCode::kInvalidArgument, "guidance must be a number >= 0");
-  if (!request.sampling.greedy && !(request.sampling.temperature > 0.f))
-    return make_error(ErrorCode::kInvalidArgument, "temperature must be > 0");
-  if (!(request.sampling.top_p > 0.f && request.sampling.top_p <= 1.f))
-    return make_error(ErrorCode::kInvalidArgument, "top-p must be in (0, 1]");
-  if (request.resolution < 2 || request.resolution > 10)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "resolution " + std::to_string(request.resolution) + " is outside 2..10 (8 is the reference's)");
-  CUBEFORGE_TRY(check_latent_selection(request.latent_top_k, request.coarse_to_fine, model.shape().config().latents));
+  CUBEFORGE_TRY(check_generation_request(model, request));
   CUBEFORGE_TRY(check_address_space_for_grid(request.resolution, request.coarse_to_fine));
   std::optional<std::array<float, 3>> bbox;
   if (request.bbox) {
@@ -372,16 +342,10 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
   if (cancelled(cancel)) return cancelled_error("before the first token");
 
   TokenGenerationOptions options;
-  options.guidance_scale = request.guidance_scale;
-  options.sampling = request.sampling;
+  static_cast<DecodeOptions&>(options) = request.decode();
   options.sampling.seed = request.seed;
-  options.attention = request.attention;
-  options.use_kv_cache = request.use_kv_cache;
-  options.kv_cache = request.kv_cache;
   options.trace = request.trace;
   options.trace_decode_steps = request.trace_decode_steps;
-  options.cuda_graphs = request.cuda_graphs;
-  options.kv_cache_type = request.kv_cache_type;
   const int count = model.shape_tokens();
   std::optional<StageClock> prefill_clock(std::in_place, events, Stage::kPrefill);
   std::optional<StageClock> decode_clock;
@@ -406,8 +370,11 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
     }
     return !cancelled(cancel);
   };
-  CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded, decode_tokens(model.gpt(), request.token_backend.get(), cond, uncond,
-                                                                  count, options, request.decoding, on_token));
+  // The CPU backend when the front end opened none (GenerationRequest::token_backend).
+  std::shared_ptr<const TokenBackend> backend =
+      request.token_backend ? request.token_backend : make_cpu_token_backend(model.gpt());
+  CUBEFORGE_ASSIGN_OR_RETURN(DecodedTokens decoded,
+                             decode_tokens(*backend, cond, uncond, count, options, request.decoding, on_token));
   std::vector<int> tokens = std::move(decoded.tokens);
   if (decode_clock) timings.decode_ms = decode_clock->finish();
   if (cancelled(cancel)) return cancelled_error("after the last token");
@@ -425,18 +392,12 @@ Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const Gen
 Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const GenerationRequest& request,
                                            const GenerationResult& tokens, const GenerationEventSink& events,
                                            const std::atomic<bool>* cancel) {
-  MeshingOptions meshing;
-  meshing.resolution = request.resolution;
-  meshing.coarse_to_fine = request.coarse_to_fine;
-  meshing.latent_top_k = request.latent_top_k;
-  meshing.vertex_mapping = request.vertex_mapping;
-  meshing.remove_floaters = request.remove_floaters;
-  meshing.target_faces = request.target_faces;
   // The shape decoder's part of a generation's trace (inference/tensor/trace.h).
   std::optional<ScopedTraceSink> shape_trace;
   if (request.trace) shape_trace.emplace(*request.trace, "shape");
-  meshing.trace = shape_trace ? &*shape_trace : nullptr;
-  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result, tokens_to_mesh(model, tokens.tokens, meshing, events, cancel));
+  CUBEFORGE_ASSIGN_OR_RETURN(GenerationResult result,
+                             tokens_to_mesh(model, tokens.tokens, request.meshing(), events, cancel,
+                                            shape_trace ? &*shape_trace : nullptr));
   StageTimings timings = tokens.timings;
   timings.shape_decode_ms = result.timings.shape_decode_ms;
   timings.occupancy_ms = result.timings.occupancy_ms;

@@ -26,37 +26,34 @@
 namespace cubeforge {
 
 
-struct GenerationRequest {
+// One generation: the prompt and its conditions, the decode options and the
+// meshing options whole (inference/options/engine_options.h), and the
+// backend that runs the GPT. A front end fills the options from its controls;
+// plan_generation (inference/planning/plan.h) checks them against the model,
+// reads the KV bases and opens the backend.
+struct GenerationRequest : DecodeOptions, MeshingOptions {
   std::string prompt;
-  uint64_t seed = 0;
-  float guidance_scale = 3.0f;
-  SamplingOptions sampling;                        // greedy by default, like the reference
+  uint64_t seed = 0;                               // sampling's seed (SamplingOptions::seed is set from it)
   std::optional<std::array<float, 3>> bbox;        // any positive size; scaled so its largest side is 1.925
-  int resolution = 8;                              // grid of (2^r + 1)^3 points
-  AttentionMode attention = AttentionMode::kCausal;
-  bool use_kv_cache = true;
+  DecodingOptions decoding;                        // sequential, exact parallel or block diffusion
   // The backend that runs the GPT: `token_backend` when set (opened for this
-  // model's GPT by select_token_backend), else the CPU. `backend` is the
-  // choice it is opened from; a caller that asks for CUDA must open it.
+  // model's GPT by plan_generation), else the CPU. `backend` is the choice it
+  // is opened from.
   BackendChoice backend = BackendChoice::kCpu;
   std::shared_ptr<const TokenBackend> token_backend;
-  bool cuda_graphs = true;                         // CUDA: replay one recorded step per token
-  DType kv_cache_type = DType::kF32;               // CUDA: F32 (exact) or BF16
-  KvCacheOptions kv_cache;                         // stored form, budget, rank (gpt_kv_cache.h); default exact
-  DecodingOptions decoding;                        // sequential, exact parallel or block diffusion
-  bool coarse_to_fine = true;                      // false: evaluate every grid point
-  // Coarse-to-fine only: latents each block of grid points below the coarse
-  // level attends to (latent_selection.h); 0 attends to every latent (exact).
-  int64_t latent_top_k = 0;
-  VertexMapping vertex_mapping = VertexMapping::kCellSize;
-  bool remove_floaters = true;
-  int64_t target_faces = 0;                        // 0: max(10000, 10% of faces); < 0: no simplification
   // Named intermediates (inference/tensor/trace.h) of the text encoder and
   // condition of each branch, the prefill, the first `trace_decode_steps`
   // decode steps, the shape decoder and the occupancy decoder at a few probe
   // points; null: off.
   TraceSink* trace = nullptr;
   int trace_decode_steps = 2;
+
+  const DecodeOptions& decode() const { return *this; }
+  DecodeOptions& decode() { return *this; }
+  const MeshingOptions& meshing() const { return *this; }
+  MeshingOptions& meshing() { return *this; }
+  // What it asks of the backend that runs its GPT.
+  BackendRequest backend_request() const { return {decode(), decoding.mode, trace != nullptr}; }
 };
 
 enum class Stage { kText, kPrefill, kDecode, kShapeDecode, kOccupancy, kMeshing, kCleanup };
@@ -108,7 +105,20 @@ struct GenerationResult {
 };
 
 // The reference's bounding-box normalisation: largest side becomes 1.925.
+// Sides are sizes in any unit, each from kMinBoundingBoxSide to
+// kMaxBoundingBoxSide, the smallest at least 1/kBoundingBoxMostElongated
+// of the largest (a thinner side is under a cell of the finest grid, 2^10
+// cells across); anything else is an error naming the box.
+inline constexpr float kMinBoundingBoxSide = 1e-6f;
+inline constexpr float kMaxBoundingBoxSide = 1e6f;
+inline constexpr float kBoundingBoxMostElongated = 1000.f;
 Result<std::array<float, 3>> normalize_bbox(const std::array<float, 3>& size);
+
+// Every option of `request` against the others and against `model` (its
+// latents, whether it decodes by blocks): ok, or an error naming the option
+// (Error::option). Generation checks this first; plan_generation before
+// opening anything.
+Status check_generation_request(const CubeModel& model, const GenerationRequest& request);
 
 // Runs the whole pipeline: generate_shape_tokens() then mesh_shape_tokens().
 Result<GenerationResult> generate_shape(const CubeModel& model, const GenerationRequest& request,
@@ -127,20 +137,6 @@ Result<GenerationResult> mesh_shape_tokens(const CubeModel& model, const Generat
                                            const GenerationResult& tokens, const GenerationEventSink& events = {},
                                            const std::atomic<bool>* cancel = nullptr);
 
-// The second half alone: shape tokens → mesh (used by tokenisation round
-// trips and progressive previews). Fills timings/stats of the shape stages.
-struct MeshingOptions {
-  int resolution = 8;
-  bool coarse_to_fine = true;
-  int64_t latent_top_k = 0;  // as GenerationRequest::latent_top_k
-  VertexMapping vertex_mapping = VertexMapping::kCellSize;
-  bool remove_floaters = true;
-  int64_t target_faces = 0;
-  // The shape decoder's named intermediates, and the occupancy decoder's at
-  // the probe points below ("decoder.…", "occupancy.…"); null: off.
-  TraceSink* trace = nullptr;
-};
-
 // Whether a latent top-k fits a model of `latents` latents and the grid
 // evaluation: 0, or 1 to latents with coarse-to-fine (check_latent_top_k).
 Status check_latent_selection(int64_t latent_top_k, bool coarse_to_fine, int64_t latents);
@@ -148,21 +144,15 @@ Status check_latent_selection(int64_t latent_top_k, bool coarse_to_fine, int64_t
 // The points a traced occupancy decoder answers: the (2^2 + 1)^3 grid points
 // of resolution 2, the coarsest level every grid evaluation starts from.
 std::vector<float> occupancy_probe_points();
+
+// The second half alone: shape tokens → mesh (used by tokenisation round
+// trips and progressive previews). Fills timings/stats of the shape stages.
+// `trace`, when set, receives the shape decoder's named intermediates, and
+// the occupancy decoder's at occupancy_probe_points() ("decoder.…",
+// "occupancy.…").
 Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const int> tokens,
                                         const MeshingOptions& options, const GenerationEventSink& events = {},
-                                        const std::atomic<bool>* cancel = nullptr);
-
-// Occupancy logits for many points, as meshing asks for them: one slice per
-// thread, each with its products on that thread (cpu::sgemm does not split a
-// product inside a pool thread). At small widths (the built-in model's 64)
-// splitting every thin product instead cost most of the time.
-Status occupancy_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
-                           std::span<const float> points, std::span<float> logits);
-// The same at grid points named by their axis indices (ShapeTokenizer::occupancy_on_grid),
-// with latent subsets and attention mass sliced along (LatentAttention).
-Status occupancy_on_grid_in_slices(const ShapeTokenizer& shape, const PreparedLatents& prepared,
-                                   const ShapeTokenizer::GridQueries& grid, std::span<const int32_t> ijk,
-                                   std::span<float> logits, const LatentAttention& attention = {});
+                                        const std::atomic<bool>* cancel = nullptr, TraceSink* trace = nullptr);
 
 // Planning under a limit on address space (`ulimit -v`), where everything
 // mapped counts: the model files, each thread's BLAS work buffer and stack,

@@ -11,15 +11,9 @@
 #include <span>
 #include <vector>
 
-namespace cubeforge {
+#include "inference/options/engine_options.h"
 
-struct SamplingOptions {
-  bool greedy = true;
-  float temperature = 1.0f;
-  int top_k = 0;       // 0 = off
-  float top_p = 1.0f;  // 1 = off
-  uint64_t seed = 0;
-};
+namespace cubeforge {
 
 // The reference's guidance schedule at step i of n:
 // γ = scale·(n−i)/n, combined = (1+γ)·cond − γ·uncond.

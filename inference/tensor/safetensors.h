@@ -1,10 +1,15 @@
-// safetensors files: a strictly validated reader over mmap, and the one writer.
+// safetensors files: a strictly validated reader, and the one writer.
 //
-// Model files are untrusted input. The header is checked completely before any
-// tensor is exposed: its length against the file, the JSON, every dtype and
-// shape, that shape x dtype equals the byte range, that every range lies inside
-// the data section, and that no two ranges overlap. Errors name the file and
-// the tensor. The parser is a pure function over bytes so it can be fuzzed.
+// Model files are untrusted input. The header is read and checked completely
+// before any tensor's byte is read: its length against the file, the format's
+// limit and the header budget (inference/core/input_budgets.h), the JSON
+// (strict: a key given twice is an error), every dtype and shape, that shape x
+// dtype equals the byte range, and that the ranges tile the data section as
+// the format's reference reader demands: in offset order each begins where
+// the one before ends, empty ones included, and the last ends with the file.
+// So nothing overlaps, and no byte is read that no tensor indexes. Checking is
+// linear in the header's size. Errors name the file and the tensor. The
+// parser is a pure function over bytes so it can be fuzzed.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "inference/core/file_io.h"
 #include "inference/core/result.h"
 #include "inference/tensor/dtype.h"
 
@@ -71,13 +77,17 @@ Status check_finite(const TensorView& view, std::string_view file_name);
 
 class SafetensorsFile {
  public:
+  // Either way the file is read, never mapped (see Storage in the .cpp): a
+  // file changed while in use is an error at a read, not a SIGBUS later.
   enum class Residence {
-    kMapped,    // mmap the file: untouched tensors cost nothing (CLIP's vision tower)
-    kHugePages, // read it into anonymous huge-page memory: decode streams every
-                // weight each token, and 4 KiB page walks would cap that stream
+    kOnDemand,  // read each tensor when it is first asked for: untouched
+                // tensors cost nothing (CLIP's vision tower)
+    kHugePages, // read it all at open into anonymous huge-page memory: decode
+                // streams every weight each token, and 4 KiB page walks would
+                // cap that stream
   };
   // Opens the file and validates its header.
-  static Result<SafetensorsFile> open(const std::filesystem::path& path, Residence residence = Residence::kMapped);
+  static Result<SafetensorsFile> open(const std::filesystem::path& path, Residence residence = Residence::kOnDemand);
   // Takes ownership of an in-memory image (tests, fuzzing).
   static Result<SafetensorsFile> from_bytes(std::vector<std::byte> bytes, std::string name);
   // Builds an image of `size` bytes in fresh anonymous memory (huge pages
@@ -96,7 +106,8 @@ class SafetensorsFile {
   const std::map<std::string, std::string>& metadata() const { return header_.metadata; }
 
   bool contains(std::string_view tensor) const;
-  // The tensor, or a kNotFound error naming the file and tensor.
+  // The tensor, or a kNotFound error naming the file and tensor (or a kIo
+  // error when its bytes cannot be read: the file changed since open).
   Result<TensorView> get(std::string_view tensor) const;
   // The tensor, checked against an expected shape (kCorruptFile on mismatch).
   Result<TensorView> get(std::string_view tensor, std::span<const int64_t> expected_shape) const;
@@ -110,6 +121,8 @@ class SafetensorsFile {
   Status check_all_finite() const;
 
  private:
+  Result<TensorView> view_of(const TensorEntry& entry) const;
+
   struct Storage;
   std::unique_ptr<Storage> storage_;
   std::span<const std::byte> bytes_;
@@ -162,8 +175,9 @@ Result<std::vector<std::byte>> safetensors_image(std::span<const TensorToWrite> 
                                                  std::string_view file_name = "safetensors image");
 
 // Writes a safetensors file atomically (temporary file + rename in the same
-// directory). Names must be unique; byte sizes must match shapes.
+// directory) by the rules of file_io.h, with `options` (a cancel flag, what
+// to do with a read-only file). Names must be unique; byte sizes must match shapes.
 Status write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
-                         const std::map<std::string, std::string>& metadata = {});
+                         const std::map<std::string, std::string>& metadata = {}, const WriteOptions& options = {});
 
 }  // namespace cubeforge

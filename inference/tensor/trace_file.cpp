@@ -32,11 +32,12 @@ size_t TraceRecorder::byte_size() const {
   return bytes;
 }
 
-Status TraceRecorder::write(const std::filesystem::path& path, const std::map<std::string, std::string>& metadata) const {
+Status TraceRecorder::write(const std::filesystem::path& path, const std::map<std::string, std::string>& metadata,
+                            const WriteOptions& options) const {
   std::vector<TensorToWrite> tensors;
   tensors.reserve(tensors_.size());
   for (const Tensor& t : tensors_) tensors.push_back({t.name, t.dtype, t.shape, t.data});
-  return write_safetensors(path, tensors, metadata);
+  return write_safetensors(path, tensors, metadata, options);
 }
 
 std::vector<const TensorEntry*> entries_in_file_order(const SafetensorsFile& file) {

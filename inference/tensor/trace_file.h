@@ -40,7 +40,8 @@ class TraceRecorder final : public TraceSink {
 
   // One safetensors file, in recording order (a name recorded twice is an
   // error naming it).
-  Status write(const std::filesystem::path& path, const std::map<std::string, std::string>& metadata = {}) const;
+  Status write(const std::filesystem::path& path, const std::map<std::string, std::string>& metadata = {},
+               const WriteOptions& options = {}) const;
 
  private:
   std::vector<Tensor> tensors_;

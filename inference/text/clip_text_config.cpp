@@ -1,27 +1,44 @@
 // CLIP text configuration: the text tower's sizes read from a Hugging Face
 // config.json (kept apart from the encoder so the parser can be fuzzed alone).
+// Every number is checked as the encoder keeps it (core/checked_number.h).
 #include <nlohmann/json.hpp>
 
+#include "inference/core/checked_number.h"
+#include "inference/core/strict_json.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/text/clip_text_encoder.h"
 
 namespace cubeforge {
 namespace {
 
-Result<int> read_positive_int(const nlohmann::json& config, const char* key, int fallback, std::string_view file) {
+// Far above any CLIP's sizes; products of two of them still fit 64 bits.
+constexpr int kMaxClipSize = 1 << 24;
+// layer_norm_eps is added to a variance before a division: a positive normal
+// float, below 1 in every real model.
+constexpr NumberRange<float> kEpsRange = positive_up_to(1.0f);
+
+template <class T>
+Result<T> read_number(const nlohmann::json& config, const char* key, T fallback, const NumberRange<T>& range,
+                      std::string_view file) {
   if (!config.contains(key)) return fallback;
-  const nlohmann::json& value = config.at(key);
-  if (!value.is_number_integer() || value.get<int64_t>() <= 0 || value.get<int64_t>() > (int64_t(1) << 24)) {
-    return make_error(ErrorCode::kCorruptFile, std::string(file) + ": text_config." + key + " is " + value.dump() +
-                                                   "; expected a positive integer");
-  }
-  return int(value.get<int64_t>());
+  return narrow_json_number<T>(config.at(key), range, {std::string(file), std::string("text_config.") + key});
+}
+
+Result<int> read_size(const nlohmann::json& config, const char* key, int fallback, std::string_view file) {
+  return read_number<int>(config, key, fallback, positive_up_to(kMaxClipSize), file);
 }
 
 }  // namespace
 
 Result<ClipTextConfig> ClipTextConfig::from_json(std::string_view json_text, std::string_view file_name) {
-  const nlohmann::json root = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded() || !root.is_object()) {
+  // Strict and depth-bounded: a key given twice is an error, and a value
+  // nested without end never reaches the recursive dump() of a message.
+  auto parsed = parse_json_strictly(json_text);
+  if (!parsed.ok())
+    return make_error(ErrorCode::kCorruptFile, std::string(file_name) + ": " + parsed.error().message +
+                                                   "; expected a Hugging Face CLIP config.json");
+  const nlohmann::json& root = *parsed;
+  if (!root.is_object()) {
     return make_error(ErrorCode::kCorruptFile,
                       std::string(file_name) + ": not a JSON object; expected a Hugging Face CLIP config.json");
   }
@@ -35,28 +52,21 @@ Result<ClipTextConfig> ClipTextConfig::from_json(std::string_view json_text, std
     }
   }
   ClipTextConfig config;
-  CUBEFORGE_ASSIGN_OR_RETURN(config.vocab_size, read_positive_int(*text, "vocab_size", config.vocab_size, file_name));
-  CUBEFORGE_ASSIGN_OR_RETURN(config.hidden_size, read_positive_int(*text, "hidden_size", config.hidden_size, file_name));
+  CUBEFORGE_ASSIGN_OR_RETURN(config.vocab_size, read_size(*text, "vocab_size", config.vocab_size, file_name));
+  CUBEFORGE_ASSIGN_OR_RETURN(config.hidden_size, read_size(*text, "hidden_size", config.hidden_size, file_name));
   CUBEFORGE_ASSIGN_OR_RETURN(config.intermediate_size,
-                             read_positive_int(*text, "intermediate_size", config.intermediate_size, file_name));
+                             read_size(*text, "intermediate_size", config.intermediate_size, file_name));
   CUBEFORGE_ASSIGN_OR_RETURN(config.num_attention_heads,
-                             read_positive_int(*text, "num_attention_heads", config.num_attention_heads, file_name));
+                             read_size(*text, "num_attention_heads", config.num_attention_heads, file_name));
   CUBEFORGE_ASSIGN_OR_RETURN(config.num_hidden_layers,
-                             read_positive_int(*text, "num_hidden_layers", config.num_hidden_layers, file_name));
+                             read_size(*text, "num_hidden_layers", config.num_hidden_layers, file_name));
   CUBEFORGE_ASSIGN_OR_RETURN(config.max_position_embeddings,
-                             read_positive_int(*text, "max_position_embeddings", config.max_position_embeddings,
-                                               file_name));
-  if (text->contains("layer_norm_eps")) {
-    const nlohmann::json& eps = text->at("layer_norm_eps");
-    if (!eps.is_number() || !(eps.get<double>() > 0.0 && eps.get<double>() < 1.0)) {
-      return make_error(ErrorCode::kCorruptFile, std::string(file_name) + ": text_config.layer_norm_eps is " +
-                                                     eps.dump() + "; expected a small positive number");
-    }
-    config.layer_norm_eps = eps.get<float>();
-  }
+                             read_size(*text, "max_position_embeddings", config.max_position_embeddings, file_name));
+  CUBEFORGE_ASSIGN_OR_RETURN(config.layer_norm_eps,
+                             read_number(*text, "layer_norm_eps", config.layer_norm_eps, kEpsRange, file_name));
   if (text->contains("hidden_act")) {
     const nlohmann::json& act = text->at("hidden_act");
-    const std::string name = act.is_string() ? act.get<std::string>() : act.dump();
+    const std::string name = act.is_string() ? act.get<std::string>() : json_excerpt(act);
     if (name == "quick_gelu") {
       config.hidden_act = ClipActivation::kQuickGelu;
     } else if (name == "gelu") {

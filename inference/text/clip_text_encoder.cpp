@@ -101,6 +101,19 @@ Result<ClipTextEncoder> ClipTextEncoder::from_safetensors(std::shared_ptr<const 
   CUBEFORGE_ASSIGN_OR_RETURN(weights.position_embedding,
                              vector("embeddings.position_embedding.weight", {config.max_position_embeddings, hidden}));
 
+  // The configuration's layer count is a claim: 2^24 layers would allocate
+  // gigabytes of empty layers before the first tensor was looked for. Every
+  // layer has tensors of its own, so the file bounds the count (which
+  // tensors a layer lacks is named below, layer by layer).
+  const std::string layer_prefix = std::string(kPrefix) + "encoder.layers.";
+  int64_t layer_tensors = 0;
+  for (const TensorEntry& entry : file->entries())
+    layer_tensors += entry.name.compare(0, layer_prefix.size(), layer_prefix) == 0;
+  if (config.num_hidden_layers > layer_tensors)
+    return make_error(ErrorCode::kCorruptFile,
+                      "the CLIP configuration says num_hidden_layers = " + std::to_string(config.num_hidden_layers) +
+                          " but '" + file->name() + "' holds only " + std::to_string(layer_tensors) + " tensors named " +
+                          layer_prefix + "*; config.json and model.safetensors must come from the same model");
   weights.layers.resize(size_t(config.num_hidden_layers));
   for (int l = 0; l < config.num_hidden_layers; ++l) {
     Weights::Layer& layer = weights.layers[size_t(l)];

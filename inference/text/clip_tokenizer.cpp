@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "inference/core/file_io.h"
+#include "inference/core/strict_json.h"
 #include "inference/text/unicode.h"
 
 namespace cubeforge {
@@ -121,8 +122,14 @@ Result<ClipTokenizer> ClipTokenizer::from_strings(std::string_view vocab_json, s
   ClipTokenizer tokenizer;
   Tables& tables = *tokenizer.tables_;
 
-  nlohmann::json vocab = nlohmann::json::parse(vocab_json, nullptr, /*allow_exceptions=*/false);
-  if (vocab.is_discarded() || !vocab.is_object()) {
+  // Strict and depth-bounded: a token given twice is an error, and an id
+  // nested without end never reaches the recursive dump() of a message.
+  auto parsed = parse_json_strictly(vocab_json);
+  if (!parsed.ok())
+    return make_error(ErrorCode::kCorruptFile, std::string(vocab_name) + ": " + parsed.error().message +
+                                                   "; expected the vocab.json of a Hugging Face CLIP tokenizer");
+  const nlohmann::json& vocab = *parsed;
+  if (!vocab.is_object()) {
     return make_error(ErrorCode::kCorruptFile,
                       std::string(vocab_name) + ": not a JSON object of token -> id; expected the vocab.json of a "
                       "Hugging Face CLIP tokenizer");
@@ -131,7 +138,7 @@ Result<ClipTokenizer> ClipTokenizer::from_strings(std::string_view vocab_json, s
   for (const auto& [token, id] : vocab.items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= (int64_t(1) << 24)) {
       return make_error(ErrorCode::kCorruptFile,
-                        std::string(vocab_name) + ": token \"" + token + "\" has id " + id.dump() +
+                        std::string(vocab_name) + ": token \"" + token + "\" has id " + json_excerpt(id) +
                             "; ids must be integers in [0, 2^24)");
     }
     largest_id = std::max(largest_id, id.get<int64_t>());

@@ -108,6 +108,51 @@ std::filesystem::path fixture_as_block_diffusion() {
   return folder;
 }
 
+// The fixture's GPT read as a block-diffusion model whose config.yaml names
+// the threshold it decodes at (gpt_model.block_diffusion.threshold).
+std::filesystem::path fixture_as_block_diffusion_with_threshold(const std::string& threshold) {
+  const auto folder = scratch("block-diffusion-own-threshold");
+  EXPECT_TRUE(testing::make_oracle_block_diffusion_model(folder)) << folder;
+  auto config = read_file_text(folder / "config.yaml");
+  EXPECT_TRUE(config.ok());
+  if (!config.ok()) return folder;
+  const std::string mask_line = "    mask_token_id: " + std::to_string(testing::oracle_facts().padding_id) + "\n";
+  const size_t at = config->find(mask_line);
+  EXPECT_NE(at, std::string::npos) << *config;
+  if (at == std::string::npos) return folder;
+  config->insert(at + mask_line.size(), "    threshold: " + threshold + "\n");
+  EXPECT_TRUE(write_file_atomically(folder / "config.yaml", std::string_view(*config)).ok());
+  return folder;
+}
+
+// A block-diffusion folder's own threshold is what block diffusion runs at
+// unless --threshold asks for another, and the report says which ran. A
+// threshold every proposal passes fills a whole block per evaluation, so the
+// evaluations show the folder's threshold was the one decoded with.
+TEST(Cli, BlockDiffusionRunsAtTheModelFoldersThreshold) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  const int tokens = testing::oracle_facts().shape_tokens;
+  ASSERT_GT(tokens, 0) << "the fixture's meta.json gives no token count";
+  const int blocks = tokens / testing::oracle_block_size();
+  const auto model = fixture_as_block_diffusion_with_threshold("0.000001");
+  const std::string base = "compare-decoding --model '" + model.string() + "' --reference '" +
+                           oracle_dir().string() +
+                           "' --decoding diffusion --diffusion-cache none -p 'a red dragon' --rounds 1 --resolution 4 "
+                           "--iou-resolution 4 --json";
+  auto own = run_cli(base);
+  ASSERT_EQ(own.exit_code, 0) << own.out;
+  auto report = testing::lab_results(own, "compare-decoding");
+  EXPECT_EQ(report["decoding"]["threshold"].get<double>(), double(0.000001f)) << report["decoding"];
+  ASSERT_EQ(report["prompts"].size(), 1u);
+  EXPECT_EQ(report["prompts"][0]["model_evaluations"].get<int>(), blocks) << report["prompts"][0];
+
+  auto asked = run_cli(base + " --threshold 0.9");
+  ASSERT_EQ(asked.exit_code, 0) << asked.out;
+  report = testing::lab_results(asked, "compare-decoding");
+  EXPECT_EQ(report["decoding"]["threshold"].get<double>(), double(0.9f)) << report["decoding"];
+  std::filesystem::remove_all(model);
+}
+
 // compare-decoding: exact parallel decoding agrees with sequential decoding
 // token for token and shape for shape; block diffusion with blocks of one
 // position is autoregressive decoding and agrees as well; with a threshold
@@ -120,7 +165,7 @@ TEST(Cli, CompareDecodingMeasuresADecodingAgainstSequentialDecoding) {
   ASSERT_GT(tokens, 0) << "the fixture's meta.json gives no token count";
   const int block = testing::oracle_block_size(), blocks = tokens / block;
   const std::string prompts = " -p 'a red dragon' -p 'a blue car' --rounds 1 --resolution 4 --iou-resolution 4 --json";
-  auto reports = [](const testing::CommandOutput& r) { return nlohmann::json::parse(r.out.substr(r.out.find('{'))); };
+  auto reports = [](const testing::CommandOutput& r) { return testing::lab_results(r, "compare-decoding"); };
   auto jacobi = run_cli("compare-decoding --model '" + oracle_dir().string() + "' --decoding jacobi --guess-cost 0" + prompts);
   ASSERT_EQ(jacobi.exit_code, 0) << jacobi.out;
   auto report = reports(jacobi);
@@ -205,10 +250,98 @@ TEST(Cli, UnknownExtensionIsRejectedBeforeWork) {
   EXPECT_NE(r.out.find("shape.xyz"), std::string::npos) << r.out;
 }
 
-TEST(Cli, HelpListsTheCommands) {
-  auto r = run_cli("--help");
-  EXPECT_EQ(r.exit_code, 0);
-  for (const char* command : {"generate", "tokenize", "bench", "bench-occupancy", "trace-diff"}) EXPECT_NE(r.out.find(command), std::string::npos);
+// The product's commands on cubeforge-cli, the measuring ones on cubeforge-lab,
+// and neither program runs the other's.
+TEST(Cli, HelpListsTheCommandsOfEachProgram) {
+  auto cli = testing::run_command(CUBEFORGE_CLI_PATH, "--help");
+  auto lab = testing::run_command(CUBEFORGE_LAB_PATH, "--help");
+  EXPECT_EQ(cli.exit_code, 0) << cli.out;
+  EXPECT_EQ(lab.exit_code, 0) << lab.out;
+  for (const char* command : {"generate", "tokenize", "quantize"}) {
+    EXPECT_NE(cli.out.find(command), std::string::npos) << command;
+    EXPECT_NE(testing::run_command(CUBEFORGE_LAB_PATH, command).exit_code, 0) << command;
+  }
+  for (std::string_view command : testing::kLabCommands) {
+    EXPECT_NE(lab.out.find("  " + std::string(command)), std::string::npos) << command;
+    EXPECT_EQ(cli.out.find("  " + std::string(command) + " "), std::string::npos) << command;
+    EXPECT_NE(testing::run_command(CUBEFORGE_CLI_PATH, std::string(command)).exit_code, 0) << command;
+  }
+  const std::string viewport = "  " + std::string(testing::kLabViewportCommand);
+#ifdef CUBEFORGE_LAB_VIEWPORT
+  EXPECT_NE(lab.out.find(viewport), std::string::npos) << lab.out;
+#else
+  EXPECT_EQ(lab.out.find(viewport), std::string::npos) << lab.out;
+#endif
+}
+
+// Every lab command takes the shared options with one meaning: --threads
+// refuses the same values in the same words everywhere, and --json writes
+// the one envelope (checked by lab_results wherever a report is read).
+TEST(Cli, LabCommandsShareTheirOptions) {
+  for (std::string_view command : testing::kLabCommands) {
+    auto help = testing::run_command(CUBEFORGE_LAB_PATH, std::string(command) + " --help");
+    ASSERT_EQ(help.exit_code, 0) << command << ": " << help.out;
+    EXPECT_NE(help.out.find("--json"), std::string::npos) << command;
+    if (help.out.find("--threads") == std::string::npos) continue;
+    EXPECT_NE(help.out.find("CPU threads (0: every core)"), std::string::npos) << command << ": " << help.out;
+    auto negative = testing::run_command(CUBEFORGE_LAB_PATH, std::string(command) + " --threads -1");
+    EXPECT_NE(negative.exit_code, 0) << command;
+    EXPECT_NE(negative.out.find("--threads: must be a whole number from 0 to 1024 (0 uses every core), not '-1'"),
+              std::string::npos)
+        << command << ": " << negative.out;
+  }
+  for (const char* command : {"bench", "bench-decoding", "bench-occupancy", "bench-shape-tokenizer"}) {
+    auto both = testing::run_command(CUBEFORGE_LAB_PATH, std::string(command) + " --model x --shape small");
+    EXPECT_NE(both.exit_code, 0) << command;
+    EXPECT_NE(both.out.find("excludes"), std::string::npos) << command << ": " << both.out;
+  }
+}
+
+// The benchmarks of one part each, on the built-in model (whose CLIP and
+// shape tokenizer sizes its configuration files give) and on an analytic
+// field: their reports hold together, whatever the times.
+TEST(Cli, PartBenchmarksReportWhatTheyMeasured) {
+  auto builtin = parse_model_config_yaml(std::filesystem::path(CUBEFORGE_SOURCE_DIR) / "assets/model/config.yaml");
+  ASSERT_TRUE(builtin.ok()) << builtin.error().to_string();
+  auto clip = nlohmann::json::parse(
+      *read_file_text(std::filesystem::path(CUBEFORGE_SOURCE_DIR) / "assets/model/clip/config.json"));
+
+  auto text = run_cli("bench-text-encoder --repeats 1 --json");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  auto report = testing::lab_results(text, "bench-text-encoder");
+  EXPECT_EQ(report["width"], clip["text_config"]["hidden_size"]);
+  EXPECT_EQ(report["layers"], clip["text_config"]["num_hidden_layers"]);
+  EXPECT_GT(report["encode_with_empty"]["wall_ms"].get<double>(), 0.0);
+  EXPECT_TRUE(report.contains("tokenizer")) << report.dump();
+
+  auto shape = run_cli("bench-shape-tokenizer --points 500 --chunk 128 --threads 1 --json");
+  ASSERT_EQ(shape.exit_code, 0) << shape.out;
+  report = testing::lab_results(shape, "bench-shape-tokenizer");
+  EXPECT_EQ(report["latents"].get<int64_t>(), builtin->shape.latents);
+  EXPECT_EQ(report["width"].get<int64_t>(), builtin->shape.width);
+  EXPECT_EQ(report["encoded_tokens"].get<int64_t>(), builtin->shape.latents);
+  EXPECT_EQ(report["points"].get<int64_t>(), 500);
+  EXPECT_GT(report["points_per_second"].get<double>(), 0.0);
+  auto layers_without_shape = run_cli("bench-shape-tokenizer --decoder-layers 2");
+  EXPECT_NE(layers_without_shape.exit_code, 0);
+  EXPECT_NE(layers_without_shape.out.find("--shape"), std::string::npos) << layers_without_shape.out;
+
+  auto geometry = run_cli("bench-geometry --resolutions 4,5 --coarse 3 --ripples 0 --json");
+  ASSERT_EQ(geometry.exit_code, 0) << geometry.out;
+  report = testing::lab_results(geometry, "bench-geometry");
+  ASSERT_EQ(report["runs"].size(), 2u) << report.dump();
+  for (const auto& run : report["runs"]) {
+    const int64_t side = (int64_t(1) << run["resolution"].get<int>()) + 1;
+    EXPECT_EQ(run["grid_points"].get<int64_t>(), side * side * side) << run.dump();
+    int64_t per_level = 0;
+    for (const auto& level : run["levels"]) per_level += level["evaluated"].get<int64_t>();
+    EXPECT_EQ(per_level, run["evaluated_points"].get<int64_t>()) << run.dump();
+    EXPECT_GT(run["faces"].get<int64_t>(), 0) << run.dump();
+    EXPECT_TRUE(run.contains("sign_disagreements")) << run.dump();
+  }
+  auto table = run_cli("bench-geometry --resolutions 4 --coarse 3 --no-dense");
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("coarse level 3"), std::string::npos) << table.out;
 }
 
 // The benchmark's figures are not checked (timing belongs to benchmarks, not
@@ -216,11 +349,11 @@ TEST(Cli, HelpListsTheCommands) {
 TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
   auto r = run_cli("bench-occupancy --points 3000 --repeats 1 --json");  // the built-in model
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  auto report = testing::lab_results(r, "bench-occupancy");
   ASSERT_TRUE(report["paths"].contains("layered")) << r.out;
   EXPECT_GT(report["paths"]["layered"]["points_per_second"].get<double>(), 0.0);
   EXPECT_GT(report["flops_per_point"].get<double>(), 0.0);
-  if (report["isa"] == "avx512") {
+  if (nlohmann::json::parse(r.out.substr(r.out.find('{')))["machine"]["kernel_isa"] == "avx512") {
     ASSERT_TRUE(report["paths"].contains("fused")) << r.out;
     ASSERT_TRUE(report["paths"].contains("grid")) << r.out;
     // Logits are O(10); the paths differ only in float32 rounding order.
@@ -236,7 +369,7 @@ TEST(Cli, OccupancyBenchReportsEveryPathAndTheyAgree) {
 TEST(Cli, MeshingBenchFindsTheDenseSurface) {
   auto r = run_cli("bench-meshing --prompt 'a tall chair' --prompt 'a mug' --resolution 6 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  auto report = testing::lab_results(r, "bench-meshing");
   ASSERT_EQ(report["prompts"].size(), 2u) << r.out;
   for (const auto& row : report["prompts"]) {
     EXPECT_EQ(row["sign_disagreements"].get<int64_t>(), 0) << row.dump();
@@ -272,7 +405,7 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
 
   auto occupancy = run_cli("bench-occupancy --points 3000 --repeats 1 --latent-top-k 64 --json");
   ASSERT_EQ(occupancy.exit_code, 0) << occupancy.out;
-  auto report = nlohmann::json::parse(occupancy.out.substr(occupancy.out.find('{')));
+  auto report = testing::lab_results(occupancy, "bench-occupancy");
   ASSERT_TRUE(report["latent_top_k"].contains("layered")) << occupancy.out;
   for (const auto& [path, figures] : report["latent_top_k"].items()) {
     EXPECT_EQ(figures["sign_disagreements"].get<int64_t>(), 0) << path;
@@ -285,7 +418,7 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
 
   auto meshing = run_cli("bench-meshing --prompt 'a mug' --resolution 6 --latent-top-k 64 --no-dense --json");
   ASSERT_EQ(meshing.exit_code, 0) << meshing.out;
-  report = nlohmann::json::parse(meshing.out.substr(meshing.out.find('{')));
+  report = testing::lab_results(meshing, "bench-meshing");
   const auto& row = report["prompts"][0];
   for (const char* key : {"occupancy_ms", "meshing_ms", "evaluated_points"}) EXPECT_TRUE(row.contains(key)) << key;
   ASSERT_EQ(row["latent_selection"].size(), 1u) << row.dump();
@@ -300,7 +433,8 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
   EXPECT_NE(too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << too_many.out;
   auto dense = run_cli("generate --prompt 'a cup' --latent-top-k 8 --dense --out x.glb");
   EXPECT_EQ(dense.exit_code, 2);
-  EXPECT_NE(dense.out.find("--dense"), std::string::npos) << dense.out;
+  EXPECT_NE(dense.out.find("generate: --latent-top-k: "), std::string::npos) << dense.out;
+  EXPECT_NE(dense.out.find("dense grid"), std::string::npos) << dense.out;
   for (const char* command : {"generate --prompt 'a cup' --out x.glb", "bench-occupancy", "bench-meshing --prompt x"}) {
     auto negative = run_cli(std::string(command) + " --latent-top-k -3");
     EXPECT_NE(negative.exit_code, 0) << command;
@@ -308,6 +442,7 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
   }
   auto bench_too_many = run_cli("bench-occupancy --points 10 --latent-top-k 100");
   EXPECT_EQ(bench_too_many.exit_code, 2);
+  EXPECT_NE(bench_too_many.out.find("bench-occupancy: --latent-top-k: "), std::string::npos) << bench_too_many.out;
   EXPECT_NE(bench_too_many.out.find("use 0 (full attention) or 1 to 64"), std::string::npos) << bench_too_many.out;
   EXPECT_FALSE(std::filesystem::exists("x.glb"));
 }
@@ -318,14 +453,14 @@ TEST(Cli, LatentTopKOfEveryLatentMatchesFullAttention) {
 TEST(Cli, OccupancyBenchmarksRunOnRandomWeights) {
   auto occupancy = run_cli("bench-occupancy --shape small --points 512 --repeats 1 --latent-top-k 32 --json");
   ASSERT_EQ(occupancy.exit_code, 0) << occupancy.out;
-  auto report = nlohmann::json::parse(occupancy.out.substr(occupancy.out.find('{')));
+  auto report = testing::lab_results(occupancy, "bench-occupancy");
   EXPECT_EQ(report["width"].get<int64_t>(), 256);
   EXPECT_EQ(report["latents"].get<int64_t>(), 256);
   EXPECT_EQ(report["latent_top_k"]["layered"]["top_k"].get<int64_t>(), 32);
 
   auto meshing = run_cli("bench-meshing --shape small --resolution 6 --no-dense --latent-top-k 32 --json");
   ASSERT_EQ(meshing.exit_code, 0) << meshing.out;
-  report = nlohmann::json::parse(meshing.out.substr(meshing.out.find('{')));
+  report = testing::lab_results(meshing, "bench-meshing");
   const auto& row = report["prompts"][0];
   EXPECT_GT(row["evaluated_points"].get<int64_t>(), 0);
   ASSERT_EQ(row["latent_selection"].size(), 1u);
@@ -405,7 +540,7 @@ TEST_F(CliTrace, GenerateWritesTheNamedStepsAndTheyMatchTheReference) {
 
   auto r = run_cli("trace-diff '" + trace_.string() + "' '" + reference_file.string() + "' --tolerance 1e-4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto report = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  auto report = testing::lab_results(r, "trace-diff");
   EXPECT_EQ(report["compared"].get<size_t>(), reference.size()) << r.out;
   EXPECT_TRUE(report["first_over_tolerance"].is_null()) << r.out;
   EXPECT_TRUE(report["only_in_b"].empty()) << r.out;
@@ -415,7 +550,7 @@ TEST_F(CliTrace, GenerateWritesTheNamedStepsAndTheyMatchTheReference) {
 TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
   auto same = run_cli("trace-diff '" + trace_.string() + "' '" + trace_.string() + "' --json");
   ASSERT_EQ(same.exit_code, 0) << same.out;
-  auto report = nlohmann::json::parse(same.out.substr(same.out.find('{')));
+  auto report = testing::lab_results(same, "trace-diff");
   EXPECT_GT(report["compared"].get<size_t>(), 100u);
   for (const auto& t : report["tensors"]) {
     EXPECT_EQ(t["relative_error"].get<double>(), 0.0) << t.dump();
@@ -446,7 +581,7 @@ TEST_F(CliTrace, DiffOfATraceWithItselfIsZeroAndAPerturbedTensorIsNamed) {
   ASSERT_TRUE(write_safetensors(perturbed, copy).ok());
   auto differ = run_cli("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "' --json");
   EXPECT_EQ(differ.exit_code, 1) << differ.out;
-  auto differ_report = nlohmann::json::parse(differ.out.substr(differ.out.find('{')));
+  auto differ_report = testing::lab_results(differ, "trace-diff");
   EXPECT_EQ(differ_report["first_over_tolerance"], perturbed_name) << differ.out;
   auto differ_table = run_cli("trace-diff '" + perturbed.string() + "' '" + trace_.string() + "'");
   EXPECT_EQ(differ_table.exit_code, 1);

@@ -69,7 +69,7 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   testing::copy_builtin_model(folder);
   auto c = run_cli("calibrate-kv --model '" + folder.string() + "' -p 'a tall chair' -p 'a round table' --json");
   ASSERT_EQ(c.exit_code, 0) << c.out;
-  const auto calibration = json_of(c);
+  const auto calibration = testing::lab_results(c, "calibrate-kv");
   const int width = calibration["rank"].get<int>();
   EXPECT_EQ(width, 128);
   EXPECT_GT(calibration["rows_per_layer"].get<int>(), 2 * 64);
@@ -81,7 +81,7 @@ TEST(CliEngineOptions, CalibratedBasesAtFullRankAreExact) {
   auto r = run_cli("compare --model '" + folder.string() + "' -p 'a short mug' --resolution 5 --iou-resolution 5 " +
                "--weights stored,q8 --kv-rank 0," + std::to_string(width) + ",8 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const auto variants = json_of(r)["variants"];
+  const auto variants = testing::lab_results(r, "compare")["variants"];
   ASSERT_EQ(variants.size(), 6u);
   EXPECT_EQ(variants[0]["logit_relative_error_mean"].get<double>(), 0.0);
   EXPECT_EQ(variants[0]["token_agreement_mean"].get<double>(), 1.0);
@@ -105,7 +105,7 @@ TEST(CliEngineOptions, BenchTimesEveryCombination) {
   auto r = run_cli("bench --model '" + oracle_dir().string() +
                "' --steps 6 --weights stored,q8 --kv-cache f32,fp8 --kv-budget 0,4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  const auto report = json_of(r);
+  const auto report = testing::lab_results(r, "bench");
   ASSERT_EQ(report["variants"].size(), 8u);
   const auto& v = report["variants"];
   EXPECT_EQ(v[6]["weights"], "q8");
@@ -138,9 +138,17 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   EXPECT_NE(int8_budget.out.find("INT8"), std::string::npos) << int8_budget.out;
   auto no_bases = run_cli(generate + "--kv-rank 8");
   EXPECT_EQ(no_bases.exit_code, 2);
+  EXPECT_NE(no_bases.out.find("generate: --kv-rank: "), std::string::npos) << no_bases.out;
   EXPECT_NE(no_bases.out.find("calibrate-kv"), std::string::npos) << no_bases.out;
+  // compare plans each variant as generate does: the same refusal, named by the same flag.
+  auto compare_no_bases = run_cli("compare --model '" + oracle_dir().string() + "' -p 'a cup' --kv-rank 0,8");
+  EXPECT_EQ(compare_no_bases.exit_code, 2);
+  EXPECT_NE(compare_no_bases.out.find("compare: --kv-rank: "), std::string::npos) << compare_no_bases.out;
+  EXPECT_NE(compare_no_bases.out.find("calibrate-kv"), std::string::npos) << compare_no_bases.out;
+  // Said before the model loads: options that contradict each other need no model.
   auto no_cache = run_cli(generate + "--kv-cache fp8 --no-kv-cache");
-  EXPECT_EQ(no_cache.exit_code, 1);
+  EXPECT_EQ(no_cache.exit_code, 2);
+  EXPECT_NE(no_cache.out.find("generate: --no-kv-cache: "), std::string::npos) << no_cache.out;
   EXPECT_NE(no_cache.out.find("need the cache"), std::string::npos) << no_cache.out;
   auto negative = run_cli(generate + "--kv-budget -1");
   EXPECT_NE(negative.exit_code, 0);
@@ -163,6 +171,56 @@ TEST(CliEngineOptions, OptionsThatCannotRunSayWhy) {
   auto without_cache = run_cli(bench + "--modes no-cache");
   EXPECT_EQ(without_cache.exit_code, 2);
   EXPECT_NE(without_cache.out.find("with the KV cache"), std::string::npos) << without_cache.out;
+}
+
+// An option the engine refuses is named by its flag (the engine's message names
+// none), and the run stops before a model is loaded when the refusal needs
+// no model; a usage error exits 2.
+TEST(CliEngineOptions, TheEnginesRefusalNamesTheFlag) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  testing::ScratchFolder scratch("refusals");
+  const std::string base = "generate --model '" + oracle_dir().string() + "' --prompt chair --quiet --out '" +
+                           (scratch / "never.ply").string() + "' ";
+  struct Case {
+    std::string flags, flag;
+  };
+  const Case cases[] = {
+      {"--kv-cache int8 --kv-budget 8", "--kv-budget"},
+      {"--attention reference --kv-cache fp8", "--attention"},
+      {"--decoding jacobi --sample", "--sample"},
+      {"--decoding jacobi --top-p 0.9", "--sample"},  // a sampling knob asks for sampling
+      {"--decoding jacobi --trace '" + (scratch / "t.safetensors").string() + "'", "--trace"},
+      {"--dense --latent-top-k 4", "--latent-top-k"},
+      {"--decoding diffusion", "--decoding"},  // the fixture is autoregressive
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli(base + c.flags);
+    EXPECT_EQ(r.exit_code, 2) << c.flags << "\n" << r.out;
+    EXPECT_NE(r.out.find("generate: " + c.flag + ": "), std::string::npos) << c.flags << "\n" << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(scratch / "never.ply"));
+}
+
+// `generate --help` shows what a creator sets; --help-all adds the research group.
+TEST(CliEngineOptions, ResearchOptionsHaveTheirOwnHelp) {
+  auto count_options = [](const std::string& help) {
+    int options = 0;
+    size_t at = 0;
+    while ((at = help.find("\n  -", at)) != std::string::npos) ++options, ++at;
+    return options;
+  };
+  auto help = run_cli("generate --help");
+  auto all = run_cli("generate --help-all");
+  ASSERT_EQ(help.exit_code, 0) << help.out;
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_EQ(help.out.find("--kv-budget"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--help-all"), std::string::npos) << "the help says where the rest is";
+  EXPECT_NE(all.out.find("Research options"), std::string::npos) << all.out;
+  for (const char* flag : {"--kv-budget", "--kv-rank", "--kv-cache", "--guesses", "--threshold", "--latent-top-k",
+                           "--attention", "--trace"})
+    EXPECT_NE(all.out.find(flag), std::string::npos) << flag;
+  EXPECT_LT(count_options(help.out), count_options(all.out));
+  EXPECT_LE(count_options(help.out), 24) << help.out;
 }
 
 }  // namespace

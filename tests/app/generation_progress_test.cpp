@@ -168,20 +168,21 @@ TEST(GenerationProgress, ACancelledRunSaysWhereItStoppedAndLeavesNothingRunning)
   p.apply(stage(GenerationEvent::Kind::kStageStarted, Stage::kDecode), 5);
   p.apply(token(0, 1, 64, 5.0), 10);
   p.apply(token(1, 2, 64, 5.0), 15);
-  const float before = p.fraction(15);
+  ASSERT_GT(p.fraction(15), 0.f);
   p.finish(RunOutcome::kCancelled, 16);
-  EXPECT_EQ(p.status(20), "Cancelled at token 2 of 64; the previous shape stays");
+  EXPECT_EQ(p.status(20), "Cancelled at token 2 of 64");
   EXPECT_FALSE(p.current_stage().has_value());
   EXPECT_EQ(p.stopped_stage(), AppStage::kDecode);
-  EXPECT_FLOAT_EQ(p.fraction(5000), before);  // frozen where it stopped, not creeping on
+  EXPECT_FLOAT_EQ(p.fraction(5000), 0.f);  // no share left standing as if the run were stuck there
 
   GenerationProgress q;
   for (int i = 0; i < 3; ++i) q.apply(token(i, i, 3, 1.0), i);
   q.start_pass("refining", 8, true, std::nullopt, 10);
   q.apply(stage(GenerationEvent::Kind::kStageStarted, Stage::kOccupancy), 11);
   q.finish(RunOutcome::kCancelled, 50);
-  EXPECT_EQ(q.status(60), "Cancelled while refining; the previous shape stays");
+  EXPECT_EQ(q.status(60), "Cancelled while refining");
   EXPECT_EQ(q.stopped_stage(), AppStage::kOccupancy);
+  EXPECT_FLOAT_EQ(q.fraction(60), 0.f);
 }
 
 }  // namespace

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <chrono>
 #include <thread>
+#include <variant>
 
 #include "app/desktop/core/generation_worker.h"
-#include "inference/model/gpt_kv_cache.h"
+#include "inference/decoding/decoding.h"
+#include "inference/model/kv_bases.h"
 #include "inference/tensor/safetensors.h"
 #include "test_folder.h"
 
@@ -62,6 +64,17 @@ class WorkerOnFixture : public ::testing::Test {
   const int tokens_ = ::cubeforge::testing::oracle_facts().shape_tokens;
   GenerationWorker worker_{1};
 };
+
+// What the app says a block diffusion runs at: the setting when one is made,
+// else the model's own threshold, else the engine's default.
+TEST(ModelSummary, TheThresholdIsTheSettingsElseTheModelsElseTheDefault) {
+  ModelSummary summary;
+  summary.gpt.diffusion_block_size = 16;
+  EXPECT_EQ(summary.threshold_for(0.f), kDefaultDiffusionThreshold);
+  summary.gpt.diffusion_threshold = 0.55f;
+  EXPECT_EQ(summary.threshold_for(0.f), 0.55f);
+  EXPECT_EQ(summary.threshold_for(0.8f), 0.8f);
+}
 
 TEST_F(WorkerOnFixture, StreamsEveryTokenAndMatchesADirectGeneration) {
   PreviewOptions preview;
@@ -187,9 +200,47 @@ TEST_F(WorkerOnFixture, ProgressivePreviewsPadTheTokensAndKeepToTheirBudget) {
                                    << cost.decode_ms << " ms decode";
 }
 
+// Held after a preview (the app's scripts cancel a run with a preview on
+// screen this way), the run waits for the cancel however fast the machine,
+// and stops at once when it comes.
+TEST_F(WorkerOnFixture, HeldAfterAPreviewARunWaitsForTheCancel) {
+  worker_.hold_after_previews(true);
+  PreviewOptions every;
+  every.enabled = true;
+  every.every_tokens = 1;
+  every.max_decode_overhead = 1e9;
+  ASSERT_TRUE(worker_.generate(request(), every));
+  std::vector<WorkerMessage> messages;
+  bool previewed = false;
+  while (!previewed && worker_.busy()) {
+    for (WorkerMessage& m : worker_.drain()) {
+      previewed |= std::holds_alternative<worker_message::Preview>(m);
+      messages.push_back(std::move(m));
+    }
+    if (!previewed) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(previewed) << "the run ended without a preview (none of this fixture's had a surface)";
+  EXPECT_TRUE(worker_.busy()) << "the run went on after its preview";
+  const int known = only<worker_message::Preview>(messages).back().tokens_known;
+  worker_.cancel();
+  for (WorkerMessage& m : wait_for(worker_)) messages.push_back(std::move(m));
+  auto finished = only<worker_message::RunFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  ASSERT_FALSE(finished[0].result.ok());
+  EXPECT_EQ(finished[0].result.error().code, ErrorCode::kCancelled);
+  int tokens = 0;
+  for (const auto& e : only<worker_message::Event>(messages)) tokens += e.event.kind == GenerationEvent::Kind::kToken;
+  EXPECT_LE(tokens, known + 1) << "tokens decoded after the held preview";
+  worker_.hold_after_previews(false);
+}
+
+// Held at its start, the job cannot run ahead of the cancel on a loaded
+// machine (it once decoded 22 tokens before the test thread got to cancel).
 TEST_F(WorkerOnFixture, CancelStopsWithinOneToken) {
+  worker_.hold_jobs(true);
   ASSERT_TRUE(worker_.generate(request(), PreviewOptions{}));
   worker_.cancel();
+  worker_.hold_jobs(false);
   auto messages = wait_for(worker_);
   auto finished = only<worker_message::RunFinished>(messages);
   ASSERT_EQ(finished.size(), 1u);
@@ -205,54 +256,83 @@ TEST_F(WorkerOnFixture, CancelStopsWithinOneToken) {
   EXPECT_TRUE(again[0].result.ok());
 }
 
-TEST_F(WorkerOnFixture, LatencyDemoComparesWithAndWithoutTheKvCache) {
-  ASSERT_TRUE(worker_.run_latency_demo(request()));
+// The demo compares decodings of one token sequence: with sampling switched on
+// in the settings (a candidate's settings taken) it still decodes greedily, so
+// exact parallel decoding, which reproduces greedy decoding, runs.
+TEST_F(WorkerOnFixture, LatencyDemoIsGreedyWhateverTheSettings) {
+  GenerationRequest sampled = request();
+  sampled.sampling.greedy = false;
+  sampled.sampling.top_p = 0.9f;
+  const auto runs = latency_demo_runs(LatencyDemoChoice{DecodingMode::kJacobi});
+  ASSERT_TRUE(worker_.run_latency_demo(sampled, runs, 1));
+  const auto bars = only<worker_message::LatencyResult>(wait_for(worker_));
+  int parallel_runs = 0;
+  for (const auto& bar : bars) {
+    if (runs[size_t(bar.index)].decoding.mode != DecodingMode::kJacobi) continue;
+    ++parallel_runs;
+    EXPECT_TRUE(bar.available) << bar.label << ": " << bar.unavailable_reason;
+  }
+  EXPECT_GT(parallel_runs, 0);
+}
+
+// The demo measures every run kLatencyDemoRepeats times, in rounds that take
+// turns (forwards, then backwards), so that a slow spell of a shared machine
+// falls on every run alike; it meshes once, the last run's tokens, coarser
+// than the request asks; and no run is a RunFinished, which the app would
+// keep in its history and put in the view.
+TEST_F(WorkerOnFixture, LatencyDemoRepeatsEachRunInTurnsAndMeshesOnce) {
+  GenerationRequest asked = request();
+  asked.resolution = kLatencyDemoResolution + 2;
+  ASSERT_TRUE(worker_.run_latency_demo(asked));
   auto messages = wait_for(worker_);
   auto bars = only<worker_message::LatencyResult>(messages);
   const auto runs_listed = latency_demo_runs();
-  ASSERT_EQ(bars.size(), runs_listed.size());
-  EXPECT_EQ(bars[0].label, "No cache");
-  EXPECT_TRUE(bars[0].available);
-  EXPECT_TRUE(bars[1].available);
-  EXPECT_GT(bars[0].mean_tpot_ms, 0.0);
-  EXPECT_GT(bars[1].total_ms, 0.0);
-  // The object's time split by stage adds up to at most the wall time.
-  EXPECT_GT(bars[1].stages.occupancy_ms, 0.0);
-  EXPECT_LE(bars[1].stages.total_ms(), bars[1].total_ms + 1.0);
-  // The runs this build cannot do say why, and are not run; the others run.
-  size_t runnable = 0;
-  for (size_t i = 0; i < bars.size(); ++i) {
-    EXPECT_EQ(bars[i].index, int(i));
-    const bool listed_available = runs_listed[i].unavailable_reason.empty();
-    EXPECT_EQ(bars[i].available, listed_available) << bars[i].label << ": " << bars[i].unavailable_reason;
-    if (!listed_available) {
-      EXPECT_FALSE(bars[i].unavailable_reason.empty());
-    }
-    runnable += listed_available;
+  // The runs this build cannot do say why, once, and are not run.
+  std::vector<int> runnable;
+  for (const auto& bar : bars) {
+    if (bar.available) continue;
+    EXPECT_EQ(bar.repeat, 0) << bar.label;
+    EXPECT_FALSE(bar.unavailable_reason.empty()) << bar.label;
   }
-  EXPECT_EQ(only<worker_message::LatencyRunStarted>(messages).size(), runnable);
-  auto runs = only<worker_message::RunFinished>(messages);
-  ASSERT_EQ(runs.size(), runnable);
-  ASSERT_TRUE(runs[0].result.ok() && runs[1].result.ok());
-  EXPECT_FALSE(runs[0].request.use_kv_cache);
-  EXPECT_TRUE(runs[1].request.use_kv_cache);
+  for (size_t i = 0; i < runs_listed.size(); ++i) {
+    const bool measured = std::any_of(bars.begin(), bars.end(), [&](const auto& b) { return b.index == int(i) && b.available; });
+    if (!runs_listed[i].unavailable_reason.empty()) EXPECT_FALSE(measured) << runs_listed[i].name;
+    if (measured) runnable.push_back(int(i));
+  }
+  ASSERT_GE(runnable.size(), 2u);
+  EXPECT_EQ(runnable[0], 0);
+  EXPECT_EQ(runnable[1], 1);
+  std::vector<std::pair<int, int>> expected, started, measured;
+  for (int round = 0; round < kLatencyDemoRepeats; ++round) {
+    std::vector<int> order = runnable;
+    if (round % 2) std::reverse(order.begin(), order.end());
+    for (int index : order) expected.push_back({index, round});
+  }
+  for (const auto& m : only<worker_message::LatencyRunStarted>(messages)) started.push_back({m.index, m.repeat});
+  for (const auto& bar : bars)
+    if (bar.available) measured.push_back({bar.index, bar.repeat});
+  EXPECT_EQ(started, expected);
+  EXPECT_EQ(measured, expected);
+  EXPECT_TRUE(only<worker_message::RunFinished>(messages).empty()) << "a demo run would go to the history";
+  EXPECT_TRUE(only<worker_message::Preview>(messages).empty());
+
+  // Each measurement: the tokens alone, the stages adding up to at most its time.
   // Causal attention: the cache changes the cost, not the tokens; nor does
   // exact parallel decoding, which the demo ends with by default.
+  const auto& reference = *std::find_if(bars.begin(), bars.end(), [](const auto& b) { return b.index == 1; });
   int parallel = 0;
-  for (const auto& run : runs) {
-    ASSERT_TRUE(run.result.ok()) << run.label << ": " << run.result.error().to_string();
-    EXPECT_EQ(run.result->tokens, runs[1].result->tokens) << run.label;
-    if (run.request.decoding.mode == DecodingMode::kJacobi) {
-      ++parallel;
-      EXPECT_EQ(run.result->decoding.mode, DecodingMode::kJacobi);
-    }
-  }
-  EXPECT_EQ(parallel, 2);
-  // Each run's grid: the evaluation that chose each token, from the token
-  // events, agrees with the strategy's own count of tokens per evaluation.
   for (const auto& bar : bars) {
     if (!bar.available) continue;
-    ASSERT_EQ(bar.token_steps.size(), runs[0].result->tokens.size()) << bar.label;
+    EXPECT_GT(bar.mean_tpot_ms, 0.0) << bar.label;
+    EXPECT_EQ(bar.stages.occupancy_ms, 0.0) << bar.label << " was meshed";
+    EXPECT_EQ(bar.stages.meshing_ms, 0.0) << bar.label << " was meshed";
+    EXPECT_LE(bar.stages.total_ms(), bar.total_ms + 1.0) << bar.label;
+    EXPECT_EQ(bar.tokens, reference.tokens) << bar.label;
+    EXPECT_EQ(bar.kv_cache, bar.index == 0 ? "none" : "f32") << bar.label;
+    parallel += bar.decoding.mode == DecodingMode::kJacobi;
+    // The grid: the evaluation that chose each token, from the token events,
+    // agrees with the strategy's own count of tokens per evaluation.
+    ASSERT_EQ(bar.token_steps.size(), reference.tokens.size()) << bar.label;
     std::vector<int> per_step(size_t(bar.decoding.model_evaluations), 0);
     for (int step : bar.token_steps) {
       ASSERT_TRUE(step >= 0 && step < bar.decoding.model_evaluations) << bar.label << " step " << step;
@@ -261,7 +341,32 @@ TEST_F(WorkerOnFixture, LatencyDemoComparesWithAndWithoutTheKvCache) {
     EXPECT_EQ(per_step, bar.decoding.tokens_per_step) << bar.label;
     EXPECT_TRUE(std::is_sorted(bar.token_steps.begin(), bar.token_steps.end())) << bar.label;
   }
-  EXPECT_EQ(only<worker_message::LatencyDemoFinished>(messages).size(), 1u);
+  EXPECT_EQ(parallel, 2 * kLatencyDemoRepeats);
+
+  auto meshed = only<worker_message::LatencyMeshed>(messages);
+  ASSERT_EQ(meshed.size(), 1u);
+  EXPECT_EQ(meshed[0].index, expected.back().first) << "the last run's tokens";
+  EXPECT_EQ(meshed[0].resolution, kLatencyDemoResolution);
+  EXPECT_TRUE(meshed[0].problem.empty()) << meshed[0].problem;
+  auto finished = only<worker_message::LatencyDemoFinished>(messages);
+  ASSERT_EQ(finished.size(), 1u);
+  EXPECT_FALSE(finished[0].cancelled);
+  double measured_ms = meshed[0].ms;
+  for (const auto& bar : bars) measured_ms += bar.total_ms;
+  EXPECT_GE(finished[0].wall_ms, measured_ms) << "the demo's time holds every measurement";
+}
+
+// A low resolution is kept: the demo meshes no finer than the request asks.
+TEST_F(WorkerOnFixture, LatencyDemoMeshesNoFinerThanAsked) {
+  GenerationRequest asked = request();
+  asked.resolution = 3;
+  ASSERT_TRUE(worker_.run_latency_demo(asked, latency_demo_runs(LatencyDemoChoice{DecodingMode::kSequential}), 1));
+  auto messages = wait_for(worker_);
+  auto meshed = only<worker_message::LatencyMeshed>(messages);
+  ASSERT_EQ(meshed.size(), 1u);
+  EXPECT_EQ(meshed[0].resolution, 3);
+  EXPECT_EQ(meshed[0].index, 1) << "one round: the last run is the cache's";
+  EXPECT_EQ(only<worker_message::LatencyRunStarted>(messages).size(), 2u) << "one round of the two cache runs";
 }
 
 // Converted weights and a smaller KV cache: the worker loads the model in the
@@ -281,7 +386,7 @@ TEST(GenerationWorker, RunsWithTheWeightsAndKvCacheChosenAndSaysSo) {
   GenerationRequest request;
   request.prompt = "a red dragon";
   request.resolution = 4;
-  request.kv_cache.format = cpu::KvFormat::kInt8;
+  request.kv_cache.format = KvFormat::kInt8;
   ASSERT_TRUE(worker.generate(request, PreviewOptions{}));
   auto messages = wait_for(worker);
   auto started = only<worker_message::RunStarted>(messages);
@@ -301,7 +406,9 @@ TEST(GenerationWorker, RunsWithTheWeightsAndKvCacheChosenAndSaysSo) {
   EXPECT_EQ(finished[0].result->tokens, direct->tokens);
 
   // A rank without bases in the folder: the engine's error, naming the command that makes them.
-  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, 4));
+  GenerationRequest ranked = request;
+  ranked.kv_cache.rank = 4;
+  ASSERT_TRUE(worker.generate(ranked, PreviewOptions{}));
   auto refused = only<worker_message::RunFinished>(wait_for(worker));
   ASSERT_EQ(refused.size(), 1u);
   ASSERT_FALSE(refused[0].result.ok());
@@ -352,8 +459,9 @@ TEST(GenerationWorker, ReadsTheKvRankBasesFromTheModelFolder) {
   GenerationRequest request;
   request.prompt = "a red dragon";
   request.resolution = 4;
-  request.kv_cache.format = cpu::KvFormat::kBF16;
-  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, 4));
+  request.kv_cache.format = KvFormat::kBF16;
+  request.kv_cache.rank = 4;
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}));
   auto messages = wait_for(worker);
   auto started = only<worker_message::RunStarted>(messages);
   ASSERT_EQ(started.size(), 1u);
@@ -373,7 +481,8 @@ TEST(GenerationWorker, ReadsTheKvRankBasesFromTheModelFolder) {
   EXPECT_EQ(finished[0].result->tokens, direct->tokens);
 
   // More than the bases hold: the engine's error.
-  ASSERT_TRUE(worker.generate(request, PreviewOptions{}, max_rank + 1));
+  request.kv_cache.rank = int(max_rank) + 1;
+  ASSERT_TRUE(worker.generate(request, PreviewOptions{}));
   auto refused = only<worker_message::RunFinished>(wait_for(worker));
   ASSERT_EQ(refused.size(), 1u);
   ASSERT_FALSE(refused[0].result.ok());
@@ -393,11 +502,15 @@ TEST_F(WorkerOnFixture, LatencyDemoRunsTheChosenKvCacheBesideTheExactOne) {
   EXPECT_TRUE(runs_listed[2].chosen_kv_cache);
   for (size_t i = 0; i < runs_listed.size(); ++i) EXPECT_EQ(runs_listed[i].chosen_kv_cache, i == 2);
   GenerationRequest chosen = request();
-  chosen.kv_cache.format = cpu::KvFormat::kFp8;
+  chosen.kv_cache.format = KvFormat::kFp8;
   chosen.kv_cache.budget = 8;
   ASSERT_TRUE(worker_.run_latency_demo(chosen, runs_listed));
   auto messages = wait_for(worker_);
-  auto bars = only<worker_message::LatencyResult>(messages);
+  // Each run's first measurement (or why it did not run), by run.
+  std::vector<worker_message::LatencyResult> bars;
+  for (const auto& bar : only<worker_message::LatencyResult>(messages))
+    if (bar.repeat == 0) bars.push_back(bar);
+  std::sort(bars.begin(), bars.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   ASSERT_EQ(bars.size(), runs_listed.size());
   EXPECT_EQ(bars[0].kv_cache, "none");
   EXPECT_EQ(bars[1].kv_cache, "f32");
@@ -411,14 +524,11 @@ TEST_F(WorkerOnFixture, LatencyDemoRunsTheChosenKvCacheBesideTheExactOne) {
   }
   ASSERT_TRUE(bars[2].available) << bars[2].unavailable_reason;
   // The chosen run's tokens are a direct generation's with the same cache.
-  auto runs = only<worker_message::RunFinished>(messages);
-  ASSERT_GE(runs.size(), 3u);
-  ASSERT_TRUE(runs[2].result.ok());
   auto model = CubeModel::load(folder_);
   ASSERT_TRUE(model.ok());
   auto direct = generate_shape(*model, chosen);
   ASSERT_TRUE(direct.ok()) << direct.error().to_string();
-  EXPECT_EQ(runs[2].result->tokens, direct->tokens);
+  EXPECT_EQ(bars[2].tokens, direct->tokens);
 }
 
 // The demo's runs follow the decoding chosen and the model: block diffusion
@@ -450,12 +560,112 @@ TEST(LatencyDemoRuns, FollowTheChoiceAndTheModel) {
   for (size_t i = 3; i < 6; ++i) EXPECT_EQ(by_blocks[i].decoding.mode, DecodingMode::kDiffusion);
 }
 
+// What each run is compared with: the cache with no cache, everything after
+// it with the cache (the decoding it would replace); on a block-diffusion
+// model, which has no token-by-token run, the block caches with none.
+TEST(LatencyDemoRuns, EachRunIsComparedWithTheDecodingItReplaces) {
+  LatencyDemoChoice choice;
+  choice.kv_cache = "int8";
+  const auto jacobi = latency_demo_runs(choice);
+  ASSERT_EQ(jacobi.size(), 6u);
+  EXPECT_EQ(jacobi[0].baseline, -1);
+  EXPECT_EQ(jacobi[1].baseline, 0);
+  for (size_t i = 2; i < jacobi.size(); ++i) EXPECT_EQ(jacobi[i].baseline, 1) << jacobi[i].name;
+  choice.block_diffusion_model = true;
+  const auto by_blocks = latency_demo_runs(choice);
+  ASSERT_EQ(by_blocks.size(), 7u);
+  EXPECT_EQ(by_blocks[4].name, "Block diffusion, no cache");
+  EXPECT_EQ(by_blocks[4].baseline, -1);
+  EXPECT_EQ(by_blocks[5].baseline, 4);
+  EXPECT_EQ(by_blocks[6].baseline, 4);
+  for (const auto& run : by_blocks) EXPECT_TRUE(run.model_folder.empty()) << run.name;
+}
+
+// Beside a block-diffusion model with an autoregressive one given, the
+// token-by-token runs decode with that one, and block diffusion is compared
+// with its KV cache run: the two models side by side on one prompt.
+TEST(LatencyDemoRuns, BesideABlockDiffusionModelTheTokenByTokenRunsUseTheAutoregressiveOne) {
+  LatencyDemoChoice choice;
+  choice.block_diffusion_model = true;
+  choice.autoregressive_model = "/models/autoregressive";
+  const auto runs = latency_demo_runs(choice);
+  ASSERT_EQ(runs.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(runs[i].model_folder, "/models/autoregressive") << runs[i].name;
+    EXPECT_NE(runs[i].what.find("/models/autoregressive"), std::string::npos) << runs[i].what;
+  }
+  EXPECT_TRUE(runs[0].unavailable_reason.empty()) << runs[0].unavailable_reason;
+  EXPECT_TRUE(runs[1].unavailable_reason.empty()) << runs[1].unavailable_reason;
+  EXPECT_FALSE(runs[2].unavailable_reason.empty()) << "CUDA graphs: the other model decodes on the CPU";
+  for (size_t i = 3; i < 6; ++i) {
+    EXPECT_TRUE(runs[i].model_folder.empty()) << runs[i].name;
+    EXPECT_EQ(runs[i].decoding.mode, DecodingMode::kDiffusion);
+    EXPECT_TRUE(runs[i].unavailable_reason.empty()) << runs[i].name;
+    EXPECT_EQ(runs[i].baseline, 1) << runs[i].name;
+  }
+}
+
+// The same on the fixture: its GPT read as a block-diffusion model loaded,
+// the fixture itself beside it. The cache runs decode the autoregressive
+// model's tokens (as a direct generation with it), the block-diffusion runs
+// the loaded model's; a model of another token count is refused by name.
+TEST(GenerationWorker, LatencyDemoDecodesTokenByTokenWithTheAutoregressiveModelBesideABlockDiffusionOne) {
+  const auto autoregressive = testing::oracle_model_folder();
+  if (autoregressive.empty()) GTEST_SKIP() << "fixture model folder absent";
+  testing::TemporaryFolder folder;
+  const auto by_blocks = folder.path() / "model";
+  ASSERT_TRUE(::cubeforge::testing::make_oracle_block_diffusion_model(by_blocks));
+  GenerationWorker worker(1);
+  ASSERT_TRUE(worker.load_model(by_blocks));
+  ASSERT_EQ(only<worker_message::ModelLoaded>(wait_for(worker)).size(), 1u);
+  LatencyDemoChoice choice;
+  choice.block_diffusion_model = true;
+  choice.autoregressive_model = autoregressive.string();
+  const auto runs = latency_demo_runs(choice);
+  GenerationRequest request;
+  request.prompt = ::cubeforge::testing::oracle_facts().prompt;
+  request.resolution = 3;
+  ASSERT_TRUE(worker.run_latency_demo(request, runs, 1));
+  auto bars = only<worker_message::LatencyResult>(wait_for(worker));
+  auto find = [&](int index) {
+    return std::find_if(bars.begin(), bars.end(), [&](const auto& b) { return b.index == index; });
+  };
+  ASSERT_NE(find(1), bars.end());
+  EXPECT_TRUE(find(0)->available) << find(0)->unavailable_reason;
+  ASSERT_TRUE(find(1)->available) << find(1)->unavailable_reason;
+  EXPECT_EQ(find(1)->model, autoregressive.string());
+  EXPECT_EQ(find(1)->decoding.mode, DecodingMode::kSequential);
+  auto model = CubeModel::load(autoregressive);
+  ASSERT_TRUE(model.ok());
+  auto direct = generate_shape_tokens(*model, request);
+  ASSERT_TRUE(direct.ok()) << direct.error().to_string();
+  EXPECT_EQ(find(1)->tokens, direct->tokens);
+  for (int i = 3; i < 6; ++i) {
+    ASSERT_NE(find(i), bars.end());
+    ASSERT_TRUE(find(i)->available) << find(i)->label << ": " << find(i)->unavailable_reason;
+    EXPECT_EQ(find(i)->model, by_blocks.string()) << find(i)->label;
+    EXPECT_EQ(find(i)->decoding.mode, DecodingMode::kDiffusion) << find(i)->label;
+  }
+  // A model of another token count beside it: refused, saying why.
+  const std::filesystem::path builtin = CUBEFORGE_BUILTIN_MODEL_DIR;
+  if (!std::filesystem::exists(builtin / "shape_gpt.safetensors")) return;
+  choice.autoregressive_model = builtin.string();
+  ASSERT_TRUE(worker.run_latency_demo(request, latency_demo_runs(choice), 1));
+  bars = only<worker_message::LatencyResult>(wait_for(worker));
+  ASSERT_NE(find(1), bars.end());
+  EXPECT_FALSE(find(1)->available);
+  EXPECT_NE(find(1)->unavailable_reason.find("tokens per shape"), std::string::npos) << find(1)->unavailable_reason;
+  EXPECT_TRUE(find(3)->available) << find(3)->unavailable_reason;
+}
+
 TEST(GenerationWorker, LoadingReportsProgressAndCanBeCancelled) {
   const auto folder = testing::oracle_model_folder();
   if (folder.empty()) GTEST_SKIP() << "fixture model folder absent";
   GenerationWorker worker(1);
+  worker.hold_jobs(true);  // the load cannot finish before the cancel, however loaded the machine
   ASSERT_TRUE(worker.load_model(folder));
   worker.cancel();  // seen at the next progress step
+  worker.hold_jobs(false);
   auto messages = wait_for(worker);
   auto failed = only<worker_message::LoadFailed>(messages);
   ASSERT_EQ(failed.size(), 1u);

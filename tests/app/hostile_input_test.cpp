@@ -14,6 +14,7 @@
 
 #include "inference/core/file_io.h"
 #include "tests/support/hostile_files.h"
+#include "tests/app/run_cli.h"
 #include "tests/support/run_command.h"
 #include "tests/support/sanitizer_build.h"
 
@@ -27,18 +28,8 @@ const std::string kCli = CUBEFORGE_CLI_PATH;
 
 testing::CommandOutput cli(const std::string& arguments) { return testing::run_command(kCli, arguments); }
 
-// Appended: GCC 12 misreads `literal + string` here as overlapping copies.
-std::string quoted(const std::filesystem::path& path) {
-  std::string text = "'";
-  text += path.string();
-  text += '\'';
-  return text;
-}
-
-// A small, quick generation from the built-in model.
-std::string generate(const std::filesystem::path& out, const std::string& extra = "") {
-  return "generate --prompt 'a tall chair' --resolution 4 --out " + quoted(out) + " " + extra;
-}
+using testing::quoted;
+using testing::quick_generate;
 
 bool has_escape_byte(const std::string& text) { return text.find('\x1b') != std::string::npos; }
 
@@ -70,7 +61,7 @@ TEST(HostileInput, CtrlCAtEveryStageUpToTheRenameLeavesTheOldFile) {
     EXPECT_TRUE(hidden_files(folder.path()).empty()) << stage;
   }
   // Uninterrupted, the same run replaces the file.
-  auto r = cli(generate(out));
+  auto r = cli(quick_generate(out));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(*read_file_text(out), "OLD");
 }
@@ -88,7 +79,7 @@ TEST(HostileInput, ATemporaryLeftByAKilledRunIsRemovedByTheNext) {
     EXPECT_EQ(run.wait(30), 128 + SIGKILL);
   }
   ASSERT_EQ(hidden_files(folder.path()).size(), 1u) << "the killed run left its temporary";
-  auto r = cli(generate(out));
+  auto r = cli(quick_generate(out));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_TRUE(hidden_files(folder.path()).empty());
 }
@@ -141,13 +132,13 @@ TEST(HostileInput, FifosLoopsAndDirectoriesInAModelFolderAreNamed) {
     testing::copy_builtin_model(model);
     std::filesystem::remove_all(model / c.part);
     c.make(model / c.part);
-    auto r = testing::run_command("timeout -s KILL 30 " + kCli, generate(folder / "x.glb", "--model " + quoted(model)));
+    auto r = testing::run_command("timeout -s KILL 30 " + kCli, quick_generate(folder / "x.glb", "--model " + quoted(model)));
     EXPECT_EQ(r.exit_code, 1) << c.part << ": " << r.out;
     EXPECT_NE(r.out.find(c.expected), std::string::npos) << c.part << ": " << r.out;
     EXPECT_NE(r.out.find(c.part), std::string::npos) << r.out;
   }
   std::filesystem::create_symlink("loop", folder / "loop");
-  auto loop_out = cli(generate(folder / "loop" / "x.glb"));
+  auto loop_out = cli(quick_generate(folder / "loop" / "x.glb"));
   EXPECT_EQ(loop_out.exit_code, 1) << loop_out.out;
   EXPECT_NE(loop_out.out.find("loop of symbolic links"), std::string::npos) << loop_out.out;
 }
@@ -170,10 +161,10 @@ TEST(HostileInput, FoldersWithoutPermissionAreNamedNotAborted) {
   }
   std::string prefix;
   for (const auto& word : as_other) prefix += word + " ";
-  auto no_model = testing::run_command(prefix + kCli, generate(folder / "open" / "x.glb", "--model " + quoted(model)));
+  auto no_model = testing::run_command(prefix + kCli, quick_generate(folder / "open" / "x.glb", "--model " + quoted(model)));
   EXPECT_EQ(no_model.exit_code, 1) << no_model.out;
   EXPECT_NE(no_model.out.find("Permission denied"), std::string::npos) << no_model.out;
-  auto no_out = testing::run_command(prefix + kCli, generate(folder / "closed" / "sub" / "x.glb"));
+  auto no_out = testing::run_command(prefix + kCli, quick_generate(folder / "closed" / "sub" / "x.glb"));
   EXPECT_EQ(no_out.exit_code, 1) << no_out.out;
   EXPECT_NE(no_out.out.find("Permission denied"), std::string::npos) << no_out.out;
 }
@@ -208,7 +199,7 @@ TEST(HostileInput, JsonIsAlwaysValidAndNothingRawReachesTheTerminal) {
   ASSERT_TRUE(testing::rewrite_safetensors(escape_model / "shape_gpt.safetensors", [](testing::EditableTensors& t) {
     t.tensors.push_back({"x\x1b]0;PWNED\x07\x1b[2J", DType::kF32, {0}, {}});
   }));
-  auto r = cli(generate(folder / "x.glb", "--model " + quoted(escape_model)));
+  auto r = cli(quick_generate(folder / "x.glb", "--model " + quoted(escape_model)));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("\\x1B]0;PWNED"), std::string::npos) << r.out;
   EXPECT_FALSE(has_escape_byte(r.out));
@@ -216,7 +207,7 @@ TEST(HostileInput, JsonIsAlwaysValidAndNothingRawReachesTheTerminal) {
   const auto vocab_model = folder / "vocab";
   testing::copy_builtin_model(vocab_model);
   std::ofstream(vocab_model / "clip" / "merges.txt") << "#version: 0.2\na \x1b[2J\n";
-  r = cli(generate(folder / "x.glb", "--model " + quoted(vocab_model)));
+  r = cli(quick_generate(folder / "x.glb", "--model " + quoted(vocab_model)));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_FALSE(has_escape_byte(r.out)) << r.out;
 }
@@ -229,11 +220,11 @@ TEST(HostileInput, OutputFilesFollowTheWriteRules) {
   const auto read_only = folder / "ro.glb";
   ASSERT_TRUE(write_file_atomically(read_only, std::string_view("keep")).ok());
   ASSERT_EQ(::chmod(read_only.c_str(), 0444), 0);
-  auto refused = cli(generate(read_only));
+  auto refused = cli(quick_generate(read_only));
   EXPECT_EQ(refused.exit_code, 1) << refused.out;
   EXPECT_NE(refused.out.find("--force"), std::string::npos) << refused.out;
   EXPECT_EQ(*read_file_text(read_only), "keep");
-  auto forced = cli(generate(read_only, "--force"));
+  auto forced = cli(quick_generate(read_only, "--force"));
   EXPECT_EQ(forced.exit_code, 0) << forced.out;
   EXPECT_NE(*read_file_text(read_only), "keep");
   struct stat st {};
@@ -242,13 +233,13 @@ TEST(HostileInput, OutputFilesFollowTheWriteRules) {
   // A symbolic link is written through.
   ASSERT_TRUE(write_file_atomically(folder / "target.glb", std::string_view("old")).ok());
   std::filesystem::create_symlink("target.glb", folder / "link.glb");
-  auto through = cli(generate(folder / "link.glb"));
+  auto through = cli(quick_generate(folder / "link.glb"));
   EXPECT_EQ(through.exit_code, 0) << through.out;
   EXPECT_TRUE(std::filesystem::is_symlink(folder / "link.glb"));
   EXPECT_GT(std::filesystem::file_size(folder / "target.glb"), 100u);
   // Names of 241 to 255 bytes fit.
   const auto long_name = folder / (std::string(251, 'n') + ".glb");
-  auto long_run = cli(generate(long_name));
+  auto long_run = cli(quick_generate(long_name));
   EXPECT_EQ(long_run.exit_code, 0) << long_run.out;
   EXPECT_TRUE(std::filesystem::exists(long_name));
 }
@@ -269,19 +260,19 @@ TEST(HostileInput, OptionValuesAreCheckedWithMessagesThatSayWhatTheyMustBe) {
            {"--seed 1180591620717411303424", "--seed: must be a whole number from 0 to 18446744073709551615"},
            {"--target-faces 3", "--target-faces: must be -1 (no simplification), 0 (automatic"},
        }) {
-    auto r = cli(generate(out, c.arguments));
+    auto r = cli(quick_generate(out, c.arguments));
     EXPECT_NE(r.exit_code, 0) << c.arguments;
     EXPECT_NE(r.out.find(c.expected), std::string::npos) << c.arguments << ": " << r.out;
     EXPECT_EQ(r.out.find("1797693"), std::string::npos) << r.out;
   }
-  auto max_seed = cli(generate(out, "--seed 18446744073709551615 --json"));
+  auto max_seed = cli(quick_generate(out, "--seed 18446744073709551615 --json"));
   ASSERT_EQ(max_seed.exit_code, 0) << max_seed.out;
   EXPECT_EQ(nlohmann::json::parse(max_seed.out.substr(max_seed.out.find('{')))["seed"].get<uint64_t>(),
             std::numeric_limits<uint64_t>::max());
-  auto empty_model = cli(generate(out, "--model ''"));
+  auto empty_model = cli(quick_generate(out, "--model ''"));
   EXPECT_EQ(empty_model.exit_code, 2) << empty_model.out;
   EXPECT_NE(empty_model.out.find("--model is empty"), std::string::npos) << empty_model.out;
-  auto small_budget = cli(generate(out, "--target-faces 4"));
+  auto small_budget = cli(quick_generate(out, "--target-faces 4"));
   if (small_budget.exit_code != 0) {
     EXPECT_NE(small_budget.out.find("ask for more faces"), std::string::npos) << small_budget.out;
   }
@@ -295,7 +286,7 @@ TEST(HostileInput, BrokenWeightsAndVocabulariesAreNamedAtLoad) {
   ASSERT_TRUE(testing::rewrite_safetensors(nan_gpt / "shape_gpt.safetensors", [](testing::EditableTensors& t) {
     testing::poison_first_element(t, "transformer.dual_blocks.0.attn.pre_x.c_v.weight", NAN);
   }));
-  auto r = cli(generate(out, "--model " + quoted(nan_gpt)));
+  auto r = cli(quick_generate(out, "--model " + quoted(nan_gpt)));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("'transformer.dual_blocks.0.attn.pre_x.c_v.weight' holds NaN"), std::string::npos) << r.out;
   const auto inf_clip = folder / "inf_clip";
@@ -303,7 +294,7 @@ TEST(HostileInput, BrokenWeightsAndVocabulariesAreNamedAtLoad) {
   ASSERT_TRUE(testing::rewrite_safetensors(inf_clip / "clip" / "model.safetensors", [](testing::EditableTensors& t) {
     testing::poison_first_element(t, "text_model.encoder.layers.0.mlp.fc1.weight", INFINITY);
   }));
-  r = cli(generate(out, "--model " + quoted(inf_clip)));
+  r = cli(quick_generate(out, "--model " + quoted(inf_clip)));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("'text_model.encoder.layers.0.mlp.fc1.weight' holds an infinity"), std::string::npos) << r.out;
   // A vocabulary id beyond the embedding was accepted, then blamed on "prompt 0 of the batch".
@@ -313,7 +304,7 @@ TEST(HostileInput, BrokenWeightsAndVocabulariesAreNamedAtLoad) {
   auto json = nlohmann::json::parse(*text);
   json["chair</w>"] = 99999;
   std::ofstream(vocab / "clip" / "vocab.json") << json.dump();
-  r = cli(generate(out, "--model " + quoted(vocab)));
+  r = cli(quick_generate(out, "--model " + quoted(vocab)));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("token ids up to 99999"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("prompt 0 of the batch"), std::string::npos) << r.out;

@@ -50,6 +50,24 @@ TEST(ModelCard, APromptWithNoTrainedWordIsSaidToBeAGuess) {
   EXPECT_NE(red_chair.message.find("ignore"), std::string::npos) << red_chair.message;
 }
 
+// A word still being typed is not judged: "chai" is on its way to "chair".
+TEST(ModelCard, AWordStillBeingTypedIsNotJudged) {
+  const ModelCard card = builtin_card();
+  EXPECT_NE(check_prompt(card, "a chai").message, "") << "the whole prompt, judged at once, does name \"chai\"";
+  EXPECT_EQ(check_typed_prompt(card, "a chai", false).message, "");
+  EXPECT_EQ(check_typed_prompt(card, "a", false).message, "") << "the first word is being typed";
+  // Followed by a space or punctuation, or with Generate pressed, it is a word.
+  for (const std::string& prompt : {std::string("a chai "), std::string("a chai,")})
+    EXPECT_EQ(check_typed_prompt(card, prompt, false).unknown_words, std::vector<std::string>{"chai"}) << prompt;
+  EXPECT_EQ(check_typed_prompt(card, "a chai", true).unknown_words, std::vector<std::string>{"chai"});
+  // Finished words are judged while the next one is typed.
+  const PromptCheck typing = check_typed_prompt(card, "a red chair wi", false);
+  EXPECT_EQ(typing.unknown_words, std::vector<std::string>{"red"});
+  EXPECT_NE(typing.message.find("ignore"), std::string::npos) << typing.message;
+  EXPECT_NE(check_typed_prompt(card, "a cat wi", false).message.find("guess"), std::string::npos);
+  EXPECT_EQ(check_typed_prompt(card, "", false).message, check_prompt(card, "").message) << "the empty prompt's hint";
+}
+
 TEST(ModelCard, CompletionsComeFromTheCard) {
   const ModelCard card = builtin_card();
   auto tall = complete_word(card, "a ta");

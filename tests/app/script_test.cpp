@@ -20,13 +20,19 @@ TEST(Script, ParsesEveryCommandSkippingCommentsAndBlanks) {
       "cancel\n"
       "export /tmp/out.glb\n"
       "screenshot shot.png\n"
+      "hold-previews\n"
+      "wait-preview\n"
       "quit\n");
   ASSERT_TRUE(script.ok()) << script.error().to_string();
-  ASSERT_EQ(script->size(), 11u);
+  ASSERT_EQ(script->size(), 13u);
   using K = ScriptCommand::Kind;
-  const std::vector<K> kinds = {K::kModel,   K::kPrompt, K::kSet,    K::kGenerate,   K::kWait,      K::kIdle,
-                                K::kLatency, K::kCancel, K::kExport, K::kScreenshot, K::kQuit};
+  const std::vector<K> kinds = {K::kModel,      K::kPrompt,       K::kSet,         K::kGenerate, K::kWait,
+                                K::kIdle,       K::kLatency,      K::kCancel,      K::kExport,   K::kScreenshot,
+                                K::kHoldPreviews, K::kWaitPreview, K::kQuit};
   for (size_t i = 0; i < kinds.size(); ++i) EXPECT_EQ((*script)[i].kind, kinds[i]) << i;
+  // Neither waits for the run to end: they are for the run in progress.
+  EXPECT_FALSE((*script)[10].waits_for_idle());
+  EXPECT_FALSE((*script)[11].waits_for_idle());
   EXPECT_EQ((*script)[0].argument, "../models/tiny");
   EXPECT_EQ((*script)[1].argument, "a red dragon");
   EXPECT_EQ((*script)[1].line, 4);
@@ -44,9 +50,10 @@ TEST(Script, InputCommandsTakeAWidgetOrPixelsAndKeyChords) {
       "type a cat\n"
       "resize 960 600\n"
       "reset-layout\n"
-      "dump state.json\n");
+      "dump state.json\n"
+      "error-popup\n");
   ASSERT_TRUE(script.ok()) << script.error().to_string();
-  ASSERT_EQ(script->size(), 10u);
+  ASSERT_EQ(script->size(), 11u);
   const auto& s = *script;
   EXPECT_EQ(s[0].target, "generate");
   EXPECT_TRUE(s[1].target.empty());
@@ -65,6 +72,8 @@ TEST(Script, InputCommandsTakeAWidgetOrPixelsAndKeyChords) {
   // Input and window commands run at once; the rest waits for an idle app.
   EXPECT_FALSE(s[0].waits_for_idle());
   EXPECT_FALSE(s[9].waits_for_idle());
+  EXPECT_EQ(s[10].kind, ScriptCommand::Kind::kErrorPopup);
+  EXPECT_FALSE(s[10].waits_for_idle());
   EXPECT_TRUE(parse_script("generate\n")->front().waits_for_idle());
 
   EXPECT_FALSE(parse_script("key ctrl+banana\n").ok());
@@ -82,6 +91,11 @@ TEST(Script, ErrorsNameTheLine) {
   EXPECT_FALSE(parse_script("generate now\n").ok());     // takes nothing
   EXPECT_FALSE(parse_script("set resolution\n").ok());   // needs a value
   EXPECT_FALSE(parse_script("idle soon\n").ok());        // a number of frames
+  EXPECT_FALSE(parse_script("rest a while\n").ok());     // a number of wakeups
+  auto rest = parse_script("rest 40\n");
+  ASSERT_TRUE(rest.ok());
+  EXPECT_EQ(rest->front().kind, ScriptCommand::Kind::kRest);
+  EXPECT_TRUE(rest->front().waits_for_idle());
   EXPECT_FALSE(load_script("/nonexistent/script.txt").ok());
 }
 

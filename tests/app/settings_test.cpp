@@ -8,6 +8,7 @@
 #include "app/desktop/core/app_settings.h"
 #include "inference/core/file_io.h"
 #include "test_folder.h"
+#include "tests/support/hostile_numbers.h"
 
 namespace cubeforge::app {
 namespace {
@@ -39,6 +40,9 @@ TEST(AppSettings, RoundTripThroughTheFileKeepsEveryField) {
   settings.progressive_preview = true;
   settings.preview_every = 3;
   settings.export_template = "{seed}.stl";
+  settings.export_folder = "~/shapes";
+  settings.remove_loose_pieces = true;
+  settings.loose_piece_fraction = 0.1f;
   settings.wireframe = true;
   settings.window_width = 960;
   const auto path = folder.path() / "sub" / "settings.json";
@@ -78,6 +82,16 @@ TEST(AppSettings, MissingFileGivesDefaultsAndMissingKeysKeepThem) {
   EXPECT_EQ(partial->kv_budget, 0);
   EXPECT_EQ(partial->kv_rank, 0);
   EXPECT_TRUE(engine_options_exact(*partial));
+  // From before the documents folder: the working directory, saved as the old
+  // default, becomes the new default; a folder chosen stays.
+  auto old_default = settings_from_json(nlohmann::json{{"export_folder", "."}});
+  ASSERT_TRUE(old_default.ok());
+  EXPECT_EQ(old_default->export_folder, "");
+  auto chosen = settings_from_json(nlohmann::json{{"export_folder", "./exports"}});
+  ASSERT_TRUE(chosen.ok());
+  EXPECT_EQ(chosen->export_folder, "./exports");
+  EXPECT_FALSE(partial->remove_loose_pieces);
+  EXPECT_FALSE(settings_from_json(nlohmann::json{{"loose_piece_fraction", 0}}).ok());
 }
 
 // Each value the engine does not take, and each combination it refuses, is an
@@ -94,11 +108,11 @@ TEST(AppSettings, WeightsAndKvCacheValuesAreChecked) {
                          Bad{R"({"kv_budget": -4})", "'kv_budget'"},
                          Bad{R"({"kv_budget": 2e6})", "'kv_budget'"},
                          Bad{R"({"kv_budget": "all"})", "'kv_budget'"},
-                         Bad{R"({"kv_budget": 1})", "2 or more"},
+                         Bad{R"({"kv_budget": 1})", "setting 'kv_budget': a KV budget keeps BOS"},
                          Bad{R"({"kv_rank": -1})", "'kv_rank'"},
                          Bad{R"({"kv_rank": 1.5})", "'kv_rank'"},
                          Bad{R"({"kv_cache_format": "int8", "kv_budget": 32})", "INT8"},
-                         Bad{R"({"attention": "reference", "kv_cache_format": "bf16"})", "exact KV cache"},
+                         Bad{R"({"attention": "reference", "kv_cache_format": "bf16"})", "setting 'attention': "},
                          Bad{R"({"attention": "reference", "kv_budget": 16})", "exact KV cache"},
                          Bad{R"({"attention": "reference", "kv_rank": 8})", "exact KV cache"}}) {
     auto parsed = settings_from_json(nlohmann::json::parse(bad.json));
@@ -141,11 +155,15 @@ TEST(AppSettings, WrongTypesAndRangesAreErrorsNamingTheKey) {
   auto unknown_decoding = settings_from_json(nlohmann::json{{"latency_decoding", "speculative"}});
   ASSERT_FALSE(unknown_decoding.ok());
   EXPECT_NE(unknown_decoding.error().message.find("latency_decoding"), std::string::npos);
-  for (double threshold : {0.0, 1.5, -0.2}) {
+  for (double threshold : {1.5, -0.2}) {
     auto bad_threshold = settings_from_json(nlohmann::json{{"diffusion_threshold", threshold}});
     ASSERT_FALSE(bad_threshold.ok()) << threshold;
     EXPECT_NE(bad_threshold.error().message.find("diffusion_threshold"), std::string::npos);
   }
+  // 0 leaves the threshold to the model (its config.yaml's, else the engine's default).
+  auto models_own = settings_from_json(nlohmann::json{{"diffusion_threshold", 0.0}});
+  ASSERT_TRUE(models_own.ok()) << models_own.error().message;
+  EXPECT_EQ(models_own->diffusion_threshold, 0.f);
 
   testing::TemporaryFolder folder;
   ASSERT_TRUE(write_file_atomically(folder.path() / "bad.json", std::string_view("{not json")).ok());
@@ -241,30 +259,28 @@ TEST(AppSettings, RequestCarriesTheSettings) {
 
 // The KV cache options reach the request when the cache is on; without the
 // cache there is nothing to store, and the request keeps the exact options
-// (the engine refuses KV options without a cache). The rank goes to the worker.
+// (the engine refuses KV options without a cache). Planning reads the rank's bases.
 TEST(AppSettings, RequestCarriesTheKvCacheOptionsWhenTheCacheIsOn) {
   AppSettings settings;
   EXPECT_TRUE(make_request(settings).kv_cache.exact());
-  EXPECT_EQ(kv_rank_of(settings), 0);
   settings.kv_cache_format = "bf16";
   settings.kv_budget = 12;
   settings.kv_rank = 6;
   GenerationRequest request = make_request(settings);
   EXPECT_TRUE(request.use_kv_cache);
-  EXPECT_EQ(request.kv_cache.format, cpu::KvFormat::kBF16);
+  EXPECT_EQ(request.kv_cache.format, KvFormat::kBF16);
   EXPECT_EQ(request.kv_cache.budget, 12);
+  EXPECT_EQ(request.kv_cache.rank, 6);
   EXPECT_EQ(request.kv_cache.low_rank, nullptr);
-  EXPECT_EQ(kv_rank_of(settings), 6);
   EXPECT_FALSE(engine_options_exact(settings));
   settings.kv_cache = false;
   request = make_request(settings);
   EXPECT_FALSE(request.use_kv_cache);
   EXPECT_TRUE(request.kv_cache.exact());
-  EXPECT_EQ(kv_rank_of(settings), 0);
   EXPECT_TRUE(engine_options_exact(settings)) << "without the cache only the weights can differ";
   settings.weights = "bf16";
   EXPECT_FALSE(engine_options_exact(settings));
-  EXPECT_EQ(chosen_kv_options(settings).format, cpu::KvFormat::kBF16) << "the latency demo's chosen cache";
+  EXPECT_EQ(chosen_kv_options(settings).format, KvFormat::kBF16) << "the latency demo's chosen cache";
   EXPECT_EQ(chosen_kv_options(settings).budget, 12);
 }
 
@@ -304,6 +320,49 @@ TEST(AppSettings, NumbersMustFitTheirSettings) {
   auto fine = settings_from_json(nlohmann::json::parse(R"({"seed": 18446744073709551615, "temperature": 0.7})"));
   ASSERT_TRUE(fine.ok()) << fine.error().to_string();
   EXPECT_EQ(fine->seed, UINT64_MAX);
+}
+
+// The class of clip/config.json's 1e-0256 in the settings file and in a
+// script's `set`: every setting that needs a positive number refuses each way
+// a number can fail as a float (1e-40 was a denormal temperature; 1e-256 a
+// temperature of 0), and a bounding box of 3e38 (whose normalisation
+// overflows) is out of range. The diffusion threshold's exact 0 is the one
+// exception: it leaves the threshold to the model.
+TEST(AppSettings, NumbersAreCheckedAfterNarrowing) {
+  testing::TemporaryFolder folder;
+  const auto path = folder.path() / "settings.json";
+  for (const char* key : {"temperature", "top_p", "diffusion_threshold", "bbox"})
+    for (const auto& number : ::cubeforge::testing::not_positive_normal_floats()) {
+      if (std::string(key) == "diffusion_threshold" && number.text == "0") continue;
+      const bool bbox = std::string(key) == "bbox";
+      const std::string value = bbox ? "[1, " + number.text + ", 1]" : number.text;
+      ASSERT_TRUE(write_file_atomically(path, "{\"" + std::string(key) + "\": " + value + "}").ok());
+      auto loaded = load_settings(path);
+      ASSERT_FALSE(loaded.ok()) << key << " = " << value;
+      EXPECT_NE(loaded.error().message.find(path.string()), std::string::npos) << loaded.error().message;
+      if (number.json) {
+        EXPECT_NE(loaded.error().message.find(std::string("setting '") + key + "'"), std::string::npos)
+            << loaded.error().message;
+      }
+      AppSettings settings;
+      const std::string text = bbox ? "1 " + number.text + " 1" : number.text;
+      Status set = set_setting(settings, key, text);
+      ASSERT_FALSE(set.ok()) << key << " " << text;
+      EXPECT_NE(set.error().message.find(std::string("setting '") + key + "'"), std::string::npos)
+          << set.error().message;
+    }
+  for (const char* huge : {R"({"use_bbox": true, "bbox": [3e38, 1, 1]})", R"({"bbox": [1e-30, 1, 1]})"}) {
+    auto refused = settings_from_json(nlohmann::json::parse(huge));
+    ASSERT_FALSE(refused.ok()) << huge;
+    EXPECT_NE(refused.error().message.find("'bbox' needs three sizes from 1e-06 to 1e+06"), std::string::npos)
+        << refused.error().message;
+  }
+  AppSettings settings;
+  EXPECT_FALSE(set_setting(settings, "bbox", "3e38 1 1").ok());
+  ASSERT_TRUE(set_setting(settings, "bbox", "2000 500 300").ok());  // millimetres are fine
+  EXPECT_EQ(settings.bbox, (std::array<float, 3>{2000, 500, 300}));
+  ASSERT_TRUE(set_setting(settings, "temperature", "1e-30").ok());  // small, but a normal float
+  EXPECT_EQ(settings.temperature, 1e-30f);
 }
 
 }  // namespace

@@ -7,7 +7,7 @@
 
 #include <optional>
 
-#include "inference/backend/select_backend.h"
+#include "inference/planning/select_backend.h"
 #include "inference/model/gpt.h"
 #include "tests/support/oracle.h"
 #include "tests/support/run_command.h"

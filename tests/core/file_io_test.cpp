@@ -1,7 +1,8 @@
 // Files named by users: reads refuse what is not a regular file (a FIFO
 // would block forever), path checks never throw, and atomic writes follow the
-// rules in file_io.h (read-only files, symbolic links, long names, stale
-// temporaries of killed runs, cancellation up to the rename).
+// rules in file_io.h (read-only files, symbolic links, links planted in
+// shared folders, inputs of the run, long names, stale temporaries of killed
+// runs, cancellation up to the rename).
 #include "inference/core/file_io.h"
 
 #include <gtest/gtest.h>
@@ -151,6 +152,79 @@ TEST(FileIo, ACancelBeforeTheRenameLeavesTheOldFileAndNoTemporary) {
   EXPECT_EQ(cancelled.error().code, ErrorCode::kCancelled);
   EXPECT_EQ(*read_file_text(path), "old");
   EXPECT_EQ(temporaries_in(folder.path()).size(), 0u);
+}
+
+// Once a program protects its inputs, no write replaces a file it read: by
+// the same name, through a symbolic link or a hard link.
+TEST(FileIo, AFileThisRunReadIsNeverReplaced) {
+  ScratchFolder folder("file-io");
+  const auto input = folder / "weights.safetensors";
+  ASSERT_TRUE(write_file_atomically(input, std::string_view("weights")).ok());
+  std::filesystem::create_symlink("weights.safetensors", folder / "link.safetensors");
+  std::filesystem::create_hard_link(input, folder / "hard.safetensors");
+  protect_inputs_from_writes();
+  ASSERT_TRUE(read_file_text(input).ok());
+  for (const char* name : {"weights.safetensors", "link.safetensors", "hard.safetensors"}) {
+    Status refused = write_file_atomically(folder / name, std::string_view("trace"));
+    ASSERT_FALSE(refused.ok()) << name;
+    EXPECT_NE(refused.error().message.find("an input of this run"), std::string::npos) << refused.error().message;
+    EXPECT_FALSE(resolve_write_target(folder / name).ok()) << name;
+  }
+  EXPECT_EQ(*read_file_text(input), "weights");
+  EXPECT_TRUE(temporaries_in(folder.path()).empty());
+  EXPECT_TRUE(write_file_atomically(folder / "other.safetensors", std::string_view("trace")).ok());
+  protect_inputs_from_writes(false);
+  EXPECT_TRUE(write_file_atomically(input, std::string_view("rewritten")).ok());
+}
+
+// The kernel's protected_symlinks rule, kept even where the system turned it
+// off: in a world-writable sticky folder a link is followed only when it is
+// this user's or the folder owner's. Planting a link as another user needs root.
+TEST(FileIo, ALinkAnotherUserPlantedInASharedFolderIsNotFollowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a link to another user needs root";
+  ScratchFolder folder("file-io");
+  const auto shared = folder / "shared";
+  std::filesystem::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const auto victim = folder / "victim.txt";
+  ASSERT_TRUE(write_file_atomically(victim, std::string_view("precious")).ok());
+  std::filesystem::create_symlink("../victim.txt", shared / "planted.obj");
+  ASSERT_EQ(::lchown((shared / "planted.obj").c_str(), 65534, 65534), 0);
+  std::filesystem::create_symlink("../victim.txt", shared / "mine.obj");
+  std::filesystem::create_symlink("shared", folder / "via");  // a link of ours on the way changes nothing
+  for (const auto& path : {shared / "planted.obj", folder / "via" / "planted.obj"}) {
+    Status refused = write_file_atomically(path, std::string_view("mesh"));
+    ASSERT_FALSE(refused.ok()) << path;
+    EXPECT_NE(refused.error().message.find("another user (uid 65534)"), std::string::npos) << refused.error().message;
+    EXPECT_EQ(*read_file_text(victim), "precious");
+  }
+  // This user's own link is followed, and so is any link in a folder without the sticky bit.
+  EXPECT_TRUE(write_file_atomically(shared / "mine.obj", std::string_view("mine")).ok());
+  EXPECT_EQ(*read_file_text(victim), "mine");
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  EXPECT_TRUE(write_file_atomically(shared / "planted.obj", std::string_view("not sticky")).ok());
+  EXPECT_TRUE(temporaries_in(shared).empty());
+}
+
+// A scratch folder gives back permissions a test took away before it goes,
+// but never through a link: a folder of links into a fixture (a model folder
+// made of the fixture's files) must leave the fixture's modes as they were.
+TEST(ScratchFolder, LeavesWhatItsLinksLeadToAsItWas) {
+  testing::ScratchFolder outside("links-lead-here");
+  const auto target = outside / "weights.safetensors";
+  ASSERT_TRUE(write_file_atomically(target, std::string_view("x")).ok());
+  ASSERT_EQ(::chmod(target.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(outside.path().c_str(), 0700), 0);
+  {
+    testing::ScratchFolder folder("links");
+    std::filesystem::create_symlink(target, folder / "weights.safetensors");
+    std::filesystem::create_directory_symlink(outside.path(), folder / "clip");
+  }
+  struct stat after {};
+  ASSERT_EQ(::stat(target.c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0644u);
+  ASSERT_EQ(::stat(outside.path().c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode & 07777, 0700u) << "the linked folder's mode changed";
 }
 
 }  // namespace

@@ -20,7 +20,6 @@
 namespace cubeforge {
 namespace {
 
-using cpu::KvFormat;
 
 TEST(KvCache, Fp8E4M3CodesRoundTripAndRoundToNearest) {
   std::vector<float> values;  // every finite non-negative code's value, in code order
@@ -112,8 +111,8 @@ TEST(KvCache, StoredValuesWithinEachFormatsError) {
             break;
           }
         }
-        ASSERT_LE(std::fabs(k[size_t(c)] - key), key_bound) << cpu::kv_format_name(format) << " slot " << j << " " << c;
-        ASSERT_LE(std::fabs(v[size_t(c)] - value), value_bound) << cpu::kv_format_name(format) << " slot " << j;
+        ASSERT_LE(std::fabs(k[size_t(c)] - key), key_bound) << kv_format_name(format) << " slot " << j << " " << c;
+        ASSERT_LE(std::fabs(v[size_t(c)] - value), value_bound) << kv_format_name(format) << " slot " << j;
       }
     }
   }
@@ -177,7 +176,7 @@ TEST(KvCache, AttentionEveryFormatAndIsaAgreesWithDefinitionAndBound) {
         std::vector<double> weights;
         const auto definition = attention_reference(q, H, stored_keys, stored_values, G, D, visible, scale, &weights);
         const auto exact = attention_reference(q, H, keys, values, G, D, visible, scale, nullptr);
-        const std::string what = std::string(cpu::kv_format_name(format)) + " H=" + std::to_string(H) +
+        const std::string what = std::string(kv_format_name(format)) + " H=" + std::to_string(H) +
                                  " G=" + std::to_string(G) + " D=" + std::to_string(D) +
                                  " visible=" + std::to_string(visible);
         for (const auto& isa : isas) {

@@ -137,6 +137,16 @@ TEST_F(AttentionTest, SmallHeadDims) {
   }
 }
 
+// Head sizes between the powers of two the kernels are built for (lanes past
+// the head idle), and 256 (two f32 vectors per lane, two outputs per thread).
+TEST_F(AttentionTest, EveryMultipleOf16) {
+  for (int head_dim : {48, 80, 96, 160, 256}) {
+    run({.batch = 2, .heads = 3, .head_dim = head_dim, .capacity = 300, .position = 200, .length_offset = 3});
+    run({.batch = 1, .heads = 2, .head_dim = head_dim, .cache_type = DType::kF32, .capacity = 90, .position = 70,
+         .length_offset = 1, .keys_per_split = 16});
+  }
+}
+
 TEST_F(AttentionTest, FixedLengthAndEdges) {
   run({.heads = 2, .capacity = 50, .length_offset = 1, .fixed_length = true});     // the reference's KV quirk
   run({.heads = 2, .capacity = 50, .position = 100, .length_offset = 1});          // clamped to the capacity
@@ -259,6 +269,8 @@ TEST_F(FusedAttentionTest, EqualsTheSeparateKernelsBitForBit) {
   run({.cache_type = DType::kBF16, .head_dim = 16, .capacity = 64, .position = 20, .slot_offset = 0});
   run({.position = 150, .slot_offset = 0, .fixed_length = true});  // the reference's KV quirk
   run({.capacity = 100, .position = 90, .slot_offset = 40});        // slot past the cache
+  run({.head_dim = 48, .capacity = 120, .position = 60, .slot_offset = 20});
+  run({.cache_type = DType::kBF16, .heads = 2, .head_dim = 256, .capacity = 90, .position = 50, .slot_offset = 8});
 }
 
 TEST(AttentionArguments, WorkspaceAndSplits) {

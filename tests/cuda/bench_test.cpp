@@ -97,7 +97,7 @@ TEST_F(CudaBench, DecodeStepV05Shapes) {
     args.output = output;
     return args;
   };
-  // The session's decode step (inference/cuda/token_backend.cpp): per layer
+  // The session's decode step (inference/cuda_backend/token_backend.cpp): per layer
   // q|k|v with ln_1 fused, attention with q/k norm, RoPE, cache write and the
   // split merge fused, c_proj, gate|up SwiGLU with ln_3 fused, down; then
   // lm_head with ln_f fused and sampling. c_qk and c_v lie back to back, as

@@ -11,10 +11,10 @@
 #include "inference/cpu/ops.h"
 #include "inference/cuda/attention.h"
 #include "inference/cuda/elementwise.h"
-#include "inference/cuda/gemm.h"
 #include "inference/cuda/matvec.h"
 #include "inference/cuda/norm.h"
 #include "inference/cuda/sampling.h"
+#include "inference/cuda_backend/gemm.h"
 #include "inference/sampling/sampler.h"
 
 namespace cubeforge::cuda::testing {

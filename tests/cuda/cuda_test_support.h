@@ -1,4 +1,5 @@
-// Shared pieces of the CUDA kernel tests: the skip-without-GPU fixture, status
+// Shared pieces of the CUDA kernel tests: the skip-without-GPU fixture (a
+// failure instead where CUBEFORGE_REQUIRE_CUDA is set), status
 // assertions, seeded random data, bf16 packing and error measures.
 #pragma once
 
@@ -6,7 +7,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "inference/cuda/cuda_api.h"
@@ -15,13 +18,29 @@
 
 namespace cubeforge::cuda::testing {
 
+// CUBEFORGE_REQUIRE_CUDA=1 (set by tools/device-check.sh on the GPU machine):
+// a test that finds no CUDA device fails instead of skipping.
+inline bool cuda_device_required() {
+  const char* value = std::getenv("CUBEFORGE_REQUIRE_CUDA");
+  return value && *value && std::string(value) != "0";
+}
+
+// Skips the calling test (or SetUp) without a CUDA device, or fails it when
+// cuda_device_required().
+#define CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE()                                                              \
+  do {                                                                                                    \
+    if (::cubeforge::cuda::device_count() == 0) {                                                         \
+      if (::cubeforge::cuda::testing::cuda_device_required())                                             \
+        FAIL() << "no CUDA device (" << ::cubeforge::cuda::device_summary()                               \
+               << ") where one is required (CUBEFORGE_REQUIRE_CUDA is set)";                              \
+      GTEST_SKIP() << "no CUDA device (" << ::cubeforge::cuda::device_summary()                           \
+                   << "); the cuda label runs on a GPU machine, e.g. through tools/device-check.sh";      \
+    }                                                                                                     \
+  } while (0)
+
 class CudaTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (device_count() == 0)
-      GTEST_SKIP() << "no CUDA device (" << device_summary()
-                   << "); the cuda label runs on a GPU machine, e.g. through tools/device-check.sh";
-  }
+  void SetUp() override { CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE(); }
 };
 
 #define CUBEFORGE_ASSERT_OK(expr)                                        \

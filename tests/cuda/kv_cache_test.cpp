@@ -13,12 +13,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "cuda_test_support.h"
+#include "inference/cpu_backend/gpt_kv_cache.h"
 #include "inference/cuda/attention.h"
 #include "inference/cuda/kv_cache.h"
 #include "inference/cuda/norm.h"
-#include "inference/model/gpt_kv_cache.h"
 
 namespace cubeforge::cuda::testing {
 namespace {
@@ -55,14 +57,14 @@ QkNormRopeArgs exact_rope_args(int batch, int heads, int head_dim, const float* 
   return rope;
 }
 
-cpu::KvFormat cpu_format(KvCacheForm form) {
+KvFormat cpu_format(KvCacheForm form) {
   switch (form) {
     case KvCacheForm::kBF16:
-      return cpu::KvFormat::kBF16;
+      return KvFormat::kBF16;
     case KvCacheForm::kFp8:
-      return cpu::KvFormat::kFp8;
+      return KvFormat::kFp8;
     default:
-      return cpu::KvFormat::kInt8;
+      return KvFormat::kInt8;
   }
 }
 
@@ -274,9 +276,12 @@ TEST_F(KvCacheKernels, Fp8CodesEqualTheCpu) {
 // over the stored cache against cpu::kv_attention.
 TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
   constexpr int kBatch = 2, kHeads = 3, kCapacity = 72;
+  // Head sizes between the powers of two the kernels are built for, and 256, at fewer lengths.
+  const std::vector<std::pair<int, std::vector<int>>> head_dims_and_lengths = {
+      {32, {1, 31, 32, 33, 70}}, {64, {1, 31, 32, 33, 70}}, {48, {31, 33}}, {96, {70}}, {256, {33}}};
   for (const KvCacheForm form : kStoredForms)
-    for (const int head_dim : {32, 64})
-      for (const int length : {1, 31, 32, 33, 70}) {
+    for (const auto& [head_dim, lengths] : head_dims_and_lengths)
+      for (const int length : lengths) {
         SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim) + " length " +
                      std::to_string(length));
         const int D = head_dim, W = kHeads * D;
@@ -339,7 +344,7 @@ TEST_F(KvCacheKernels, StoreAndPrefillAttentionEqualTheCpu) {
 TEST_F(KvCacheKernels, FusedDecodeStoresAndAttendsAsTheCpu) {
   constexpr int kBatch = 2, kHeads = 2, kCapacity = 72, kPrefilled = 29, kSteps = 6;  // slots 29..34: block 0 fills
   for (const KvCacheForm form : kStoredForms)
-    for (const int head_dim : {16, 64}) {
+    for (const int head_dim : {16, 64, 48, 160}) {
       SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " head_dim " + std::to_string(head_dim));
       const int D = head_dim, W = kHeads * D, stride = 3 * W;
       const auto keys = cache_rows(kBatch, kHeads, kCapacity, D, 51);
@@ -464,7 +469,7 @@ class BudgetLayer {
   BudgetLayer(KvCacheForm form, int batch, int heads, int head_dim, int fixed, int budget, int positions)
       : form_(form), B_(batch), H_(heads), D_(head_dim), fixed_(fixed), budget_(budget),
         C_(fixed + std::min(budget, positions)) {
-    options_.format = form == KvCacheForm::kF32 ? cpu::KvFormat::kF32 : cpu_format(form);
+    options_.format = form == KvCacheForm::kF32 ? KvFormat::kF32 : cpu_format(form);
     options_.budget = budget;
     for (int b = 0; b < B_; ++b) cpu_.emplace_back(options_, 0, fixed, positions, heads, head_dim);
   }
@@ -743,7 +748,7 @@ TEST_F(KvCacheKernels, LowRankStoreAndSharedHeadAttentionEqualTheCpu) {
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto source_values, upload(values, "source values"));
   CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto position, DeviceBuffer<int>::allocate(1, "position"));
   for (const KvCacheForm form : {KvCacheForm::kF32, KvCacheForm::kBF16, KvCacheForm::kFp8, KvCacheForm::kInt8})
-    for (const int rank : {16, 32}) {
+    for (const int rank : {16, 32, 48, 144}) {  // 144: more latents than the kernel's threads
       SCOPED_TRACE(std::string(kv_cache_form_name(form)) + " rank " + std::to_string(rank));
       const auto key_basis = random_floats(std::size_t(rank) * W, 63 + rank, -0.3f, 0.3f);
       const auto value_basis = random_floats(std::size_t(rank) * W, 64 + rank, -0.3f, 0.3f);
@@ -752,7 +757,7 @@ TEST_F(KvCacheKernels, LowRankStoreAndSharedHeadAttentionEqualTheCpu) {
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto key_basis_device, upload(key_basis, "key basis"));
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(auto value_basis_device, upload(value_basis, "value basis"));
       CUBEFORGE_ASSERT_OK_AND_ASSIGN(DeviceKvCache cache, make_cache(form, kBatch, 1, rank, kCapacity));
-      const cpu::KvFormat cpu_form = form == KvCacheForm::kF32 ? cpu::KvFormat::kF32 : cpu_format(form);
+      const KvFormat cpu_form = form == KvCacheForm::kF32 ? KvFormat::kF32 : cpu_format(form);
       std::vector<cpu::KvStore> stores;
       for (int b = 0; b < kBatch; ++b) stores.emplace_back(cpu_form, kCapacity, 1, rank);
       std::vector<float> latent_key(static_cast<std::size_t>(rank)), latent_value(static_cast<std::size_t>(rank));

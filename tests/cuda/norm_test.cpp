@@ -202,26 +202,40 @@ TEST_F(QkNormRopeTest, SmallHeads) {
   run({.batch = 2, .heads = 3, .head_dim = 64, .cache_type = DType::kF32, .position = 0, .slot_offset = 9, .capacity = 40});
   run({.batch = 2, .heads = 2, .head_dim = 32, .position = 17, .slot_offset = 1, .capacity = 19});
 }
+// Head sizes between the powers of two the kernel is built for, and 256.
+TEST_F(QkNormRopeTest, EveryMultipleOf16) {
+  for (const int head_dim : {48, 80, 96, 160, 256}) {
+    run({.batch = 2, .heads = 3, .head_dim = head_dim, .position = 37, .slot_offset = 5, .capacity = 50});
+    run({.batch = 1, .heads = 2, .head_dim = head_dim, .cache_type = DType::kF32, .position = 3, .slot_offset = 0,
+         .capacity = 8});
+  }
+}
+
 TEST_F(QkNormRopeTest, KeysOnlyForTheCondPreOnlyBlock) { run({.with_query = false}); }
 TEST_F(QkNormRopeTest, SlotPastTheCacheIsNotWritten) {
   run({.batch = 1, .heads = 2, .head_dim = 64, .position = 40, .slot_offset = 0, .capacity = 40, .with_query = true});
 }
 
 TEST(QkNormRopeArguments, RejectsUnsupportedHeadDim) {
-  alignas(16) static float storage[256];
+  alignas(16) static float storage[1024];
   static int position = 0;
-  QkNormRopeArgs args;
-  args.heads = 1;
-  args.head_dim = 48;
-  args.key = args.value = storage;
-  args.key_stride = args.value_stride = 48;
-  args.key_norm_weight = storage;
-  args.position = &position;
-  args.key_cache = args.value_cache = storage;
-  args.cache_capacity = 1;
-  auto status = qk_norm_rope_cache_write(args, nullptr);
-  ASSERT_FALSE(status.ok());
-  EXPECT_NE(status.error().message.find("head_dim"), std::string::npos) << status.error().message;
+  for (const int head_dim : {8, 40, 272}) {
+    QkNormRopeArgs args;
+    args.heads = 1;
+    args.head_dim = head_dim;
+    args.key = args.value = storage;
+    args.key_stride = args.value_stride = head_dim;
+    args.key_norm_weight = storage;
+    args.position = &position;
+    args.key_cache = args.value_cache = storage;
+    args.cache_capacity = 1;
+    auto status = qk_norm_rope_cache_write(args, nullptr);
+    ASSERT_FALSE(status.ok()) << head_dim;
+    EXPECT_NE(status.error().message.find("head_dim must be a multiple of 16 from 16 to 256, got " +
+                                          std::to_string(head_dim)),
+              std::string::npos)
+        << status.error().message;
+  }
 }
 
 TEST(RopeFrequencies, MatchTheReferenceFormula) {

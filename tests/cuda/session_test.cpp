@@ -12,19 +12,25 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "cuda_test_support.h"
 #include "inference/backend/generate.h"
-#include "inference/backend/select_backend.h"
 #include "inference/core/file_io.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
+#include "inference/cpu_backend/gpt_kv_cache.h"
+#include "inference/cpu_backend/kv_calibration.h"
 #include "inference/cuda/decode_graph.h"
-#include "inference/model/gpt_kv_cache.h"
-#include "inference/model/kv_calibration.h"
+#include "inference/cuda_backend/token_backend.h"
+#include "inference/decoding/decoding.h"
+#include "inference/model/random_weights.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
+#include "inference/planning/select_backend.h"
 #include "tests/support/oracle.h"
 #include "tests/support/oracle_gpt.h"
 #include "tests/support/orthonormal_rows.h"
+#include "tests/support/small_gpt.h"
 
 namespace cubeforge::cuda::testing {
 namespace {
@@ -188,7 +194,7 @@ TEST_F(CudaSessionOracle, Bf16CacheTokenAgreementIsReported) {
   TokenGenerationOptions options;
   options.guidance_scale = c.guidance;
   const Run exact = run(*cpu_, c, tokens, options);  // what the f32 cache gives (the tests above)
-  options.kv_cache_type = DType::kBF16;
+  options.kv_cache.format = KvFormat::kBF16;
   const Run half = run(*cuda_, c, tokens, options);
   ASSERT_EQ(half.tokens.size(), exact.tokens.size());
   int agree = 0;
@@ -204,6 +210,33 @@ TEST_F(CudaSessionOracle, Bf16CacheTokenAgreementIsReported) {
   RecordProperty("bf16_cache_tokens_agreeing", agree);
   // bf16 keys and values round at 2^-8: the logits move by about that, not more.
   EXPECT_LT(logit_error, 2e-2);
+}
+
+// Parallel decoding stays on the CPU backend: the CUDA backend opens no
+// decoding session and refuses as its supports() does, naming the decoding
+// option; decode_tokens refuses it the same way; the CPU backend opens one.
+TEST_F(CudaSessionOracle, ParallelDecodingOpensNoCudaSession) {
+  const Condition c = condition(cases().front());
+  const int count = 4;
+  for (const DecodingMode mode : {DecodingMode::kJacobi, DecodingMode::kDiffusion}) {
+    DecodingSessionOptions options;
+    options.decoding = mode;
+    options.positions = count + 1;
+    auto refused = cuda_->open_decoding_session(options, c.cond, c.uncond);
+    ASSERT_FALSE(refused.ok()) << decoding_mode_name(mode);
+    EXPECT_EQ(refused.error().code, ErrorCode::kUnsupported) << refused.error().to_string();
+    EXPECT_EQ(error_option(refused.error()), OptionKey::kDecoding);
+    EXPECT_NE(refused.error().message.find("CPU backend"), std::string::npos) << refused.error().message;
+    EXPECT_TRUE(cpu_->open_decoding_session(options, c.cond, c.uncond).ok()) << decoding_mode_name(mode);
+  }
+  TokenGenerationOptions generation;
+  generation.guidance_scale = c.guidance;
+  DecodingOptions jacobi;
+  jacobi.mode = DecodingMode::kJacobi;
+  auto decoded = decode_tokens(*cuda_, c.cond, c.uncond, count, generation, jacobi);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(error_option(decoded.error()), OptionKey::kDecoding);
+  EXPECT_TRUE(decode_tokens(*cpu_, c.cond, c.uncond, count, generation, jacobi).ok());
 }
 
 TEST_F(CudaSessionOracle, CancelStopsWithinOneToken) {
@@ -283,7 +316,7 @@ TEST_F(CudaSessionOracle, SessionsReportLaunchesPerStepAndGraphReplay) {
 
 // The built-in model's recorded prompts: the CUDA backend gives the CPU's tokens.
 TEST(CudaSessionBuiltinModel, RecordedPromptsGiveTheCpuTokens) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   auto model = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
   ASSERT_TRUE(model.ok()) << model.error().to_string();
   auto text = read_file_text(CUBEFORGE_BUILTIN_REFERENCE);
@@ -374,7 +407,7 @@ void open_builtin_on_both_backends(BuiltinOnBothBackends& both) {
 // the same tokens and logits over the first steps of a prompt (the decode
 // kernels widen the codes, the prefill's GEMMs read them dequantised).
 TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   for (const WeightOptions& weights :
        {WeightOptions{WeightFormat::kBF16, 32}, WeightOptions{WeightFormat::kQ8, 32}, WeightOptions{WeightFormat::kQ4, 64}}) {
     SCOPED_TRACE(std::string(weight_format_name(weights.format)) + " group " + std::to_string(weights.q4_group));
@@ -399,15 +432,15 @@ TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
 // bits, or codes and scales, which are the CPU's bit for bit, so tokens and
 // logits agree as for f32.
 TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   BuiltinOnBothBackends both;
   ASSERT_NO_FATAL_FAILURE(open_builtin_on_both_backends(both));
   const TokenBackend& cuda = *both.cuda;
   const TokenBackend& cpu = *both.cpu;
   const std::vector<float>& cond = both.cond;
   const std::vector<float>& uncond = both.uncond;
-  for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kFp8, cpu::KvFormat::kInt8}) {
-    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache");
+  for (const KvFormat format : {KvFormat::kBF16, KvFormat::kFp8, KvFormat::kInt8}) {
+    SCOPED_TRACE(std::string(kv_format_name(format)) + " KV cache");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
@@ -415,11 +448,11 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     // The stored form is read: the decode steps' logits are not the exact cache's.
     TokenGenerationOptions exact = options;
-    exact.kv_cache.format = cpu::KvFormat::kF32;
+    exact.kv_cache.format = KvFormat::kF32;
     TokenTrace exact_trace;
     ASSERT_NO_FATAL_FAILURE(expect_other_logits(cpu, cond, uncond, exact, gpu_trace, &exact_trace));
-    // The prefill is not: token 0's logits are the exact cache's (a bf16 form
-    // is not kv_cache_type BF16, whose prefill reads the rounded keys).
+    // The prefill is not: token 0's logits are the exact cache's (the prefill
+    // attends over the exact keys and values, then stores them in the form).
     const std::size_t vocab = exact_trace.combined_logits.size() / kBuiltinTokens;
     ASSERT_EQ(gpu_trace.combined_logits.size(), exact_trace.combined_logits.size());
     EXPECT_LT(relative_error(std::vector<float>(gpu_trace.combined_logits.begin(),
@@ -436,15 +469,15 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
 // on, choosing by attention among positions 1 and 2 (then 1..3), within the
 // few steps decoded; the logits differ from the whole cache's.
 TEST(CudaSessionBuiltinModel, KvBudgetsGiveTheCpuTokensAndLogits) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   BuiltinOnBothBackends both;
   ASSERT_NO_FATAL_FAILURE(open_builtin_on_both_backends(both));
   const TokenBackend& cuda = *both.cuda;
   const TokenBackend& cpu = *both.cpu;
   const std::vector<float>& cond = both.cond;
   const std::vector<float>& uncond = both.uncond;
-  for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kFp8}) {
-    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, budget 4");
+  for (const KvFormat format : {KvFormat::kF32, KvFormat::kFp8}) {
+    SCOPED_TRACE(std::string(kv_format_name(format)) + " KV cache, budget 4");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
@@ -484,7 +517,7 @@ std::shared_ptr<const LowRankKv> random_kv_bases(const GptConfig& config, int ra
 // before every head attends over the one latent head, so tokens and logits
 // agree; the logits differ from the full-rank cache's of the same form.
 TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   BuiltinOnBothBackends both;
   ASSERT_NO_FATAL_FAILURE(open_builtin_on_both_backends(both));
   const TokenBackend& cuda = *both.cuda;
@@ -493,13 +526,13 @@ TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
   const std::vector<float>& uncond = both.uncond;
   const auto low_rank = random_kv_bases(both.model->gpt().config(), 16);
   ASSERT_TRUE(low_rank);
-  for (const cpu::KvFormat format : {cpu::KvFormat::kF32, cpu::KvFormat::kInt8}) {
-    SCOPED_TRACE(std::string(cpu::kv_format_name(format)) + " KV cache, rank 16");
+  for (const KvFormat format : {KvFormat::kF32, KvFormat::kInt8}) {
+    SCOPED_TRACE(std::string(kv_format_name(format)) + " KV cache, rank 16");
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
     options.kv_cache.low_rank = low_rank;
-    ASSERT_TRUE(kv_cache_runs_on_cuda(options.kv_cache));
+    ASSERT_TRUE(cuda::supports(both.model->gpt().config(), {options}).ok());
     const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options);
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     TokenGenerationOptions whole = options;
@@ -508,12 +541,96 @@ TEST(CudaSessionBuiltinModel, KvRanksGiveTheCpuTokensAndLogits) {
   }
 }
 
+// What the backend says it supports (what backend choice, the tool and the
+// app ask) is what the kernels run: KV ranks are the attention's head sizes
+// (head_dim_supported), and a refusal names the option at fault.
+TEST(CudaSupports, KvRanksAreTheKernelsHeadSizes) {
+  const GptConfig config = cubeforge::testing::small_gpt_config(64);
+  for (int rank = 1; rank <= 1024; ++rank) {
+    BackendRequest request;
+    request.decode.kv_cache.rank = rank;
+    const Status answer = cuda::supports(config, request);
+    EXPECT_EQ(answer.ok(), head_dim_supported(rank)) << rank;
+    if (!answer.ok()) {
+      EXPECT_EQ(error_option(answer.error()), OptionKey::kKvRank) << rank;
+    }
+  }
+  for (int rank = 16; rank <= 256; rank += 16) {
+    BackendRequest request;
+    request.decode.kv_cache.rank = rank;
+    request.decode.kv_cache.budget = 8;
+    const Status answer = cuda::supports(config, request);
+    ASSERT_FALSE(answer.ok()) << rank;
+    EXPECT_EQ(error_option(answer.error()), OptionKey::kKvBudget);
+  }
+}
+
+TEST(CudaSupports, ParallelDecodingAndTracesRunOnTheCpu) {
+  const GptConfig config = cubeforge::testing::small_gpt_config(64);
+  for (const DecodingMode mode : {DecodingMode::kJacobi, DecodingMode::kDiffusion}) {
+    const Status answer = cuda::supports(config, BackendRequest{{}, mode, false});
+    ASSERT_FALSE(answer.ok()) << decoding_mode_name(mode);
+    EXPECT_EQ(error_option(answer.error()), OptionKey::kDecoding);
+    EXPECT_NE(answer.error().message.find("CPU backend"), std::string::npos) << answer.error().message;
+  }
+  const Status traced = cuda::supports(config, BackendRequest{{}, DecodingMode::kSequential, true});
+  ASSERT_FALSE(traced.ok());
+  EXPECT_EQ(error_option(traced.error()), OptionKey::kTrace);
+  EXPECT_TRUE(cuda::supports(config, BackendRequest{}).ok());
+}
+
+// A model whose head size lies between the powers of two the kernels are
+// built for (width 96 over 2 heads: 48; the backend used to refuse all but
+// 16, 32, 64 and 128): the CUDA backend opens it and gives the CPU's tokens
+// and logits with the graph, without the KV cache, with an fp8 cache and
+// with a KV rank of 48. Random weights.
+TEST(CudaSessionHeadDims, AModelWithHeadDim48GivesTheCpuTokensAndLogits) {
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
+  const GptConfig config = cubeforge::testing::small_gpt_config(96);
+  ASSERT_EQ(config.head_dim(), 48);
+  auto file = random_weights_file(expected_gpt_tensors(config), 23, DType::kF32, "head-dim-48.safetensors");
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  auto model = DualStreamGpt::from_file(std::move(*file), config);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  auto selected = select_token_backend(BackendChoice::kCuda, *model);
+  ASSERT_TRUE(selected.ok()) << selected.error().to_string();
+  ASSERT_EQ(selected->backend->kind(), BackendKind::kCuda);
+  const auto cpu = make_cpu_token_backend(*model);
+
+  constexpr int kTextTokens = 5;
+  std::vector<float> text(std::size_t(kTextTokens) * config.text_width), empty(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    text[i] = float(std::cos(0.37 * double(i)));
+    empty[i] = float(0.1 * std::sin(0.11 * double(i)));
+  }
+  const float bbox[3] = {0.6f, 0.3f, 0.9f};
+  auto cond = model->project_condition(text, bbox);
+  auto uncond = model->project_condition(empty, bbox);
+  ASSERT_TRUE(cond.ok() && uncond.ok());
+
+  TokenGenerationOptions graph;
+  graph.guidance_scale = 3.0f;
+  TokenGenerationOptions no_cache = graph;
+  no_cache.use_kv_cache = false;
+  TokenGenerationOptions fp8 = graph;
+  fp8.kv_cache.format = KvFormat::kFp8;
+  TokenGenerationOptions rank = graph;
+  rank.kv_cache.low_rank = random_kv_bases(config, 48);
+  ASSERT_TRUE(rank.kv_cache.low_rank);
+  ASSERT_TRUE(cuda::supports(config, {rank}).ok());
+  for (const auto& [name, options] : {std::pair{"graph", graph}, std::pair{"no KV cache", no_cache},
+                                      std::pair{"fp8 KV cache", fp8}, std::pair{"KV rank 48", rank}}) {
+    SCOPED_TRACE(name);
+    const TokenTrace trace = expect_cuda_tokens_equal_the_cpu(*selected->backend, *cpu, *cond, *uncond, options);
+    EXPECT_FALSE(trace.raw_logits.empty());
+  }
+}
+
 // Ranks the decode attention cannot take, and a rank with a budget, stay on
 // the CPU backend: refused, naming the value and the CPU backend. A budget
-// with the int8 cache is refused as the CPU refuses it; a stored form
-// replaces kv_cache_type, which must stay F32.
+// with the int8 cache is refused as the CPU refuses it.
 TEST(CudaSessionBuiltinModel, OtherKvRanksRunOnTheCpu) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   auto exact = CubeModel::load(CUBEFORGE_BUILTIN_MODEL_DIR);
   ASSERT_TRUE(exact.ok()) << exact.error().to_string();
   auto cuda = select_token_backend(BackendChoice::kCuda, exact->gpt());
@@ -523,44 +640,34 @@ TEST(CudaSessionBuiltinModel, OtherKvRanksRunOnTheCpu) {
   TokenSessionOptions options;
   options.tokens = 4;
   options.cond_length = exact->gpt().condition_length(77);
-  options.kv_cache.format = cpu::KvFormat::kFp8;
+  options.kv_cache.format = KvFormat::kFp8;
   options.kv_cache.low_rank = random_kv_bases(config, 4);
-  EXPECT_FALSE(kv_cache_runs_on_cuda(options.kv_cache));
+  EXPECT_FALSE(cuda->backend->supports({options}).ok());
   auto rank = cuda->backend->open_session(options);
   ASSERT_FALSE(rank.ok());
   EXPECT_NE(rank.error().message.find("rank of 4"), std::string::npos) << rank.error().to_string();
-  EXPECT_NE(rank.error().message.find("16, 32, 64 and 128"), std::string::npos) << rank.error().to_string();
+  EXPECT_NE(rank.error().message.find("a multiple of 16 from 16 to 256"), std::string::npos) << rank.error().to_string();
   EXPECT_NE(rank.error().message.find("CPU backend"), std::string::npos) << rank.error().to_string();
   options.kv_cache.low_rank = random_kv_bases(config, 16);
   options.kv_cache.budget = 8;
-  EXPECT_FALSE(kv_cache_runs_on_cuda(options.kv_cache));
+  EXPECT_FALSE(cuda->backend->supports({options}).ok());
   auto with_budget = cuda->backend->open_session(options);
   ASSERT_FALSE(with_budget.ok());
   EXPECT_NE(with_budget.error().message.find("KV rank (16) or a KV budget (8)"), std::string::npos)
       << with_budget.error().to_string();
   EXPECT_NE(with_budget.error().message.find("CPU backend"), std::string::npos) << with_budget.error().to_string();
   options.kv_cache.low_rank = nullptr;
-  options.kv_cache.format = cpu::KvFormat::kInt8;
+  options.kv_cache.format = KvFormat::kInt8;
   options.kv_cache.budget = 8;
   auto int8_budget = cuda->backend->open_session(options);
   ASSERT_FALSE(int8_budget.ok());
   EXPECT_NE(int8_budget.error().message.find("INT8"), std::string::npos) << int8_budget.error().to_string();
-  options.kv_cache.budget = 0;
-  options.kv_cache_type = DType::kBF16;
-  for (const cpu::KvFormat format : {cpu::KvFormat::kBF16, cpu::KvFormat::kInt8}) {
-    options.kv_cache.format = format;
-    auto both = cuda->backend->open_session(options);
-    ASSERT_FALSE(both.ok()) << cpu::kv_format_name(format) << " with kv_cache_type BF16";
-    EXPECT_NE(both.error().message.find(std::string(cpu::kv_format_name(format)) + " KV cache replaces kv_cache_type"),
-              std::string::npos)
-        << both.error().to_string();
-  }
 }
 
 // The whole pipeline over the seam: generate_shape with the CUDA backend, on
 // the fixture's model folder (CLIP, GPT and shape tokenizer).
 TEST(CudaSessionPipeline, GenerateShapeRunsOnTheCudaBackend) {
-  if (device_count() == 0) GTEST_SKIP() << "no CUDA device (" << device_summary() << ")";
+  CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   CUBEFORGE_REQUIRE_ORACLE();
   auto model = CubeModel::load(oracle_dir());
   ASSERT_TRUE(model.ok()) << model.error().to_string();

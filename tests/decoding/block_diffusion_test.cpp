@@ -23,8 +23,9 @@ class DiffusionOnFixture : public testing::FixtureGpt {
   }
 
   Result<DecodedTokens> decode(const testing::FixtureCase& c, int count, const DiffusionOptions& options) {
-    CpuDecodingSession session(*model_, c.cond, c.uncond, count + 1, AttentionMode::kCausal);
-    return decode_block_diffusion(session, count, c.guidance, options);
+    auto session = open_decoding_session(c, count + 1, AttentionMode::kCausal, DecodingMode::kDiffusion);
+    if (!session) return make_error(ErrorCode::kInternal, "the CPU backend opened no decoding session");
+    return decode_block_diffusion(*session, count, c.guidance, options);
   }
 };
 
@@ -107,13 +108,14 @@ TEST_F(DiffusionOnFixture, RulesAcceptWhatTheySay) {
 TEST_F(DiffusionOnFixture, EventsCoverEveryTokenOnce) {
   const auto c = cases().front();
   const int count = 16;
-  CpuDecodingSession session(*model_, c.cond, c.uncond, count + 1, AttentionMode::kCausal);
+  auto session = open_decoding_session(c, count + 1, AttentionMode::kCausal, DecodingMode::kDiffusion);
+  ASSERT_TRUE(session);
   std::vector<int> seen(size_t(count), 0);
   int last_step = 0;
   DiffusionOptions options;
   options.block_size = 8;
   options.threshold = 0.2f;
-  auto decoded = decode_block_diffusion(session, count, c.guidance, options, [&](const TokenEvent& e) {
+  auto decoded = decode_block_diffusion(*session, count, c.guidance, options, [&](const TokenEvent& e) {
     ++seen[size_t(e.index)];
     EXPECT_GE(e.step, last_step);
     last_step = e.step;

@@ -6,6 +6,7 @@
 
 #include <optional>
 
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/decoding/decoding.h"
 #include "inference/pipeline/cube_model.h"
 #include "inference/pipeline/generation.h"
@@ -21,6 +22,7 @@ TEST(BuiltinModelJacobi, TokensAreSequentialGreedyDecodings) {
   auto uncond = encode_prompt(*model, "", std::nullopt);
   ASSERT_TRUE(uncond.ok());
   const int count = model->shape_tokens();
+  const std::shared_ptr<TokenBackend> cpu = make_cpu_token_backend(model->gpt());
   int guessed = 0;
   for (const char* prompt : {"a tall chair", "render of a short mug", "a red snowman"}) {
     auto cond = encode_prompt(*model, prompt, std::nullopt);
@@ -37,7 +39,7 @@ TEST(BuiltinModelJacobi, TokensAreSequentialGreedyDecodings) {
           DecodingOptions options;
           options.mode = DecodingMode::kJacobi;
           options.jacobi.position_cost = position_cost;
-          auto jacobi = decode_tokens(model->gpt(), nullptr, *cond, unconditional, count, generation, options);
+          auto jacobi = decode_tokens(*cpu, *cond, unconditional, count, generation, options);
           ASSERT_TRUE(jacobi.ok()) << jacobi.error().to_string();
           EXPECT_EQ(jacobi->tokens, *sequential)
               << prompt << " attention " << int(attention) << " guidance " << guidance << " cost " << position_cost;

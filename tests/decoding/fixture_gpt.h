@@ -1,13 +1,16 @@
-// The reference fixture's GPT with its codebook installed, and each case's
-// condition rows, for the decoding tests.
+// The reference fixture's GPT with its codebook installed, its CPU backend,
+// and each case's condition rows, for the decoding tests.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "inference/backend/token_backend.h"
+#include "inference/cpu_backend/cpu_token_backend.h"
 #include "inference/model/gpt.h"
 #include "tests/support/oracle.h"
 
@@ -37,6 +40,20 @@ class FixtureGpt : public ::testing::Test {
     auto codebook = expected_.read_f32("decode.codebook");
     ASSERT_TRUE(codebook.ok());
     ASSERT_TRUE(model_->install_codebook(*codebook).ok());
+    backend_ = make_cpu_token_backend(*model_);
+  }
+
+  // The CPU backend's decoding session for case `c` (through the seam the
+  // strategies run over in decode_tokens); null, with a failure, if refused.
+  std::unique_ptr<DecodingSession> open_decoding_session(const FixtureCase& c, int positions, AttentionMode attention,
+                                                         DecodingMode decoding) {
+    DecodingSessionOptions options;
+    options.decoding = decoding;
+    options.attention = attention;
+    options.positions = positions;
+    auto session = backend_->open_decoding_session(options, c.cond, c.uncond);
+    EXPECT_TRUE(session.ok()) << session.error().to_string();
+    return session.ok() ? std::move(*session) : nullptr;
   }
 
   std::vector<FixtureCase> cases() {
@@ -69,6 +86,7 @@ class FixtureGpt : public ::testing::Test {
 
   SafetensorsFile expected_;
   std::optional<DualStreamGpt> model_;
+  std::shared_ptr<TokenBackend> backend_;
 };
 
 }  // namespace cubeforge::testing

@@ -46,10 +46,11 @@ TEST_F(JacobiOnFixture, TokensAreSequentialGreedyDecodingsInEveryMode) {
       ASSERT_TRUE(sequential.ok()) << sequential.error().to_string();
       ASSERT_EQ(*sequential, expected) << c.name << " " << mode.fixture;
       for (const JacobiOptions& options : {always, single, adaptive}) {
-        CpuDecodingSession session(*model_, c.cond, c.uncond, count + 1, mode.attention);
+        auto session = open_decoding_session(c, count + 1, mode.attention, DecodingMode::kJacobi);
+        ASSERT_TRUE(session);
         std::vector<int> streamed(size_t(count), -1);
         int last_step = -1;
-        auto jacobi = decode_jacobi(session, count, c.guidance, options, [&](const TokenEvent& e) {
+        auto jacobi = decode_jacobi(*session, count, c.guidance, options, [&](const TokenEvent& e) {
           EXPECT_GE(e.step, last_step);
           last_step = e.step;
           streamed[size_t(e.index)] = e.token;
@@ -75,17 +76,59 @@ TEST_F(JacobiOnFixture, TokensAreSequentialGreedyDecodingsInEveryMode) {
 // With tokens but no way to use guesses (one token left), and cancellation.
 TEST_F(JacobiOnFixture, OneTokenAndCancellation) {
   const auto c = cases().front();
-  CpuDecodingSession one(*model_, c.cond, c.uncond, 2, AttentionMode::kCausal);
-  auto single = decode_jacobi(one, 1, c.guidance, JacobiOptions{});
+  auto one = open_decoding_session(c, 2, AttentionMode::kCausal, DecodingMode::kJacobi);
+  ASSERT_TRUE(one);
+  auto single = decode_jacobi(*one, 1, c.guidance, JacobiOptions{});
   ASSERT_TRUE(single.ok()) << single.error().to_string();
   EXPECT_EQ(single->tokens.size(), 1u);
   const int count = shape_tokens();
-  CpuDecodingSession session(*model_, c.cond, c.uncond, count + 1, AttentionMode::kCausal);
+  auto session = open_decoding_session(c, count + 1, AttentionMode::kCausal, DecodingMode::kJacobi);
+  ASSERT_TRUE(session);
   int seen = 0;
-  auto cancelled = decode_jacobi(session, count, c.guidance, JacobiOptions{}, [&](const TokenEvent&) { return ++seen < 5; });
+  auto cancelled =
+      decode_jacobi(*session, count, c.guidance, JacobiOptions{}, [&](const TokenEvent&) { return ++seen < 5; });
   ASSERT_FALSE(cancelled.ok());
   EXPECT_EQ(cancelled.error().code, ErrorCode::kCancelled);
   EXPECT_EQ(seen, 5);
+}
+
+// decode_tokens over the CPU backend opens the session the strategy runs on:
+// the reference's tokens again. What a session cannot serve is refused at
+// the seam, naming what is wrong.
+TEST_F(JacobiOnFixture, DecodeTokensRunsOnTheBackendsDecodingSession) {
+  const auto c = cases().front();
+  const auto expected = fixture_tokens(c.name + ".causal.tokens");
+  const int count = int(expected.size());
+  TokenGenerationOptions generation;
+  generation.guidance_scale = c.guidance;
+  DecodingOptions options;
+  options.mode = DecodingMode::kJacobi;
+  auto decoded = decode_tokens(*backend_, c.cond, c.uncond, count, generation, options);
+  ASSERT_TRUE(decoded.ok()) << decoded.error().to_string();
+  EXPECT_EQ(decoded->tokens, expected);
+  EXPECT_EQ(decoded->stats.mode, DecodingMode::kJacobi);
+
+  DecodingSessionOptions session;
+  session.positions = count + 1;
+  session.decoding = DecodingMode::kSequential;
+  auto sequential = backend_->open_decoding_session(session, c.cond, c.uncond);
+  ASSERT_FALSE(sequential.ok());
+  EXPECT_NE(sequential.error().message.find("token session"), std::string::npos) << sequential.error().message;
+  session.decoding = DecodingMode::kJacobi;
+  session.positions = 1;
+  auto no_room = backend_->open_decoding_session(session, c.cond, c.uncond);
+  ASSERT_FALSE(no_room.ok());
+  EXPECT_NE(no_room.error().message.find("1 positions"), std::string::npos) << no_room.error().message;
+  session.positions = count + 1;
+  std::vector<float> ragged(c.cond.begin(), c.cond.end() - 1);
+  auto ragged_rows = backend_->open_decoding_session(session, ragged, {});
+  ASSERT_FALSE(ragged_rows.ok());
+  EXPECT_NE(ragged_rows.error().message.find("whole number of width-"), std::string::npos)
+      << ragged_rows.error().message;
+  auto short_uncond = backend_->open_decoding_session(session, c.cond, ragged);
+  ASSERT_FALSE(short_uncond.ok());
+  EXPECT_NE(short_uncond.error().message.find("same size"), std::string::npos) << short_uncond.error().message;
+  EXPECT_TRUE(backend_->open_decoding_session(session, c.cond, {}).ok());
 }
 
 TEST_F(JacobiOnFixture, RefusesSamplingAndBlockDiffusionModels) {
@@ -96,12 +139,14 @@ TEST_F(JacobiOnFixture, RefusesSamplingAndBlockDiffusionModels) {
   Status s = check_decoding(model_->config(), options, sampling, AttentionMode::kCausal);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.error().message.find("greedy"), std::string::npos) << s.error().message;
+  EXPECT_EQ(error_option(s.error()), OptionKey::kSampling);
   GptConfig diffusion = model_->config();
   diffusion.diffusion_block_size = 4;
   diffusion.mask_token_id = diffusion.padding_id();
   s = check_decoding(diffusion, options, SamplingOptions{}, AttentionMode::kCausal);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("--decoding diffusion"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("decodes by blocks"), std::string::npos) << s.error().message;
+  EXPECT_EQ(error_option(s.error()), OptionKey::kDecoding) << "the front end names its decoding control";
   options.mode = DecodingMode::kSequential;
   EXPECT_FALSE(check_decoding(diffusion, options, SamplingOptions{}, AttentionMode::kCausal).ok());
 }

@@ -4,6 +4,7 @@
 // crash or throw, and what loads must be usable (settings in range and
 // writable back, history entries naming files inside their folder, script
 // commands with their arguments).
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -21,12 +22,27 @@ using namespace cubeforge::app;
 
 namespace {
 
+// Settings as read (from the file or a script's `set`) are ones the engine can
+// use: every float normal (positive ones positive), bounding-box sides in range,
+// and the diffusion threshold a probability or 0 (the model's own).
+void check_usable(const AppSettings& s) {
+  if (s.resolution < 2 || s.resolution > 10) std::abort();
+  for (float positive : {s.temperature, s.top_p})
+    if (!std::isnormal(positive) || !(positive > 0.f)) std::abort();
+  if (s.diffusion_threshold != 0.f && !(std::isnormal(s.diffusion_threshold) && s.diffusion_threshold > 0.f &&
+                                        s.diffusion_threshold <= 1.f))
+    std::abort();
+  if (!std::isfinite(s.guidance) || std::fpclassify(s.guidance) == FP_SUBNORMAL) std::abort();
+  for (float side : s.bbox)
+    if (!(side >= kMinBoundingBoxSide && side <= kMaxBoundingBoxSide)) std::abort();
+}
+
 void settings(std::string_view text) {
   const auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) return;
   auto loaded = settings_from_json(json);
   if (!loaded.ok()) return;
-  if (loaded->resolution < 2 || loaded->resolution > 10 || !(loaded->temperature > 0.f)) std::abort();
+  check_usable(*loaded);
   // What was read is written back the same way (settings_to_json must not throw).
   (void)settings_to_json(*loaded).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   (void)make_request(*loaded);
@@ -52,6 +68,7 @@ void script(std::string_view text) {
       const size_t space = command.argument.find_first_of(" \t");
       if (space == std::string::npos) std::abort();
       (void)set_setting(scratch, command.argument.substr(0, space), command.argument.substr(space + 1));
+      check_usable(scratch);
     }
   }
 }

@@ -1,6 +1,7 @@
 // libFuzzer target: config.yaml. Any text must parse to a configuration or
 // an error, never a crash or an exception; what parses must hold the sizes the
-// parser promises (positive, heads dividing widths, finite positive eps).
+// parser promises (positive, heads dividing widths, eps and rope_theta
+// positive normal floats: neither 0 after narrowing nor a denormal).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& s = config->shape;
   if (g.dual_layers <= 0 || g.heads <= 0 || g.width <= 0 || g.width % g.heads != 0) std::abort();
   if (s.heads <= 0 || s.width <= 0 || s.width % s.heads != 0) std::abort();
-  if (!(g.eps > 0.f) || !std::isfinite(g.eps) || !(s.eps > 0.f) || !std::isfinite(s.eps)) std::abort();
+  for (float positive : {g.eps, s.eps, g.rope_theta})
+    if (!std::isnormal(positive) || !(positive > 0.f)) std::abort();
   return 0;
 }

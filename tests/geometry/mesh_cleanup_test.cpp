@@ -5,6 +5,7 @@
 // stay closed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -144,6 +145,41 @@ TEST(Floaters, SmallFarComponentsAreRemoved) {
   EXPECT_TRUE(analyze_topology(mesh).closed_and_oriented());
   const Bounds3 bounds = mesh.bounds();
   EXPECT_LT(bounds.max[2], 0.6f) << "the small ball near (0.85, 0.8, 0.8) is gone";
+  EXPECT_EQ(analyze_topology(mesh).vertices, int64_t(mesh.vertex_count())) << "its vertices too";
+}
+
+TEST(LoosePieces, PiecesUnderAShareOfTheLargestVolumeAreRemoved) {
+  // Three balls apart: radius 0.5 (the largest), 0.3 (0.216 of its volume)
+  // and 0.15 (0.027 of it).
+  const float radii[3] = {0.5f, 0.3f, 0.15f};
+  Mesh mesh = mesh_of_field(union_field({sphere_field(radii[0], {-0.35f, 0.f, 0.f}),
+                                         sphere_field(radii[1], {0.55f, 0.4f, 0.f}),
+                                         sphere_field(radii[2], {0.55f, -0.5f, 0.2f})}),
+                            6);
+  const MeshPieces pieces = find_pieces(mesh);
+  ASSERT_EQ(int64_t(pieces.count()), analyze_topology(mesh).components);
+  ASSERT_EQ(pieces.count(), 3u);
+  // Each piece's volume against the ball's, and the pieces' against the whole mesh's.
+  std::vector<double> volumes = pieces.volume;
+  std::sort(volumes.rbegin(), volumes.rend());
+  double total = 0;
+  for (int i = 0; i < 3; ++i) {
+    const double ball = 4.0 / 3.0 * M_PI * std::pow(double(radii[i]), 3);
+    EXPECT_NEAR(volumes[size_t(i)] / ball, 1.0, 0.05) << "ball of radius " << radii[i];
+    total += volumes[size_t(i)];
+  }
+  EXPECT_NEAR(total, signed_volume(mesh), 1e-9 * total);
+  EXPECT_DOUBLE_EQ(pieces.largest_volume(), volumes[0]);
+
+  EXPECT_EQ(count_loose_pieces(pieces, 0.05f), 1);
+  EXPECT_EQ(count_loose_pieces(pieces, 0.25f), 2);
+  EXPECT_EQ(count_loose_pieces(pieces, 1.f), 2) << "the largest piece is never loose";
+  const ComponentReport report = remove_loose_pieces(mesh, 0.05f);
+  EXPECT_EQ(report.components, 3);
+  EXPECT_EQ(report.removed_components, 1);
+  EXPECT_EQ(analyze_topology(mesh).components, 2);
+  EXPECT_TRUE(analyze_topology(mesh).closed_and_oriented());
+  EXPECT_GT(mesh.bounds().min[1], -0.6f) << "the smallest ball, down to y = -0.65, is gone";
   EXPECT_EQ(analyze_topology(mesh).vertices, int64_t(mesh.vertex_count())) << "its vertices too";
 }
 

@@ -8,10 +8,12 @@
 #include <fstream>
 
 #include "inference/core/file_io.h"
+#include "inference/decoding/decoding.h"
 #include "inference/model/config.h"
 #include "inference/model/gpt.h"
 #include "inference/model/shape_tokenizer.h"
 #include "tests/support/hostile_files.h"
+#include "tests/support/hostile_numbers.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -83,16 +85,19 @@ TEST(ModelConfig, MalformedYamlIsAClearError) {
 
 // gpt_model.block_diffusion marks a block-diffusion model; without it a model
 // is autoregressive. Its mask token must be one of the special tokens.
+// A small config.yaml whose gpt_model section ends in `gpt_tail`.
+std::string small_config(const std::string& gpt_tail) {
+  return "gpt_model:\n  n_layer: 2\n  n_head: 2\n  n_embd: 8\n  shape_model_vocab_size: 16\n"
+         "  shape_model_embed_dim: 4\n  text_model_embed_dim: 8\n" +
+         gpt_tail +
+         "shape_model:\n  num_encoder_latents: 8\n  embed_dim: 4\n  width: 8\n  num_heads: 2\n  num_freqs: 4\n"
+         "  num_encoder_layers: 1\n  num_decoder_layers: 1\n  num_codes: 16\n";
+}
+
 TEST(ModelConfig, BlockDiffusionSection) {
   auto dir = temp_dir();
-  const std::string base =
-      "gpt_model:\n  n_layer: 2\n  n_head: 2\n  n_embd: 8\n  shape_model_vocab_size: 16\n"
-      "  shape_model_embed_dim: 4\n  text_model_embed_dim: 8\n";
-  const std::string shape =
-      "shape_model:\n  num_encoder_latents: 8\n  embed_dim: 4\n  width: 8\n  num_heads: 2\n  num_freqs: 4\n"
-      "  num_encoder_layers: 1\n  num_decoder_layers: 1\n  num_codes: 16\n";
   auto parse = [&](const std::string& diffusion) {
-    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(base + diffusion + shape)).ok());
+    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(small_config(diffusion))).ok());
     return parse_model_config_yaml(dir / "config.yaml");
   };
   auto autoregressive = parse("");
@@ -109,6 +114,38 @@ TEST(ModelConfig, BlockDiffusionSection) {
   auto no_size = parse("  block_diffusion:\n    mask_token_id: 18\n");
   ASSERT_FALSE(no_size.ok());
   EXPECT_NE(no_size.error().message.find("block_diffusion.block_size"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// A block-diffusion folder may name the confidence threshold it decodes at by
+// default; decoding options that leave the threshold to the model take it,
+// and without one the engine's default.
+TEST(ModelConfig, BlockDiffusionThresholdIsTheModelsDefault) {
+  auto dir = temp_dir();
+  auto parse = [&](const std::string& threshold) {
+    const std::string config = small_config("  block_diffusion:\n    block_size: 8\n    mask_token_id: 18\n" + threshold);
+    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(config)).ok());
+    return parse_model_config_yaml(dir / "config.yaml");
+  };
+  auto unnamed = parse("");
+  ASSERT_TRUE(unnamed.ok()) << unnamed.error().to_string();
+  EXPECT_EQ(unnamed->gpt.diffusion_threshold, 0.f);
+  EXPECT_EQ(diffusion_options_for_model({}, unnamed->gpt).threshold, kDefaultDiffusionThreshold);
+
+  auto named = parse("    threshold: 0.55\n");
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  EXPECT_EQ(named->gpt.diffusion_threshold, 0.55f);
+  EXPECT_EQ(diffusion_options_for_model({}, named->gpt).threshold, 0.55f);
+  DiffusionOptions asked;
+  asked.threshold = 0.8f;
+  EXPECT_EQ(diffusion_options_for_model(asked, named->gpt).threshold, 0.8f) << "a threshold asked for stays";
+
+  for (const char* bad : {"0", "1.5", "-0.2", "high", "[0.5]"}) {
+    auto refused = parse(std::string("    threshold: ") + bad + "\n");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("block_diffusion.threshold"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("config.yaml"), std::string::npos) << refused.error().message;
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -239,6 +276,69 @@ TEST(ModelConfig, EpsAndRopeThetaMustBePositiveNumbers) {
     auto parsed = parse_model_config_yaml_text(changed, "config.yaml");
     EXPECT_FALSE(parsed.ok()) << to;
   }
+}
+
+// yaml-cpp takes the first of two equal keys: a config.yaml saying n_embd
+// twice was read as the first and blamed on the weights, or accepted.
+TEST(ModelConfig, AKeyGivenTwiceIsRefusedAtAnyLevel) {
+  auto text = read_file_text(testing::builtin_model_dir() / "config.yaml");
+  ASSERT_TRUE(text.ok());
+  ASSERT_TRUE(parse_model_config_yaml_text(*text, "config.yaml").ok());
+  std::string twice = *text;
+  twice.insert(twice.find("  n_embd:"), "  n_embd: 64\n");
+  auto parsed = parse_model_config_yaml_text(twice, "config.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("key 'gpt_model.n_embd' is given twice (lines"), std::string::npos)
+      << parsed.error().message;
+  parsed = parse_model_config_yaml_text(*text + "extra:\n  list:\n    - {a: 1, a: 2}\n", "config.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("key 'extra.list[0].a' is given twice"), std::string::npos)
+      << parsed.error().message;
+  // Aliases are walked within a bound set by the text's size, not expanded without end.
+  std::string laughs = *text + "l0: &l0 [x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 12; ++i) {
+    const std::string name = std::to_string(i), previous = "*l" + std::to_string(i - 1);
+    laughs.append("l").append(name).append(": &l").append(name).append(" [");
+    for (int copy = 0; copy < 4; ++copy) laughs.append(copy ? ", " : "").append(previous);
+    laughs.append("]\n");
+  }
+  parsed = parse_model_config_yaml_text(laughs, "config.yaml");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_NE(parsed.error().message.find("aliases expand to more than"), std::string::npos) << parsed.error().message;
+}
+
+// The class of clip/config.json's 1e-0256, in config.yaml: each float is
+// checked as the float it becomes (1e-40 was accepted as a denormal eps),
+// each size as the int it becomes.
+TEST(ModelConfig, NumbersAreCheckedAfterNarrowing) {
+  auto text = read_file_text(testing::builtin_model_dir() / "config.yaml");
+  ASSERT_TRUE(text.ok());
+  auto with = [&](const std::string& section, const std::string& key, const std::string& value) {
+    std::string changed = *text;
+    const size_t at = changed.find("  " + key + ": ", changed.find(section + ":")) + key.size() + 4;
+    return changed.replace(at, changed.find('\n', at) - at, value);
+  };
+  for (const auto& [section, key] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt_model", "eps"}, {"shape_model", "eps"}, {"gpt_model", "rope_theta"}})
+    for (const auto& number : testing::not_positive_normal_floats()) {
+      auto parsed = parse_model_config_yaml_text(with(section, key, number.text), "model/config.yaml");
+      ASSERT_FALSE(parsed.ok()) << section << "." << key << " = " << number.text;
+      const std::string& message = parsed.error().message;
+      EXPECT_NE(message.find("'model/config.yaml': " + section + "." + key + " = " + number.text), std::string::npos)
+          << message;
+      EXPECT_NE(message.find(number.reason), std::string::npos) << message;
+    }
+  for (const auto& [section, key] : std::vector<std::pair<std::string, std::string>>{
+           {"gpt_model", "n_layer"}, {"gpt_model", "n_embd"}, {"shape_model", "num_codes"}})
+    for (const auto& number : testing::not_whole_numbers_that_fit()) {
+      auto parsed = parse_model_config_yaml_text(with(section, key, number.text), "model/config.yaml");
+      ASSERT_FALSE(parsed.ok()) << section << "." << key << " = " << number.text;
+      EXPECT_NE(parsed.error().message.find(section + "." + key + " = " + number.text), std::string::npos)
+          << parsed.error().message;
+    }
+  auto fine = parse_model_config_yaml_text(with("gpt_model", "rope_theta", "3.4e38"), "model/config.yaml");
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  EXPECT_EQ(fine->gpt.rope_theta, 3.4e38f);
 }
 
 }  // namespace

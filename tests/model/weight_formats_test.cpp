@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "inference/cpu/quantize.h"
-#include "inference/model/gpt.h"
+#include "inference/cpu_backend/gpt_session.h"
 #include "inference/model/random_weights.h"
 #include "inference/model/weight_formats.h"
 #include "tests/support/small_gpt.h"

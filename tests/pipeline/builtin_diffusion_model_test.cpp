@@ -40,7 +40,8 @@ TEST(BuiltinDiffusionModel, IsABlockDiffusionFolderOfTheBuiltInModel) {
   sequential.resolution = 4;
   auto refused = generate_shape(*model, sequential);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("--decoding diffusion"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("decodes by blocks"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(error_option(refused.error()), OptionKey::kDecoding);
 }
 
 TEST(BuiltinDiffusionModel, TokensEqualTheTrainingCodeAndMeshesAreWatertight) {

@@ -3,11 +3,12 @@
 // selected the grid is full attention's bit for bit (on the fused decoder),
 // the chosen top-k classifies every grid point as full attention does, and
 // misuse is a clear error.
-#include "inference/pipeline/latent_selection.h"
+#include "inference/model/latent_selection.h"
 
 #include <gtest/gtest.h>
 
 #include "inference/geometry/occupancy_grid.h"
+#include "inference/model/occupancy_slices.h"
 #include "inference/pipeline/generation.h"
 #include "tests/support/latent_selection_check.h"
 #include "tests/support/oracle.h"

@@ -3,6 +3,8 @@
 // the mesh must match the reference's within 1% of its diagonal.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "inference/core/file_io.h"
@@ -144,6 +146,22 @@ TEST(PipelineBbox, NormalisedLikeTheReference) {
   ASSERT_TRUE(b.ok());
   EXPECT_FLOAT_EQ((*b)[1], 1.925f);
   EXPECT_FLOAT_EQ((*b)[0], 0.9625f);
+}
+
+// 3e38 is a finite float and was accepted; every side is held to a range,
+// and the proportions to what a grid can show.
+TEST(PipelineBbox, SidesOutsideTheirRangeAreRefused) {
+  for (const std::array<float, 3>& size : std::vector<std::array<float, 3>>{
+           {3e38f, 1.f, 1.f}, {3e38f, 3e38f, 3e38f}, {1e-7f, 1e-7f, 1e-7f}, {0.f, 1.f, 1.f}, {NAN, 1.f, 1.f}}) {
+    auto b = normalize_bbox(size);
+    ASSERT_FALSE(b.ok()) << size[0];
+    EXPECT_NE(b.error().message.find("sides must be numbers from"), std::string::npos) << b.error().message;
+  }
+  auto thin = normalize_bbox({2000.f, 1.f, 1.f});
+  ASSERT_FALSE(thin.ok());
+  EXPECT_NE(thin.error().message.find("under 1/1000 of the largest"), std::string::npos) << thin.error().message;
+  EXPECT_TRUE(normalize_bbox({1e6f, 1e6f, 1e3f}).ok());
+  EXPECT_TRUE(normalize_bbox({1e-6f, 1e-6f, 1e-6f}).ok());
 }
 
 TEST(PipelineModelFolder, MissingFolderExplainsHowToAssembleOne) {

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,11 +45,12 @@ class ScratchFolder {
   }
   ~ScratchFolder() {
     std::error_code ec;
-    // Permissions a test took away are given back so everything can go.
+    // Permissions a test took away are given back so everything can go. A
+    // link is skipped: chmod follows it, and it may lead into a fixture.
     for (auto it = std::filesystem::recursive_directory_iterator(
              path_, std::filesystem::directory_options::skip_permission_denied, ec);
          !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-      ::chmod(it->path().c_str(), 0755);
+      if (std::error_code link_ec; !it->is_symlink(link_ec)) ::chmod(it->path().c_str(), 0755);
     ::chmod(path_.c_str(), 0755);
     std::filesystem::remove_all(path_, ec);
   }

@@ -9,8 +9,8 @@
 #include <span>
 
 #include "inference/geometry/occupancy_grid.h"
-#include "inference/pipeline/generation.h"
-#include "inference/pipeline/latent_selection.h"
+#include "inference/model/latent_selection.h"
+#include "inference/model/occupancy_slices.h"
 
 namespace cubeforge::testing {
 

@@ -11,6 +11,7 @@
 # Xvfb picks a free display number itself (-displayfd) and writes it when it
 # accepts connections; reading it through a FIFO waits for exactly that, with
 # no polling and no time limit of its own (CTest's timeout bounds the test).
+# The program's HOME is a fresh folder beside the display's (see below).
 set -uo pipefail
 
 for argument in "$@"; do
@@ -31,6 +32,17 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 143' TERM INT HUP
+
+# A home of its own, removed with the display: the app exports into the
+# desktop's documents folder and keeps its data under the home unless told
+# otherwise, and no test may write into the home of whoever runs the tests.
+# Caches stay where they were: they are Mesa's and the Vulkan validation
+# layer's compiled shaders (the app keeps nothing there), and a cold cache in
+# every test would compile them again for each.
+mkdir "$scratch/home" || exit 1
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$HOME/.cache}"
+export HOME="$scratch/home"
+unset XDG_CONFIG_HOME XDG_DATA_HOME XDG_STATE_HOME
 
 mkfifo "$scratch/ready"
 # Large enough for every window size the tests ask for.

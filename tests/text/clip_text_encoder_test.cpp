@@ -13,6 +13,7 @@
 #include "inference/text/clip_tokenizer.h"
 #include "inference/tensor/safetensors.h"
 #include "inference/tensor/trace_file.h"
+#include "tests/support/hostile_numbers.h"
 #include "tests/support/oracle.h"
 
 namespace cubeforge {
@@ -256,6 +257,74 @@ TEST(ClipTextConfig, ReadsTextConfigWithDefaultsAndRejectsBadValues) {
                                              "config.json");
   EXPECT_FALSE(bad_heads.ok());
   EXPECT_FALSE(ClipTextConfig::from_json("[1,2", "config.json").ok());
+
+  // Strict JSON: nesting bounded, keys once.
+  auto deep = ClipTextConfig::from_json(
+      "{\"text_config\": {\"vocab_size\": " + std::string(100000, '[') + std::string(100000, ']') + "}}", "config.json");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.error().message.find("nested more than 64 levels deep (in text_config.vocab_size"), std::string::npos)
+      << deep.error().message;
+  auto twice = ClipTextConfig::from_json(R"({"text_config": {"hidden_size": 768, "hidden_size": 64}})", "config.json");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("key 'hidden_size' appears twice in text_config"), std::string::npos)
+      << twice.error().message;
+  // A long value is shown cut short.
+  auto long_value = ClipTextConfig::from_json("{\"vocab_size\": \"" + std::string(100000, 'x') + "\"}", "config.json");
+  ASSERT_FALSE(long_value.ok());
+  EXPECT_LT(long_value.error().message.size(), 300u);
+}
+
+// A configuration claiming 2^24 layers allocated gigabytes of empty layers
+// before the first tensor was looked for; the file bounds the claim.
+TEST_F(WeightVariants, ALayerCountBeyondTheFileIsRefusedBeforeAllocating) {
+  SKIP_WITHOUT_CLIP_ORACLE("model.safetensors");
+  const auto clip_dir = testing::oracle_clip_dir();
+  auto source = SafetensorsFile::open(clip_dir / "model.safetensors");
+  ASSERT_TRUE(source.ok());
+  auto config = read_file_text(clip_dir / "config.json");
+  ASSERT_TRUE(config.ok());
+  auto claimed = ClipTextConfig::from_json(*config, "config.json");
+  ASSERT_TRUE(claimed.ok());
+  claimed->num_hidden_layers = 1 << 24;
+  auto encoder = ClipTextEncoder::from_safetensors(std::make_shared<const SafetensorsFile>(std::move(*source)), *claimed);
+  ASSERT_FALSE(encoder.ok());
+  EXPECT_NE(encoder.error().message.find("num_hidden_layers = 16777216 but"), std::string::npos)
+      << encoder.error().message;
+}
+
+// Found by fuzzing: "layer_norm_eps": 1e-0256 is a positive double and 0 as
+// the float the encoder adds to a variance. Every number is checked as kept.
+TEST(ClipTextConfig, NumbersAreCheckedAfterNarrowing) {
+  const std::string builtin = R"({"text_config": {"vocab_size": 727, "hidden_size": 96, "intermediate_size": 384,
+      "num_attention_heads": 4, "num_hidden_layers": 2, "max_position_embeddings": 77, "layer_norm_eps": EPS}})";
+  auto with = [&](const std::string& key, const std::string& value) {
+    std::string text = builtin;
+    if (key == "layer_norm_eps") return text.replace(text.find("EPS"), 3, value);
+    text.replace(text.find("EPS"), 3, "1e-05");
+    const size_t at = text.find("\"" + key + "\": ") + key.size() + 4;
+    return text.replace(at, text.find_first_of(",}", at) - at, value);
+  };
+  auto fine = ClipTextConfig::from_json(with("layer_norm_eps", "1e-05"), "clip/config.json");
+  ASSERT_TRUE(fine.ok()) << fine.error().to_string();
+  EXPECT_EQ(fine->layer_norm_eps, 1e-5f);
+  for (const auto& number : testing::not_positive_normal_floats()) {
+    auto config = ClipTextConfig::from_json(with("layer_norm_eps", number.text), "clip/config.json");
+    ASSERT_FALSE(config.ok()) << number.text;
+    EXPECT_NE(config.error().message.find("clip/config.json"), std::string::npos) << config.error().message;
+    if (!number.json) continue;  // not JSON: the file is refused as such
+    EXPECT_NE(config.error().message.find("text_config.layer_norm_eps = "), std::string::npos)
+        << config.error().message;
+    EXPECT_NE(config.error().message.find(number.reason), std::string::npos) << config.error().message;
+  }
+  for (const char* key : {"vocab_size", "hidden_size", "num_attention_heads", "max_position_embeddings"})
+    for (const auto& number : testing::not_whole_numbers_that_fit()) {
+      auto config = ClipTextConfig::from_json(with(key, number.text), "clip/config.json");
+      ASSERT_FALSE(config.ok()) << key << " = " << number.text;
+      if (number.json) {
+        EXPECT_NE(config.error().message.find(std::string("text_config.") + key), std::string::npos)
+            << config.error().message;
+      }
+    }
 }
 
 TEST(ClipTextEncoder, RejectsMalformedTokens) {

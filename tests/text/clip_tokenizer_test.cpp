@@ -195,6 +195,17 @@ TEST(ClipTokenizer, RejectsBrokenFilesWithTheirNames) {
   ASSERT_FALSE(missing_bytes.ok());
   EXPECT_NE(missing_bytes.error().message.find("my_vocab.json"), std::string::npos);
 
+  // A vocabulary is strict JSON: nesting is bounded (a value nested 100000
+  // levels deep ended in SIGSEGV) and a token given twice is refused.
+  auto deep = ClipTokenizer::from_strings("{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
+                                          "a b\n", "my_vocab.json", "my_merges.txt");
+  ASSERT_FALSE(deep.ok());
+  EXPECT_NE(deep.error().message.find("my_vocab.json: JSON nested more than 64 levels deep"), std::string::npos)
+      << deep.error().message;
+  auto twice = ClipTokenizer::from_strings(R"({"a": 0, "a": 1})", "a b\n", "my_vocab.json", "my_merges.txt");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.error().message.find("key 'a' appears twice"), std::string::npos) << twice.error().message;
+
   auto missing_dir = ClipTokenizer::load("/nonexistent/clip");
   ASSERT_FALSE(missing_dir.ok());
   EXPECT_NE(missing_dir.error().message.find("vocab.json"), std::string::npos);

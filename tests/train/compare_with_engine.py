@@ -26,7 +26,9 @@ A block-diffusion folder (tools/train/diffusion.py) is checked the same way with
 diffusion instead of greedy decoding (generate.diffusion_tokens against the engine's
 `--decoding diffusion`), for the threshold rule with the engine recomputing everything
 (`--diffusion-cache none`) and with its prefix cache, which must decode the same, and for the
-factor rule.
+factor rule. With --reference the first rule runs over the recorded prompts and the others over
+the first three: the recorded prompts add cover of the model, not of a rule's code path. The
+training code's tokens are computed once per prompt and rule.
 Exits non-zero with the first mismatch shown.
 """
 
@@ -114,14 +116,30 @@ DIFFUSION_RULES = [
 GREEDY = ([], [], None)
 
 
+_LOADED = {}
+_TOKENS = {}
+
+
+def load(model_dir):
+    """The training code's model, read once per folder."""
+    if model_dir not in _LOADED:
+        _LOADED[model_dir] = generate.load_folder(model_dir)
+    return _LOADED[model_dir]
+
+
 def python_tokens(loaded, prompt, rule):
-    if rule is None:
-        return generate.greedy_tokens(*loaded, prompt, guidance=3.0)
-    return generate.diffusion_tokens(*loaded, prompt, guidance=3.0, **rule)
+    """The training code's tokens, computed once per model, prompt and rule (decoding is deterministic)."""
+    key = (id(loaded), prompt, json.dumps(rule, sort_keys=True))
+    if key not in _TOKENS:
+        if rule is None:
+            _TOKENS[key] = generate.greedy_tokens(*loaded, prompt, guidance=3.0)
+        else:
+            _TOKENS[key] = generate.diffusion_tokens(*loaded, prompt, guidance=3.0, **rule)
+    return _TOKENS[key]
 
 
 def check_reference(model_dir, path, write):
-    loaded = generate.load_folder(model_dir)
+    loaded = load(model_dir)
     rule = DIFFUSION_RULES[0][2] if generate.block_diffusion(loaded[2]) else None
     # A block-diffusion folder's reference is its block diffusion at the first rule's threshold.
     key, what = ("block_diffusion", f"block-diffusion tokens (threshold {rule['threshold']})") if rule else \
@@ -143,7 +161,7 @@ def check_reference(model_dir, path, write):
 
 def check_generation(model_dir, cli, engine_tokens, prompts=PROMPTS, decoding=GREEDY):
     engine_flags, cli_flags, rule = decoding
-    loaded = generate.load_folder(model_dir)
+    loaded = load(model_dir)
     ours = {prompt: python_tokens(loaded, prompt, rule) for prompt in prompts}
     if rule is not None:
         cli_flags = ["--decoding", "diffusion", *cli_flags]
@@ -194,10 +212,10 @@ def main():
     ap.add_argument("--write-reference", action="store_true")
     args = ap.parse_args()
     check_tokenizer(args.model_dir, args.vocab_check)
-    diffusion = generate.block_diffusion(generate.load_folder(args.model_dir)[2])
-    for decoding in DIFFUSION_RULES if diffusion else [GREEDY]:
+    diffusion = generate.block_diffusion(load(args.model_dir)[2])
+    for i, decoding in enumerate(DIFFUSION_RULES if diffusion else [GREEDY]):
         check_generation(args.model_dir, args.cli, args.engine_tokens,
-                         REFERENCE_PROMPTS if args.reference else PROMPTS, decoding)
+                         REFERENCE_PROMPTS if args.reference and i == 0 else PROMPTS, decoding)
     if args.reference:
         check_reference(args.model_dir, args.reference, args.write_reference)
 

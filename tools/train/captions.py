@@ -95,6 +95,8 @@ def corpus(rng, count=20000):
 # Words of the caption grammar that name nothing (they only hold the phrasings together).
 FILLER_WORDS = ["a", "an", "with", "legs", "that", "is", "and", "3d", "model", "of", "render", "simple", "shape"]
 
+# The card's first examples; the full recipe replaces them with those measured to come out
+# recognisable on the finished model (choose_examples.py, run by make_model.sh).
 EXAMPLES = ["a tall chair", "a round table with four legs", "render of a short mug", "a wide sofa",
             "a narrow tower", "a round vase", "a tall tree", "a square house"]
 

@@ -88,6 +88,12 @@ def block_diffusion(gpt):
     return (int(section["block_size"]), int(section["mask_token_id"])) if section else None
 
 
+def model_threshold(gpt):
+    """The confidence threshold a block-diffusion folder decodes at by default, as the engine reads
+    it: gpt_model.block_diffusion.threshold, else 0.9."""
+    return float((gpt.cfg.get("block_diffusion") or {}).get("threshold", 0.9))
+
+
 @torch.no_grad()
 def diffusion_tokens(tokenizer, clip, gpt, shape, prompt, guidance=3.0, threshold=0.9, factor=None,
                      block_size=None, bbox=None):
@@ -143,14 +149,16 @@ def main():
     ap.add_argument("model")
     ap.add_argument("prompts", nargs="+")
     ap.add_argument("--guidance", type=float, default=3.0)
-    ap.add_argument("--threshold", type=float, default=0.9, help="block diffusion: the confidence threshold")
+    ap.add_argument("--threshold", type=float,
+                    help="block diffusion: the confidence threshold (default: the model's, else 0.9)")
     ap.add_argument("--factor", type=float, help="block diffusion: the factor rule instead")
     args = ap.parse_args()
     torch.set_num_threads(1)
     loaded = load_folder(args.model)
     for prompt in args.prompts:
         if block_diffusion(loaded[2]):
-            tokens = diffusion_tokens(*loaded, prompt, args.guidance, args.threshold, args.factor)
+            threshold = args.threshold if args.threshold is not None else model_threshold(loaded[2])
+            tokens = diffusion_tokens(*loaded, prompt, args.guidance, threshold, args.factor)
         else:
             tokens = greedy_tokens(*loaded, prompt, args.guidance)
         print(json.dumps({"prompt": prompt, "tokens": tokens}))

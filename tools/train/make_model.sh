@@ -26,4 +26,9 @@ if [ -z "${TRAIN_PYTHON:-}" ]; then
   # Debian's interpreter on purpose: PyTorch comes from python3-torch, not from pip.
   TRAIN_PYTHON=/usr/bin/python3
 fi
-exec nice -n 10 "$TRAIN_PYTHON" "$here/train.py" "$out" --preset "$preset" "$@"
+nice -n 10 "$TRAIN_PYTHON" "$here/train.py" "$out" --preset "$preset" "$@"
+# The card's examples (what the app opens on and lists) are chosen by measurement on the
+# finished model, and the figures kept beside the training curves.
+if [ "$preset" = full ]; then
+  nice -n 10 "$TRAIN_PYTHON" "$here/choose_examples.py" "$out" --write --json "$out/training/examples.json"
+fi

@@ -8,7 +8,7 @@ Three networks, with parameter names equal to the tensor names the engine reads
     attention encoder, spherical VQ bottleneck, self-attention decoder, occupancy decoder);
   - DualStreamGPT: the DualStreamRoformer (dual-stream blocks over [cond ; shape], the last one
     cond_pre_only, then single-stream blocks; interleaved RoPE; SwiGLU).
-Semantics follow the project's "Model facts" (DESIGN.md). For speed on two cores: masks and
+Semantics follow the project's "Model facts" (docs/design.md). For speed on two cores: masks and
 rotary tables are built once per sequence length and cached, RoPE is real-valued (cos/sin
 with a pair swap, no complex numbers), attention is plain matmul + softmax (torch 1.13 has no
 fused kernel on the CPU anyway).

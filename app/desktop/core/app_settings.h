@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "inference/core/result.h"
+#include "inference/geometry/mesh_cleanup.h"
 #include "inference/pipeline/generation.h"
 
 namespace cubeforge::app {
@@ -25,7 +26,7 @@ struct AppSettings {
   std::string model_folder;                // empty: the built-in model, when there is one
   std::vector<std::string> recent_folders;  // most recent first, at most kMaxRecentFolders
   // Generation
-  std::string prompt = "a tall chair";  // a prompt the built-in model knows
+  std::string prompt;  // blank: the loaded model's first example (its card.json)
   std::string backend = "auto";            // auto | cpu | cuda
   bool kv_cache = true;
   bool cuda_graphs = true;
@@ -45,18 +46,29 @@ struct AppSettings {
   bool use_bbox = false;
   std::array<float, 3> bbox{1.f, 1.f, 1.f};
   int resolution = 8;
+  // Whether the person chose the detail (the slider, a script's `set`); until
+  // then it follows the machine's speed (core/detail_timing.h).
+  bool resolution_chosen = false;
+  // How long one generation at kDetailCalibrationResolution took on this
+  // machine, measured once; 0: not yet.
+  double detail_calibration_ms = 0;
   int64_t target_faces = 0;                // 0: automatic, < 0: no simplification
   // Parallel decoding: what the latency demo compares (sequential | jacobi |
-  // diffusion), and block diffusion's confidence threshold (a block-diffusion
-  // model always decodes by blocks).
+  // diffusion), and block diffusion's confidence threshold, 0 for the model's
+  // (a block-diffusion model always decodes by blocks).
   std::string latency_decoding = "jacobi";
-  float diffusion_threshold = 0.9f;
+  float diffusion_threshold = 0.f;
   // Progressive preview
   bool progressive_preview = true;
   int preview_every = 8;                   // tokens between previews
   int preview_resolution = 4;
-  // Export
-  std::string export_folder = ".";
+  // Result: pieces under loose_piece_fraction of the largest's volume are
+  // left out of the view and of exports (mesh_cleanup.h's rule).
+  bool remove_loose_pieces = false;
+  float loose_piece_fraction = kDefaultLoosePieceFraction;
+  // Export. An empty folder is the desktop's documents folder
+  // (documents_folder.h), found when exporting; a folder typed is kept.
+  std::string export_folder;
   std::string export_template = "{prompt}-{seed}.glb";
   // Viewport
   bool wireframe = false;
@@ -84,13 +96,13 @@ Status set_setting(AppSettings& settings, const std::string& key, const std::str
 // Puts `folder` first in the recent list (no duplicates, bounded).
 void remember_folder(AppSettings& settings, const std::string& folder);
 
-// The generation request these settings describe. Its KV cache options are
-// the exact ones when the cache is off (there is nothing to store); the rank
-// is not in it: the worker reads the bases for kv_rank_of() from the model folder.
+// The generation request these settings describe, before planning
+// (inference/planning/plan.h reads the KV rank's bases and opens the
+// backend). Its KV cache options are the exact ones when the cache is off
+// (there is nothing to store).
 GenerationRequest make_request(const AppSettings& settings);
-int kv_rank_of(const AppSettings& settings);
-// The KV cache's storage and budget chosen, whether or not the cache is on
-// (the latency demo runs with and without it).
+// The KV cache's storage, budget and rank chosen, whether or not the cache is
+// on (the latency demo runs with and without it).
 KvCacheOptions chosen_kv_options(const AppSettings& settings);
 
 // Whether a generation decodes with the exact weights and KV cache (the
@@ -98,12 +110,5 @@ KvCacheOptions chosen_kv_options(const AppSettings& settings);
 bool engine_options_exact(const AppSettings& settings);
 // Whether the KV cache is off or exact (f32, every position, full rank).
 bool kv_cache_exact(const AppSettings& settings);
-// Whether the GPU runs the KV cache chosen, with any weight format: off, or
-// any stored form with every position or a budget's, at full rank or a rank
-// of 16, 32, 64 or 128 without a budget.
-bool kv_cache_on_gpu(const AppSettings& settings);
-// Why the KV cache options cannot run with the attention chosen, or with each
-// other, in the engine's words; empty when they can.
-std::string kv_options_conflict(const AppSettings& settings);
 
 }  // namespace cubeforge::app

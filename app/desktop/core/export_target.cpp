@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 
+#include "app/desktop/core/documents_folder.h"
+
 namespace cubeforge::app {
 
 std::filesystem::path expand_home(const std::string& path) {
@@ -25,7 +27,7 @@ Result<ExportTarget> plan_export(const std::string& folder, const std::string& f
     return make_error(ErrorCode::kInvalidArgument,
                       "'" + name.string() + "' has no mesh format: end the name in .glb, .obj, .stl or .ply");
   std::error_code ec;
-  std::filesystem::path base = expand_home(folder.empty() ? std::string(".") : folder);
+  std::filesystem::path base = export_folder_or_documents(folder);
   std::filesystem::path absolute = std::filesystem::absolute(base, ec);
   if (ec) return make_error(ErrorCode::kIo, "cannot resolve the folder '" + folder + "': " + ec.message());
   ExportTarget target;

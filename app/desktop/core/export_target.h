@@ -1,9 +1,10 @@
 // Where an export goes, decided before anything is written: the folder as
 // typed ("~" is the home folder, a relative folder is taken from the current
-// one) joined with the file name, the format from the name's extension or the
-// button pressed (the file's extension and its format always agree: a button
-// replaces the name's extension), and what the Export panel must ask first:
-// whether to create a missing folder, whether to replace an existing file.
+// one; none typed: the documents folder, documents_folder.h) joined with the
+// file name, the format from the name's extension or the button pressed (the
+// file's extension and its format always agree: a button replaces the name's
+// extension), and what the Export panel must ask first: whether to create a
+// missing folder, whether to replace an existing file.
 #pragma once
 
 #include <filesystem>

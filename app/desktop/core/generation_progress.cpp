@@ -109,13 +109,13 @@ std::string GenerationProgress::status(double elapsed_ms) const {
     case RunOutcome::kFailed:
       return "Failed (see the Log); the previous shape stays";
     case RunOutcome::kCancelled:
+      // What the view shows after it (the previous shape, or the run's
+      // preview offered to keep) is the app's to say.
       if (!tokens_done && token_count() > 0) {
-        std::snprintf(line, sizeof line, "Cancelled at token %d of %d; the previous shape stays", tokens_done_,
-                      token_count());
+        std::snprintf(line, sizeof line, "Cancelled at token %d of %d", tokens_done_, token_count());
         return line;
       }
-      return pass_name_.empty() ? std::string("Cancelled; the previous shape stays")
-                                : "Cancelled while " + pass_name_ + "; the previous shape stays";
+      return pass_name_.empty() ? std::string("Cancelled") : "Cancelled while " + pass_name_;
     case RunOutcome::kRunning:
       break;
   }
@@ -140,6 +140,9 @@ std::string GenerationProgress::status(double elapsed_ms) const {
 }
 
 float GenerationProgress::fraction(double elapsed_ms) {
+  // A stopped run has no progress to show: its share at the stop would read
+  // as a run stuck there.
+  if (outcome_ == RunOutcome::kCancelled || outcome_ == RunOutcome::kFailed) return 0.f;
   float f = last_fraction_;
   if (outcome_ == RunOutcome::kDone) {
     f = 1.f;

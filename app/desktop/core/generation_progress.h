@@ -41,13 +41,14 @@ class GenerationProgress {
   // if known. A pass before the final one moves the bar a tenth of the rest.
   void start_pass(const std::string& name, int resolution, bool final_pass, std::optional<double> estimate_ms,
                   double elapsed_ms);
-  // The run ended; a cancelled or failed run keeps where it stopped.
+  // The run ended; a cancelled or failed run keeps the stage where it stopped.
   void finish(RunOutcome outcome, double elapsed_ms);
 
   RunOutcome outcome() const { return outcome_; }
   // One line for a person: what runs now and about how long is left, or how it ended.
   std::string status(double elapsed_ms) const;
-  // The whole run's progress in [0, 1], never smaller than the last value returned.
+  // The whole run's progress in [0, 1]: while it runs, never smaller than the
+  // last value returned; 1 once done; 0 once cancelled or failed (no stale share).
   float fraction(double elapsed_ms);
   // The stage that was running when the run was cancelled or failed.
   std::optional<AppStage> stopped_stage() const { return stopped_stage_; }

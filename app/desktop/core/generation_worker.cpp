@@ -9,9 +9,12 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "app/desktop/core/option_labels.h"
 #include "inference/core/file_io.h"
 #include "inference/cpu/ops.h"
-#include "inference/model/gpt_kv_cache.h"
+#include "inference/decoding/decoding.h"
+#include "inference/model/kv_bases.h"
+#include "inference/planning/plan.h"
 
 namespace cubeforge::app {
 
@@ -47,59 +50,29 @@ std::string kv_cache_label(const std::string& format, int budget, int rank) {
 std::string kv_cache_label(const GenerationRequest& request) {
   if (!request.use_kv_cache) return "none";
   const KvCacheOptions& kv = request.kv_cache;
-  return kv_cache_label(std::string(cpu::kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : 0);
+  return kv_cache_label(std::string(kv_format_name(kv.format)), kv.budget, kv.low_rank ? kv.low_rank->rank() : kv.rank);
 }
 
-Result<GenerationRequest> GenerationWorker::with_backend(const CubeModel& model, GenerationRequest request) {
-  // Parallel decoding and the KV ranks kv_cache_runs_on_cuda refuses run on
-  // the CPU backend (the engine says so for an explicit CUDA); every weight
-  // format, cache form and budget runs on both.
-  const bool cpu_only = request.decoding.mode != DecodingMode::kSequential || !kv_cache_runs_on_cuda(request.kv_cache);
-  if (request.token_backend || request.backend == BackendChoice::kCpu ||
-      (request.backend == BackendChoice::kAuto && cpu_only))
-    return request;
-  if (backends_model_ != &model) {
-    backends_.clear();
-    backends_model_ = &model;
-  }
-  auto found = backends_.find(request.backend);
-  if (found == backends_.end()) {
-    CUBEFORGE_ASSIGN_OR_RETURN(BackendSelection selection, select_token_backend(request.backend, model.gpt()));
-    messages_.push(worker_message::Log{false, "backend: " + selection.reason});
-    found = backends_.emplace(request.backend, std::move(selection)).first;
-  }
-  request.token_backend = found->second.backend;
-  return request;
+Status GenerationWorker::can_run(const GenerationRequest& request) const {
+  auto loaded = model();
+  if (!loaded) return ok_status();
+  return cubeforge::can_run(*loaded, request_for_model(request, *loaded));
 }
 
-Result<GenerationRequest> GenerationWorker::with_kv_rank(const CubeModel& model, GenerationRequest request,
-                                                         int kv_rank) {
-  if (kv_rank > 0 && request.use_kv_cache) {
-    if (kv_bases_model_ != &model) {
-      kv_bases_.clear();
-      kv_bases_model_ = &model;
-    }
-    auto found = kv_bases_.find(kv_rank);
-    if (found == kv_bases_.end()) {
-      const auto path = model.folder() / kKvBasesFile;
-      CUBEFORGE_ASSIGN_OR_RETURN(FileKind kind, file_kind(path));
-      if (kind == FileKind::kMissing)
-        return make_error(ErrorCode::kNotFound, "a KV rank needs '" + path.string() +
-                                                    "'; write it with `cubeforge-cli calibrate-kv --model DIR "
-                                                    "--prompts FILE`, or set the KV rank to 0");
-      CUBEFORGE_ASSIGN_OR_RETURN(auto bases, LowRankKv::load(path, model.config().gpt, kv_rank));
-      found = kv_bases_.emplace(kv_rank, std::move(bases)).first;
-    }
-    request.kv_cache.low_rank = found->second;
-  }
-  CUBEFORGE_TRY(check_kv_cache_options(request.kv_cache));
-  return request;
+Status GenerationWorker::backend_supports(BackendChoice choice, const GenerationRequest& request) const {
+  auto loaded = model();
+  if (!loaded) return ok_status();
+  return choice_supports(choice, loaded->gpt(), request_for_model(request, *loaded).backend_request());
 }
 
-Result<GenerationRequest> GenerationWorker::prepare(const CubeModel& model, const GenerationRequest& request,
-                                                    int kv_rank) {
-  CUBEFORGE_ASSIGN_OR_RETURN(GenerationRequest with_rank, with_kv_rank(model, request, kv_rank));
-  return with_backend(model, std::move(with_rank));
+Result<GenerationRequest> GenerationWorker::plan(const CubeModel& model, const GenerationRequest& request) {
+  CUBEFORGE_ASSIGN_OR_RETURN(PlannedGeneration planned,
+                             plan_generation(model, request_for_model(request, model), &plan_cache_));
+  if (planned.backend_reason != last_backend_reason_) {
+    messages_.push(worker_message::Log{false, "backend: " + planned.backend_reason});
+    last_backend_reason_ = planned.backend_reason;
+  }
+  return std::move(planned.request);
 }
 
 GenerationWorker::GenerationWorker(int generation_threads) {
@@ -116,8 +89,39 @@ GenerationWorker::GenerationWorker(int generation_threads) {
 }
 
 GenerationWorker::~GenerationWorker() {
-  cancel_.store(true);
+  cancel();
+  hold_jobs(false);
   if (job_.joinable()) job_.join();
+}
+
+void GenerationWorker::cancel() {
+  {
+    // Under the lock, so that a job about to wait on a hold sees the flag or the wake-up.
+    std::lock_guard lock(hold_mutex_);
+    cancel_.store(true);
+  }
+  hold_released_.notify_all();
+}
+
+void GenerationWorker::hold_after_previews(bool held) {
+  {
+    std::lock_guard lock(hold_mutex_);
+    previews_held_ = held;
+  }
+  hold_released_.notify_all();
+}
+
+void GenerationWorker::wait_if_previews_held() {
+  std::unique_lock lock(hold_mutex_);
+  hold_released_.wait(lock, [this] { return !previews_held_ || cancel_.load(); });
+}
+
+void GenerationWorker::hold_jobs(bool held) {
+  {
+    std::lock_guard lock(hold_mutex_);
+    jobs_held_ = held;
+  }
+  hold_released_.notify_all();
 }
 
 bool GenerationWorker::start(std::function<void()> job) {
@@ -127,6 +131,10 @@ bool GenerationWorker::start(std::function<void()> job) {
   busy_.store(true);
   job_ = std::jthread([this, job = std::move(job)] {
     lower_this_thread_priority();
+    {
+      std::unique_lock lock(hold_mutex_);
+      hold_released_.wait(lock, [this] { return !jobs_held_; });
+    }
     try {
       job();
     } catch (const std::bad_alloc&) {
@@ -144,6 +152,12 @@ std::shared_ptr<const CubeModel> GenerationWorker::model() const {
 }
 
 bool GenerationWorker::has_model() const { return model() != nullptr; }
+
+float ModelSummary::threshold_for(float diffusion_threshold) const {
+  DiffusionOptions asked;
+  asked.threshold = diffusion_threshold;
+  return diffusion_options_for_model(asked, gpt).threshold;
+}
 
 std::optional<ModelSummary> GenerationWorker::model_summary() const {
   std::lock_guard lock(model_mutex_);
@@ -169,6 +183,7 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
     summary.shape_tokens = loaded->shape_tokens();
     summary.load_ms = ms_since(started);
     summary.block_diffusion = loaded->gpt().config().block_diffusion();
+    summary.gpt = loaded->gpt().config();
     summary.weights = loaded->gpt().weight_options().format;
     // Read once here so that the settings can offer the ranks the bases hold.
     const auto bases_path = folder / kKvBasesFile;
@@ -177,10 +192,9 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
       if (bases.ok()) summary.kv_bases_rank = (*bases)->max_rank();
       else summary.kv_bases_problem = bases.error().message;
     }
-    backends_.clear();  // opened for the previous model
-    backends_model_ = nullptr;
-    kv_bases_.clear();
-    kv_bases_model_ = nullptr;
+    plan_cache_ = PlanCache{};  // opened and read for the previous model
+    last_backend_reason_.clear();
+    autoregressive_models_.clear();
     {
       std::lock_guard lock(model_mutex_);
       model_ = std::make_shared<const CubeModel>(std::move(*loaded));
@@ -190,14 +204,20 @@ bool GenerationWorker::load_model(const std::filesystem::path& folder, const Wei
   });
 }
 
+int GenerationWorker::announce_run(const CubeModel& model, const GenerationRequest& request, const std::string& label) {
+  const int run = next_run_++;
+  const WeightFormat weights = model.gpt().weight_options().format;
+  messages_.push(worker_message::RunStarted{run, label, model.shape_tokens(), std::string(weight_format_name(weights)),
+                                            kv_cache_label(request)});
+  return run;
+}
+
 worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& model, const GenerationRequest& request,
                                                              const PreviewOptions& preview,
                                                              const std::string& label) {
-  const int run = next_run_++;
+  const int run = announce_run(model, request, label);
   const int token_count = model.shape_tokens();
   const WeightFormat weights = model.gpt().weight_options().format;
-  messages_.push(worker_message::RunStarted{run, label, token_count, std::string(weight_format_name(weights)),
-                                            kv_cache_label(request)});
   const auto started = Clock::now();
 
   PreviewCost cost;
@@ -243,8 +263,10 @@ worker_message::RunFinished GenerationWorker::run_generation(const CubeModel& mo
     ++cost.previews;
     preview_estimate_ms_ = preview_ms;
     preview_estimate_resolution_ = preview.resolution;
-    if (mesh.ok() && !mesh->mesh.empty())
+    if (mesh.ok() && !mesh->mesh.empty()) {
       messages_.push(worker_message::Preview{run, std::move(mesh->mesh), known, preview_ms, false, ms_since(started)});
+      wait_if_previews_held();
+    }
   };
   worker_message::RunFinished finished;
   finished.run = run;
@@ -279,9 +301,12 @@ Result<GenerationResult> GenerationWorker::mesh_in_passes(const CubeModel& model
     auto mesh = tokens_to_mesh(model, tokens.tokens, coarse, {}, &cancel_);
     if (!mesh.ok()) return mesh.take_error();
     coarse_pass_ms_ = ms_since(pass_started);
-    if (!mesh->mesh.empty())
+    if (!mesh->mesh.empty()) {
       messages_.push(worker_message::Preview{run, std::move(mesh->mesh), static_cast<int>(tokens.tokens.size()),
                                              *coarse_pass_ms_, true, ms_since(started)});
+      wait_if_previews_held();
+      if (cancel_.load()) return make_error(ErrorCode::kCancelled, "cancelled after the coarse preview");
+    }
   }
   // The final pass's estimate: its last time at this resolution, else the
   // coarse pass's scaled by how the surface's cells grow (4x per level).
@@ -296,11 +321,11 @@ Result<GenerationResult> GenerationWorker::mesh_in_passes(const CubeModel& model
   return result;
 }
 
-bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview, int kv_rank) {
+bool GenerationWorker::generate(const GenerationRequest& request, const PreviewOptions& preview) {
   auto loaded = model();
   if (!loaded) return false;
-  return start([this, loaded, request, preview, kv_rank] {
-    auto opened = prepare(*loaded, request, kv_rank);
+  return start([this, loaded, request, preview] {
+    auto opened = plan(*loaded, request);
     if (!opened.ok()) {
       worker_message::RunFinished failed;
       failed.label = "generate";
@@ -328,14 +353,14 @@ GenerationRequest candidate_request(GenerationRequest request, int index) {
   return request;
 }
 
-bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count, int kv_rank) {
+bool GenerationWorker::generate_candidates(const GenerationRequest& request, int count) {
   auto loaded = model();
   if (!loaded || count < 1) return false;
-  return start([this, loaded, request, count, kv_rank] {
+  return start([this, loaded, request, count] {
     worker_message::CandidatesFinished done;
-    auto opened = prepare(*loaded, request, kv_rank);
+    auto opened = plan(*loaded, request);
     if (!opened.ok()) {
-      done.error = opened.error().to_string();
+      done.error = for_creator(opened.error());
       messages_.push(done);
       return;
     }
@@ -345,7 +370,7 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
       auto result = generate_shape(*loaded, request_for_model(one, *loaded), {}, &cancel_);
       if (!result.ok()) {
         done.cancelled = result.error().code == ErrorCode::kCancelled;
-        if (!done.cancelled) done.error = result.error().to_string();
+        if (!done.cancelled) done.error = for_creator(result.error());
         break;
       }
       one.token_backend = nullptr;  // the gallery must not keep a GPU's weights alive
@@ -356,6 +381,28 @@ bool GenerationWorker::generate_candidates(const GenerationRequest& request, int
   });
 }
 
+bool GenerationWorker::measure_detail_cost(const GenerationRequest& request) {
+  auto loaded = model();
+  if (!loaded) return false;
+  return start([this, loaded, request] {
+    worker_message::DetailMeasured measured;
+    measured.resolution = request.resolution;
+    auto opened = plan(*loaded, request);
+    if (!opened.ok()) {
+      measured.error = for_creator(opened.error());
+      messages_.push(measured);
+      return;
+    }
+    const auto started = Clock::now();
+    auto result = generate_shape(*loaded, request_for_model(*opened, *loaded), {}, &cancel_);
+    if (result.ok())
+      measured.ms = ms_since(started);
+    else if (result.error().code != ErrorCode::kCancelled)
+      measured.error = for_creator(result.error());
+    messages_.push(measured);
+  });
+}
+
 GenerationRequest request_for_model(GenerationRequest request, const CubeModel& model) {
   if (model.gpt().config().block_diffusion() && request.decoding.mode == DecodingMode::kSequential)
     request.decoding.mode = DecodingMode::kDiffusion;
@@ -363,17 +410,25 @@ GenerationRequest request_for_model(GenerationRequest request, const CubeModel& 
 }
 
 std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
-  const std::string by_blocks = choice.block_diffusion_model
+  // Beside a block-diffusion model, the token-by-token runs decode with the
+  // autoregressive model given, else they cannot run.
+  const bool beside = choice.block_diffusion_model && !choice.autoregressive_model.empty();
+  const std::string by_blocks = choice.block_diffusion_model && !beside
                                     ? "this block-diffusion model decodes by blocks, not token by token"
                                     : "";
   std::string cuda = cuda_backend_availability().available
                          ? std::string()
                          : "needs the CUDA backend: " + cuda_backend_availability().why_not;
   if (cuda.empty()) cuda = by_blocks;
+  if (cuda.empty() && beside) cuda = "the autoregressive model beside a block-diffusion one decodes on the CPU";
   std::vector<LatencyRun> runs = {
       {"No cache", "every token recomputes the whole sequence so far", false, {}, by_blocks},
       {"KV cache", "every token reuses the keys and values of the tokens before it", true, {}, by_blocks},
   };
+  // The cache is compared with no cache; everything after it with the cache,
+  // the token-by-token decoding it would replace.
+  runs[1].baseline = 0;
+  constexpr int kWithTheCache = 1;
   if (choice.kv_cache != "f32") {
     LatencyRun smaller{"Smaller KV cache",
                        "KV cache " + choice.kv_cache +
@@ -381,9 +436,16 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
                            "exact cache's",
                        true, {}, by_blocks};
     smaller.chosen_kv_cache = true;
+    smaller.baseline = kWithTheCache;
     runs.push_back(smaller);
   }
-  runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true});
+  runs.push_back({"KV cache + CUDA graphs", "the GPU replays each token's work in one launch", true, {}, cuda, true,
+                  false, kWithTheCache});
+  if (beside)
+    for (LatencyRun& run : runs) {
+      run.model_folder = choice.autoregressive_model;
+      run.what += "; the autoregressive model " + choice.autoregressive_model + ", on the same prompt";
+    }
   // A block-diffusion model has no other parallel decoding.
   const DecodingMode parallel = choice.block_diffusion_model ? DecodingMode::kDiffusion : choice.parallel;
   if (parallel == DecodingMode::kJacobi) {
@@ -391,9 +453,9 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
     paying.mode = always.mode = DecodingMode::kJacobi;
     always.jacobi.position_cost = 0.f;
     runs.push_back({"Exact parallel", "guesses the next tokens and checks them in one step where that pays: "
-                    "the same tokens", true, paying, by_blocks});
+                    "the same tokens", true, paying, by_blocks, false, false, kWithTheCache});
     runs.push_back({"Exact parallel, always guessing", "a guess at every step: several slots per step when it "
-                    "is right, the same tokens", true, always, by_blocks});
+                    "is right, the same tokens", true, always, by_blocks, false, false, kWithTheCache});
   } else if (parallel == DecodingMode::kDiffusion) {
     const std::string needs_model =
         choice.block_diffusion_model ? "" : "needs a block-diffusion model folder, such as assets/model-diffusion";
@@ -407,50 +469,143 @@ std::vector<LatencyRun> latency_demo_runs(const LatencyDemoChoice& choice) {
         {DiffusionCache::kPrefix, "Block diffusion, prefix cache", "finished blocks' keys and values are reused"},
         {DiffusionCache::kDual, "Block diffusion, dual cache",
          "the rest of the block is reused too, refreshed once per sub-block"}};
+    // On a block-diffusion model, which has no token-by-token run, the
+    // caches are compared with block diffusion without one.
+    const int without_a_cache = static_cast<int>(runs.size());
     for (const auto& [cache, name, what] : caches) {
       DecodingOptions options;
       options.mode = DecodingMode::kDiffusion;
       options.diffusion.cache = cache;
       options.diffusion.threshold = choice.diffusion_threshold;
-      runs.push_back({name,
-                      std::string(what) + "; many slots per step", true, options, needs_model});
+      const int baseline = !choice.block_diffusion_model || beside ? kWithTheCache
+                           : cache == DiffusionCache::kNone ? -1
+                                                            : without_a_cache;
+      runs.push_back({name, std::string(what) + "; many slots per step", true, options, needs_model, false, false,
+                      baseline});
     }
   }
   return runs;
 }
 
+worker_message::LatencyResult GenerationWorker::measure_latency_run(const CubeModel& model,
+                                                                     const GenerationRequest& request,
+                                                                     const std::string& label,
+                                                                     Result<GenerationResult>& tokens) {
+  const int run = announce_run(model, request, label);
+  const int token_count = model.shape_tokens();
+  const WeightFormat weights = model.gpt().weight_options().format;
+  const auto started = Clock::now();
+  std::vector<int> token_steps(static_cast<size_t>(token_count), -1);
+  auto sink = [&](const GenerationEvent& event) {
+    messages_.push(worker_message::Event{run, event, ms_since(started)});
+    if (event.kind == GenerationEvent::Kind::kToken && event.token_index >= 0 && event.token_index < token_count)
+      token_steps[size_t(event.token_index)] = event.decode_step;
+  };
+  tokens = generate_shape_tokens(model, request_for_model(request, model), sink, &cancel_);
+  worker_message::LatencyResult bar;
+  bar.label = label;
+  bar.weights = weight_format_name(weights);
+  bar.kv_cache = kv_cache_label(request);
+  bar.model = model.folder().string();
+  if (!tokens.ok()) {
+    bar.available = false;
+    bar.unavailable_reason = for_creator(tokens.error());
+    return bar;
+  }
+  const GenerationResult& r = *tokens;
+  // Tokens after the first evaluation (the prefill's one, or several with block diffusion).
+  const int first_step = r.decoding.tokens_per_step.empty() ? 1 : r.decoding.tokens_per_step[0];
+  const double decode_tokens = double(r.tokens.size()) - first_step;
+  bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
+  bar.time_to_first_token_ms = r.time_to_first_token_ms;
+  bar.total_ms = ms_since(started);
+  bar.stages = r.timings;
+  bar.decoding = r.decoding;
+  bar.tokens = r.tokens;
+  bar.token_steps = std::move(token_steps);
+  return bar;
+}
+
+Result<std::shared_ptr<const CubeModel>> GenerationWorker::autoregressive_model(const std::string& folder,
+                                                                              const CubeModel& loaded) {
+  auto found = autoregressive_models_.find(folder);
+  if (found == autoregressive_models_.end()) {
+    messages_.push(worker_message::Log{false, "latency demo: reading the autoregressive model " + folder +
+                                                  " to decode token by token beside the block-diffusion one"});
+    CUBEFORGE_ASSIGN_OR_RETURN(CubeModel model,
+                               CubeModel::load(folder, [this](const std::string&, double) { return !cancel_.load(); },
+                                               loaded.gpt().weight_options()));
+    found = autoregressive_models_.emplace(folder, std::make_shared<const CubeModel>(std::move(model))).first;
+  }
+  const CubeModel& model = *found->second;
+  if (model.gpt().config().block_diffusion())
+    return make_error(ErrorCode::kInvalidArgument, "'" + folder + "' is a block-diffusion model too; token-by-token "
+                                                   "decoding needs an autoregressive one");
+  if (model.shape_tokens() != loaded.shape_tokens())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "'" + folder + "' decodes " + std::to_string(model.shape_tokens()) +
+                          " tokens per shape and the loaded model " + std::to_string(loaded.shape_tokens()) +
+                          "; compare models of one shape tokenizer");
+  return found->second;
+}
+
 bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::vector<LatencyRun> runs,
-                                        int kv_rank) {
+                                        int repeats) {
   auto loaded = model();
-  if (!loaded) return false;
-  return start([this, loaded, request, runs = std::move(runs), kv_rank] {
-    // The exact cache's request opens the backend; the chosen cache runs on it
-    // when the CUDA backend keeps that form, else on the CPU.
-    GenerationRequest exact = request;
+  if (!loaded || repeats < 1) return false;
+  return start([this, loaded, request, runs = std::move(runs), repeats] {
+    const auto demo_started = Clock::now();
+    auto finish = [&](bool cancelled) {
+      messages_.push(worker_message::LatencyDemoFinished{cancelled, ms_since(demo_started)});
+    };
+    // The demo compares decodings of one token sequence, so every run is
+    // greedy (exact parallel decoding reproduces greedy decoding). The exact
+    // cache's request opens the backend; the chosen cache runs on it when
+    // that backend supports it, else on the CPU.
+    GenerationRequest greedy = request;
+    greedy.sampling.greedy = true;
+    GenerationRequest exact = greedy;
     exact.kv_cache = KvCacheOptions{};
-    auto opened = with_backend(*loaded, exact);
-    GenerationRequest chosen_request = request;
+    auto opened = plan(*loaded, exact);
+    GenerationRequest chosen_request = greedy;
     chosen_request.use_kv_cache = true;
-    auto chosen = with_kv_rank(*loaded, chosen_request, kv_rank);
+    auto chosen = plan(*loaded, chosen_request);
     const bool on_cuda = opened.ok() && opened->token_backend && opened->token_backend->kind() == BackendKind::kCuda;
+    // Each run's model and request, or why it cannot run (said once).
+    std::vector<std::optional<GenerationRequest>> requests(runs.size());
+    std::vector<std::shared_ptr<const CubeModel>> models(runs.size(), loaded);
+    std::vector<size_t> runnable;
     for (size_t index = 0; index < runs.size(); ++index) {
       const LatencyRun& run = runs[index];
-      worker_message::LatencyResult bar;
-      bar.index = static_cast<int>(index);
-      bar.label = run.name;
       std::string unavailable = run.unavailable_reason;
       if (unavailable.empty() && run.cuda_graphs && !on_cuda)
-        unavailable = !opened.ok() ? opened.error().message : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
-      if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = chosen.error().message;
-      if (!unavailable.empty()) {
+        unavailable = !opened.ok() ? for_creator(opened.error()) : "CUDA graphs need the CUDA backend (choose Auto or CUDA)";
+      if (unavailable.empty() && run.chosen_kv_cache && !chosen.ok()) unavailable = for_creator(chosen.error());
+      if (unavailable.empty() && !run.model_folder.empty()) {
+        auto other = autoregressive_model(run.model_folder, *loaded);
+        if (!other.ok() && other.error().code == ErrorCode::kCancelled) return finish(true);
+        if (!other.ok()) unavailable = other.error().message;
+        else models[index] = *other;
+        // The KV rank's bases belong to the loaded model.
+        if (unavailable.empty() && run.chosen_kv_cache && chosen->kv_cache.low_rank)
+          unavailable = "a KV rank is calibrated for the loaded model, not for '" + run.model_folder + "'";
+      }
+      // A run that cannot run says why, once.
+      auto say_unavailable = [&](const std::string& why) {
+        worker_message::LatencyResult bar;
+        bar.index = static_cast<int>(index);
+        bar.label = run.name;
         bar.available = false;
-        bar.unavailable_reason = unavailable;
+        bar.unavailable_reason = why;
         messages_.push(bar);
+      };
+      if (!unavailable.empty()) {
+        say_unavailable(unavailable);
         continue;
       }
-      messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index)});
       GenerationRequest varied = opened.ok() ? *opened : exact;
-      if (!opened.ok()) {
+      // The backend opened holds the loaded model's weights: another model decodes on the CPU.
+      if (!opened.ok() || models[index] != loaded) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
@@ -458,41 +613,58 @@ bool GenerationWorker::run_latency_demo(const GenerationRequest& request, std::v
       varied.cuda_graphs = run.cuda_graphs;
       varied.decoding = run.decoding;
       if (run.chosen_kv_cache) varied.kv_cache = chosen->kv_cache;
-      // Parallel decoding and the KV ranks CUDA does not run go to the CPU backend.
-      if (run.decoding.mode != DecodingMode::kSequential ||
-          (run.chosen_kv_cache && !kv_cache_runs_on_cuda(varied.kv_cache))) {
+      // What the opened backend does not run (parallel decoding, some KV ranks) runs on the CPU backend.
+      if (varied.token_backend && !varied.token_backend->supports(varied.backend_request()).ok()) {
         varied.backend = BackendChoice::kCpu;
         varied.token_backend = nullptr;
       }
-      PreviewOptions no_previews;  // the demo times the pipeline alone
-      no_previews.coarse_pass = false;
-      auto finished = run_generation(*loaded, varied, no_previews, run.name);
-      bar.weights = weight_format_name(finished.weights);
-      bar.kv_cache = kv_cache_label(finished.request);
-      const bool cancelled = !finished.result.ok() && finished.result.error().code == ErrorCode::kCancelled;
-      if (finished.result.ok()) {
-        const auto& r = *finished.result;
-        // Tokens after the first evaluation (the prefill's one, or several with block diffusion).
-        const int first_step = r.decoding.tokens_per_step.empty() ? 1 : r.decoding.tokens_per_step[0];
-        const double decode_tokens = double(r.tokens.size()) - first_step;
-        bar.mean_tpot_ms = decode_tokens > 0 ? r.timings.decode_ms / decode_tokens : 0.0;
-        bar.time_to_first_token_ms = r.time_to_first_token_ms;
-        bar.total_ms = finished.wall_ms;
-        bar.stages = r.timings;
-        bar.decoding = r.decoding;
-        bar.token_steps = finished.token_steps;
-      } else {
-        bar.available = false;
-        bar.unavailable_reason = finished.result.error().to_string();
+      // What the model or the backend refuses is said before the rounds, not in each.
+      if (Status runs_here = cubeforge::can_run(*models[index], request_for_model(varied, *models[index]));
+          !runs_here.ok()) {
+        say_unavailable(for_creator(runs_here.error()));
+        continue;
       }
-      messages_.push(std::move(finished));
-      messages_.push(bar);
-      if (cancelled) {
-        messages_.push(worker_message::LatencyDemoFinished{true});
-        return;
+      requests[index] = std::move(varied);
+      runnable.push_back(index);
+    }
+    // Rounds of every run, forwards then backwards: each run's measurements
+    // spread over the whole demo rather than one stretch of it.
+    std::optional<GenerationResult> last_tokens;
+    int last_index = -1;
+    for (int round = 0; round < repeats; ++round) {
+      std::vector<size_t> order = runnable;
+      if (round % 2) std::reverse(order.begin(), order.end());
+      for (size_t index : order) {
+        messages_.push(worker_message::LatencyRunStarted{static_cast<int>(index), round});
+        Result<GenerationResult> tokens = make_error(ErrorCode::kInternal, "not run");
+        worker_message::LatencyResult bar =
+            measure_latency_run(*models[index], *requests[index], runs[index].name, tokens);
+        bar.index = static_cast<int>(index);
+        bar.repeat = round;
+        messages_.push(std::move(bar));
+        if (!tokens.ok() && tokens.error().code == ErrorCode::kCancelled) return finish(true);
+        if (tokens.ok()) {
+          last_tokens = std::move(*tokens);
+          last_index = static_cast<int>(index);
+        }
       }
     }
-    messages_.push(worker_message::LatencyDemoFinished{false});
+    // One meshing, coarse: the demo measures decoding.
+    if (last_tokens) {
+      GenerationRequest coarse = *requests[size_t(last_index)];
+      coarse.resolution = std::min(coarse.resolution, kLatencyDemoResolution);
+      worker_message::LatencyMeshed meshed;
+      meshed.index = last_index;
+      meshed.resolution = coarse.resolution;
+      const auto mesh_started = Clock::now();
+      auto mesh = mesh_shape_tokens(*models[size_t(last_index)], coarse, *last_tokens, {}, &cancel_);
+      meshed.ms = ms_since(mesh_started);
+      if (!mesh.ok() && mesh.error().code == ErrorCode::kCancelled) return finish(true);
+      if (mesh.ok()) meshed.faces = mesh->stats.faces;
+      else meshed.problem = mesh.error().to_string();
+      messages_.push(std::move(meshed));
+    }
+    finish(false);
   });
 }
 

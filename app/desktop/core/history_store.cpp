@@ -2,10 +2,12 @@
 #include "app/desktop/core/history_store.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <ctime>
 
 #include "app/desktop/core/json_number.h"
 #include "inference/core/file_io.h"
+#include "inference/core/untrusted_text.h"
 #include "inference/geometry/mesh_io.h"
 
 namespace cubeforge::app {
@@ -86,8 +88,8 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
     json.at("id").get_to(e.id);
     e.created = json.value("created", "");
     json.at("prompt").get_to(e.prompt);
-    if (!json_number(json.at("seed"), e.seed))
-      return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' has a seed that is not a whole number");
+    const std::string entry = "history entry " + quoted_untrusted(e.id);
+    CUBEFORGE_TRY(json_number(json.at("seed"), e.seed, entry + ": seed"));
     e.settings = json.value("settings", nlohmann::json::object());
     if (auto t = json.find("timings"); t != json.end()) {
       e.timings.total_ms = t->value("total_ms", 0.0);
@@ -97,9 +99,7 @@ Result<HistoryEntry> history_entry_from_json(const nlohmann::json& json) {
       e.timings.stages_ms = t->value("stages_ms", nlohmann::json::object());
     }
     for (auto [key, count] : {std::pair{"vertices", &e.vertices}, std::pair{"faces", &e.faces}})
-      if (json.contains(key) && !json_number(json.at(key), *count))
-        return make_error(ErrorCode::kCorruptFile, "history entry '" + e.id + "' has a " + key +
-                                                       " count that is not a whole number");
+      if (json.contains(key)) CUBEFORGE_TRY(json_number(json.at(key), *count, entry + ": " + key, {}, {0, INT64_MAX}));
     json.at("mesh_file").get_to(e.mesh_file);
     e.thumbnail_file = json.value("thumbnail_file", "");
     // Entries name files inside the folder only.

@@ -113,6 +113,16 @@ PromptCheck check_prompt(const ModelCard& card, const std::string& prompt) {
   return check;
 }
 
+PromptCheck check_typed_prompt(const ModelCard& card, const std::string& prompt, bool finished) {
+  const bool word_in_progress = !prompt.empty() && std::isalnum(static_cast<unsigned char>(prompt.back()));
+  if (finished || !word_in_progress) return check_prompt(card, prompt);
+  size_t start = prompt.size();
+  while (start > 0 && std::isalnum(static_cast<unsigned char>(prompt[start - 1]))) --start;
+  PromptCheck check = check_prompt(card, prompt.substr(0, start));
+  if (check.unknown_words.empty() && !check.names_a_category) check.message.clear();
+  return check;
+}
+
 std::vector<std::string> complete_word(const ModelCard& card, const std::string& prompt, size_t limit) {
   if (prompt.empty() || !std::isalnum(static_cast<unsigned char>(prompt.back()))) return {};
   const std::vector<std::string> words = caption_words(prompt);

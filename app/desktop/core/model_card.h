@@ -38,6 +38,13 @@ struct PromptCheck {
 };
 PromptCheck check_prompt(const ModelCard& card, const std::string& prompt);
 
+// check_prompt() on a prompt being typed: a word at its end with nothing
+// after it yet may be the start of a known one ("chai" of "chair"), so it is
+// not judged until a space or punctuation follows it, or `finished` (Generate
+// was pressed); and while it is typed, the prompt is not said to name no
+// object (it may be that word).
+PromptCheck check_typed_prompt(const ModelCard& card, const std::string& prompt, bool finished);
+
 // The card's words that start with the prompt's last, unfinished word (at
 // most `limit`, shortest first); empty when it is already a whole known word.
 std::vector<std::string> complete_word(const ModelCard& card, const std::string& prompt, size_t limit = 6);

@@ -7,8 +7,8 @@ namespace cubeforge::app {
 
 namespace {
 constexpr float kMargin = 8.f;
-// The export panel's rows (folder, name, formats, outcome, view switches) at the default font.
-constexpr float kExportHeight = 200.f;
+// The export panel's rows (folder and whose it is, name, formats, outcome, view switches) at the default font.
+constexpr float kExportHeight = 220.f;
 }  // namespace
 
 const char* panel_title(Panel panel) {

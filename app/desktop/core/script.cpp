@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "inference/core/checked_number.h"
 #include "inference/core/file_io.h"
 
 namespace cubeforge::app {
@@ -26,10 +27,12 @@ std::vector<std::string> whitespace_words(const std::string& text) {
   return words;
 }
 
+// A position or a distance in window pixels (a word that is none is a widget's name).
 bool parse_number(const std::string& text, float& value) {
-  char* end = nullptr;
-  value = std::strtof(text.c_str(), &end);
-  return !text.empty() && end == text.c_str() + text.size();
+  constexpr NumberRange<float> kPixels{-1e6f, 1e6f};
+  auto number = narrow_number_text<float>(text, kPixels, {"", "script coordinate"});
+  if (number.ok()) value = *number;
+  return number.ok();
 }
 
 // GLFW's key codes for the names a chord may use.
@@ -112,6 +115,9 @@ bool ScriptCommand::waits_for_idle() const {
     case Kind::kResize:
     case Kind::kResetLayout:
     case Kind::kDump:
+    case Kind::kErrorPopup:
+    case Kind::kWaitPreview:
+    case Kind::kHoldPreviews:
       return false;
     default:
       return true;
@@ -129,12 +135,16 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
       {"set", ScriptCommand::Kind::kSet, true},           {"generate", ScriptCommand::Kind::kGenerate, false},
       {"latency", ScriptCommand::Kind::kLatency, false},  {"cancel", ScriptCommand::Kind::kCancel, false},
       {"wait", ScriptCommand::Kind::kWait, false},        {"idle", ScriptCommand::Kind::kIdle, true},
+      {"rest", ScriptCommand::Kind::kRest, true},         {"calibrate", ScriptCommand::Kind::kCalibrate, false},
       {"export", ScriptCommand::Kind::kExport, true},
       {"screenshot", ScriptCommand::Kind::kScreenshot, true}, {"quit", ScriptCommand::Kind::kQuit, false},
       {"click", ScriptCommand::Kind::kClick, true},       {"drag", ScriptCommand::Kind::kDrag, true},
       {"drag-right", ScriptCommand::Kind::kDragRight, true}, {"key", ScriptCommand::Kind::kKey, true},
       {"type", ScriptCommand::Kind::kType, true},         {"resize", ScriptCommand::Kind::kResize, true},
       {"reset-layout", ScriptCommand::Kind::kResetLayout, false}, {"dump", ScriptCommand::Kind::kDump, true},
+      {"error-popup", ScriptCommand::Kind::kErrorPopup, false},
+      {"wait-preview", ScriptCommand::Kind::kWaitPreview, false},
+      {"hold-previews", ScriptCommand::Kind::kHoldPreviews, false},
   };
   std::vector<ScriptCommand> commands;
   std::istringstream in(text);
@@ -164,6 +174,10 @@ Result<std::vector<ScriptCommand>> parse_script(const std::string& text) {
         (argument.find_first_not_of("0123456789") != std::string::npos || argument.size() > 6))
       return make_error(ErrorCode::kInvalidArgument,
                         "script line " + std::to_string(line) + ": 'idle' takes a number of frames");
+    if (match->kind == ScriptCommand::Kind::kRest &&
+        (argument.find_first_not_of("0123456789") != std::string::npos || argument.size() > 4))
+      return make_error(ErrorCode::kInvalidArgument,
+                        "script line " + std::to_string(line) + ": 'rest' takes a number of wakeups (at most 9999)");
     ScriptCommand command;
     command.kind = match->kind;
     command.argument = argument;

@@ -1,13 +1,39 @@
 // The Candidates grid: several seeds of one prompt side by side in the free
 // part of the view, each the engine's render of its shape, with its seed and
-// size. A click picks one (it becomes the shape on screen, ready to export);
-// Refine makes the picked one again at the requested resolution.
+// size, and how they were made. A click picks one (it becomes the shape on
+// screen, ready to export; the settings stay); "Use this candidate's settings" takes its
+// seed and sampling into the settings, said in the log; Refine makes the
+// picked one again at the requested resolution.
 #include <algorithm>
 #include <cstdio>
 
 #include "app/desktop/panels/panels.h"
 
 namespace cubeforge::app {
+
+namespace {
+
+// How the candidates were made: sampled (a greedy run ignores the seed, so
+// its "seed 0" is another shape than a candidate's), with which seeds.
+std::string how_candidates_sample(const CandidateState& candidates) {
+  const GenerationRequest& made = candidates.made_with;
+  char text[200];
+  if (made.sampling.greedy) return "Made greedily";
+  std::string sampling = "temperature ";
+  std::snprintf(text, sizeof text, "%g", made.sampling.temperature);
+  sampling += text;
+  if (made.sampling.top_k > 0) sampling += ", top-k " + std::to_string(made.sampling.top_k);
+  std::snprintf(text, sizeof text, ", top-p %g", made.sampling.top_p);
+  sampling += text;
+  const unsigned long long first = made.seed, last = made.seed + std::max(0, candidates.count - 1);
+  std::snprintf(text, sizeof text,
+                "Sampled (%s) with seeds %llu to %llu at resolution %d, so each differs from a greedy "
+                "run of the same seed.",
+                sampling.c_str(), first, last, made.resolution);
+  return text;
+}
+
+}  // namespace
 
 void draw_candidates_panel(App& app) {
   CandidateState& candidates = app.state.candidates;
@@ -20,6 +46,11 @@ void draw_candidates_panel(App& app) {
   ImGui::Begin("Candidates", &open, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings);
   ImGui::Text("\"%s\": %d of %d", candidates.prompt.c_str(), static_cast<int>(candidates.items.size()),
               candidates.count);
+  const std::string how = how_candidates_sample(candidates);
+  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + 2 * size + ImGui::GetStyle().ItemSpacing.x);
+  ImGui::TextDisabled("%s", how.c_str());
+  ImGui::PopTextWrapPos();
+  remember_text(app, "candidates-how", how);
   for (int i = 0; i < candidates.count; ++i) {
     if (i % 2 == 1) ImGui::SameLine();
     ImGui::BeginGroup();
@@ -44,6 +75,13 @@ void draw_candidates_panel(App& app) {
     ImGui::PopID();
     ImGui::EndGroup();
   }
+  ImGui::BeginDisabled(candidates.picked < 0);
+  if (ImGui::Button("Use this candidate's settings")) app.use_candidate_settings();
+  remember_item(app, "use-candidate-settings");
+  ImGui::EndDisabled();
+  reason_tooltip(candidates.picked < 0 ? "click a candidate to pick it first"
+                                       : "Sets the seed and sampling (and the prompt) to the picked candidate's, so "
+                                         "Generate makes it again; the log says what changed");
   ImGui::BeginDisabled(candidates.picked < 0 || app.worker.busy());
   char refine[64];
   std::snprintf(refine, sizeof refine, "Refine at resolution %d", app.state.settings.resolution);

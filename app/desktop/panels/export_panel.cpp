@@ -1,11 +1,13 @@
 // The Export and view panel: the view switches (wireframe, flat, turntable,
-// grid, frame, reset camera, screenshot) first, then the export: folder and
-// file-name template, one button per format and the desktop's Save-as dialog.
+// grid, frame, reset camera, screenshot) first, then the export: folder (the
+// documents folder until one is chosen) and file-name template, one button
+// per format and the desktop's Save-as dialog.
 // Before writing, a missing folder is offered for creation and an existing
 // file is only replaced when the person says so; the outcome names the file
 // by its absolute path.
 #include <filesystem>
 
+#include "app/desktop/core/documents_folder.h"
 #include "app/desktop/core/file_name_template.h"
 #include "app/desktop/panels/panels.h"
 
@@ -37,7 +39,7 @@ void write_export(App& app, const ExportTarget& target) {
   }
   Status status = app.state.current.mesh.empty()
                       ? make_error(ErrorCode::kInvalidArgument, "nothing to export yet: generate a shape first")
-                      : export_mesh(app.state.current.mesh, target.path, target.format);
+                      : export_mesh(app.current_mesh_shown(), target.path, target.format);
   report(app, status, "export", target.path.string());
 }
 
@@ -47,7 +49,11 @@ void export_to(App& app, const Result<ExportTarget>& target) {
     report(app, target.error(), "export", "");
     return;
   }
-  if (!target->folder_missing && !target->exists) {
+  // The documents folder, chosen by the app, is made without asking; a
+  // folder the person typed is offered for creation (it may be a typo).
+  const bool documents =
+      app.state.settings.export_folder.empty() && target->path.parent_path() == documents_folder().lexically_normal();
+  if ((!target->folder_missing || documents) && !target->exists) {
     write_export(app, *target);
     return;
   }
@@ -95,8 +101,17 @@ void draw_export_buttons(App& app) {
   AppState& state = app.state;
   AppSettings& settings = state.settings;
   ImGui::PushItemWidth(-(ImGui::CalcTextSize("Folder").x + ImGui::GetStyle().ItemInnerSpacing.x));
-  ImGui::InputText("Folder", &settings.export_folder);
-  reason_tooltip("~ is your home folder; a folder that does not exist is offered for creation");
+  // None chosen: the documents folder, shown as its path; typing keeps what is typed.
+  const std::filesystem::path folder = export_folder_or_documents(settings.export_folder);
+  std::string field = settings.export_folder.empty() ? folder.string() : settings.export_folder;
+  if (ImGui::InputText("Folder", &field)) settings.export_folder = field;
+  remember_item(app, "export-folder");
+  reason_tooltip("~ is your home folder; a folder that does not exist is offered for creation. Empty: your "
+                 "documents folder");
+  // The field shows the path; this says whose folder it is.
+  if (settings.export_folder.empty()) ImGui::TextDisabled("Your documents folder");
+  remember_text(app, "export-folder",
+                folder.string() + (settings.export_folder.empty() ? " (your documents folder)" : ""));
   ImGui::InputText("Name", &settings.export_template);
   reason_tooltip("{prompt} (slugified), {seed}, {resolution}, {date}, {time}; the extension picks the format "
                  "(.glb .obj .stl .ply), or a format button below sets it");
@@ -127,6 +142,8 @@ void draw_export_buttons(App& app) {
   if (state.current.mesh.empty()) reason_tooltip("generate a shape first");
   if (auto chosen = state.export_status.dialog.take_result(); chosen && !chosen->empty()) {
     const std::filesystem::path path = *chosen;
+    // The folder chosen in the dialog is where the next export goes too.
+    settings.export_folder = path.parent_path().string();
     export_to(app, plan_export(path.parent_path().string(), path.filename().string()));
   }
   const ExportState& outcome = state.export_status;
@@ -163,11 +180,13 @@ void draw_view_switches(App& app) {
                                                fields_now(state.current.prompt, state.current.seed, settings.resolution));
     std::error_code ec;
     const std::filesystem::path shot = std::filesystem::absolute(
-        expand_home(settings.export_folder) / (shot_name.ok() ? *shot_name : "shot.png"), ec);
+        export_folder_or_documents(settings.export_folder) / (shot_name.ok() ? *shot_name : "shot.png"), ec);
+    std::filesystem::create_directories(shot.parent_path(), ec);
     report(app, app.screenshot(shot.string()), "screenshot", shot.string());
   }
   flow_next(button_width("Reset layout"));
   if (ImGui::Button("Reset layout")) app.reset_layout();
+  remember_item(app, "reset-layout");
   reason_tooltip("Every panel back to its place");
 }
 

@@ -20,6 +20,12 @@ void draw_hidden_hint() {
 
 void draw_panels(App& app) {
   LayoutState& layout = app.state.layout;
+  layout.texts.clear();  // this frame's panels record what they show
+  layout.refusals.clear();
+  if (layout.place_panels_next_frame) {
+    layout.place_panels = true;
+    layout.place_panels_next_frame = false;
+  }
   if (layout.panels_hidden) {
     draw_hidden_hint();
   } else {
@@ -32,6 +38,8 @@ void draw_panels(App& app) {
   }
   draw_latency_panel(app);
   draw_error_popup(app);
+  // The loose pieces choice, clicked above or set by a script, reaches the view.
+  app.apply_loose_pieces_setting();
   layout.place_panels = false;
 }
 
@@ -55,6 +63,14 @@ bool begin_panel(App& app, Panel panel, ImGuiWindowFlags flags) {
 void remember_item(App& app, const std::string& name) {
   const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
   app.state.layout.targets[name] = Rect{min.x, min.y, max.x - min.x, max.y - min.y};
+}
+
+void remember_refusal(App& app, const std::string& name, const std::string& reason) {
+  if (!reason.empty()) app.state.layout.refusals[name] = reason;
+}
+
+void remember_text(App& app, const std::string& name, const std::string& text) {
+  app.state.layout.texts[name] = text;
 }
 
 void flow_next(float width) {

@@ -27,14 +27,18 @@ void draw_history_panel(App& app);     // history_panel.cpp
 void draw_export_panel(App& app);      // export_panel.cpp: export, screenshot and view switches
 void draw_log_panel(App& app);         // log_panel.cpp: the log, and the error popup
 void draw_error_popup(App& app);
-void draw_candidates_panel(App& app);
-void draw_latency_panel(App& app);     // latency_panel.cpp: the latency demo's own view  // candidates_panel.cpp: several seeds side by side
+void draw_candidates_panel(App& app);  // candidates_panel.cpp: several seeds side by side
+void draw_latency_panel(App& app);     // latency_panel.cpp: the latency demo's own view
 
 // ImGui::Begin for a panel at its layout place (when the layout says so) and
 // inside the window; End() as usual.
 bool begin_panel(App& app, Panel panel, ImGuiWindowFlags flags = 0);
 // Records the last item's rectangle under `name` (script `click NAME`).
 void remember_item(App& app, const std::string& name);
+// The named item just drawn is greyed out for `reason` (empty: it is not).
+void remember_refusal(App& app, const std::string& name, const std::string& reason);
+// Records a text the panel shows under `name` (script `dump`).
+void remember_text(App& app, const std::string& name, const std::string& text);
 
 // Puts the next item on the same line when `width` more still fits the
 // panel, else on the next: rows of buttons that wrap instead of being cut off.

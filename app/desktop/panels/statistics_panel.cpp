@@ -1,4 +1,4 @@
-// The Live statistics panel: token progress, the weights and KV cache the run
+// The Live statistics panel: the current shape's connected pieces, token progress, the weights and KV cache the run
 // decodes with, the token grid, time to first token, TPOT and tokens/s plots, per-stage times, memory, the cost of
 // progressive previews and frame times (the latency demo has its own view).
 #include <algorithm>
@@ -88,16 +88,52 @@ void draw_frame_times(const FrameTimes& frame_times) {
                        generating.p95_ms, generating.max_ms);
 }
 
+// The current shape's connected pieces, the loose ones among them (under the
+// settings' share of the largest piece's volume, mesh_cleanup.h's rule), and
+// the choice to leave those out of the view and of exports.
+void draw_pieces(App& app) {
+  const CurrentShape& current = app.state.current;
+  if (current.mesh.empty()) return;
+  const AppSettings& settings = app.state.settings;
+  const size_t pieces = current.pieces.count();
+  const int64_t loose = count_loose_pieces(current.pieces, settings.loose_piece_fraction);
+  char line[200];
+  if (loose == 0)
+    std::snprintf(line, sizeof line, "Shape: %zu connected piece%s", pieces, pieces == 1 ? "" : "s");
+  else
+    std::snprintf(line, sizeof line, "Shape: %zu connected pieces, %lld loose (under %.1f%% of the largest's volume)",
+                  pieces, static_cast<long long>(loose), 100.0 * settings.loose_piece_fraction);
+  ImGui::TextWrapped("%s", line);
+  remember_text(app, "pieces", line);
+  AppSettings& choice = app.state.settings;
+  ImGui::Checkbox("Remove loose pieces", &choice.remove_loose_pieces);
+  remember_item(app, "remove-loose-pieces");
+  reason_tooltip("Leave out of the view and of exports the pieces whose volume is under this share of the largest "
+                 "piece's; the history keeps the whole shape");
+  if (choice.remove_loose_pieces) {
+    ImGui::SameLine();
+    float percent = choice.loose_piece_fraction * 100.f;
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::SliderFloat("##loose-share", &percent, 0.1f, 50.f, "under %.1f%%", ImGuiSliderFlags_Logarithmic))
+      choice.loose_piece_fraction = std::clamp(percent, 0.1f, 50.f) / 100.f;
+    reason_tooltip("of the largest piece's volume");
+  }
+}
+
 }  // namespace
 
 void draw_statistics_panel(App& app) {
   const AppState& state = app.state;
   const GenerationProgress& progress = state.generation.progress;
   begin_panel(app, Panel::kStatistics);
+  draw_pieces(app);
   const int done = progress.tokens_done(), count = progress.token_count();
   char overlay[64];
-  std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
+  if (progress.outcome() == RunOutcome::kCancelled)
+    std::snprintf(overlay, sizeof overlay, "cancelled at %d/%d tokens", done, count);
+  else std::snprintf(overlay, sizeof overlay, "%d/%d tokens", done, count);
   ImGui::ProgressBar(count > 0 ? float(done) / count : 0.f, ImVec2(-1, 0), overlay);
+  remember_text(app, "token-progress", overlay);
   if (!state.generation.weights.empty()) {
     ImGui::TextWrapped("Weights %s, KV cache %s", state.generation.weights.c_str(), state.generation.kv_cache.c_str());
     remember_item(app, "run-engine-options");
@@ -107,15 +143,24 @@ void draw_statistics_panel(App& app) {
     ImGui::ProgressBar(static_cast<float>(progress.occupancy_fraction()), ImVec2(-1, 0), "occupancy, this level");
   if (auto ttft = progress.time_to_first_token_ms()) ImGui::Text("Time to first token: %.1f ms", *ttft);
   else ImGui::TextDisabled("Time to first token: -");
+  // Titled with the finished run's figures, as the log reports them; while it
+  // runs, with the latest token's (one token's rate swings far from the run's).
+  const GenerationState& generation = state.generation;
   const auto& tpot = progress.tpot_ms();
   const auto& rate = progress.tokens_per_second();
   char label[64];
-  std::snprintf(label, sizeof label, "TPOT %.2f ms", tpot.empty() ? 0.f : tpot.back());
+  if (generation.run_mean_tpot_ms)
+    std::snprintf(label, sizeof label, "TPOT %.2f ms (run mean)", *generation.run_mean_tpot_ms);
+  else std::snprintf(label, sizeof label, "TPOT %.2f ms (latest token)", tpot.empty() ? 0.f : tpot.back());
   ImGui::PlotLines("##tpot", tpot.data(), static_cast<int>(tpot.size()), 0, label, 0.f, FLT_MAX,
                    ImVec2(ImGui::GetContentRegionAvail().x, 48));
-  std::snprintf(label, sizeof label, "%.1f tokens/s", rate.empty() ? 0.f : rate.back());
+  remember_text(app, "tpot-plot", label);
+  if (generation.run_tokens_per_second)
+    std::snprintf(label, sizeof label, "%.1f tokens/s (run)", *generation.run_tokens_per_second);
+  else std::snprintf(label, sizeof label, "%.1f tokens/s (latest token)", rate.empty() ? 0.f : rate.back());
   ImGui::PlotLines("##rate", rate.data(), static_cast<int>(rate.size()), 0, label, 0.f, FLT_MAX,
                    ImVec2(ImGui::GetContentRegionAvail().x, 48));
+  remember_text(app, "rate-plot", label);
   draw_token_grid(progress);
   draw_stage_table(progress);
   ImGui::Text("Memory (RSS): %.0f MiB", resident_memory_mib());

@@ -51,7 +51,7 @@ void handle_viewport_input(App& app, float frame_seconds) {
   if (app.state.settings.turntable) camera.orbit(30.f * frame_seconds, 0.f);
   // Keys act anywhere but in a text field (the prompt box handles its own Ctrl+Enter).
   if (io.WantTextInput) return;
-  if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_ENTER, false) && !app.worker.busy() && app.worker.has_model())
+  if (io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_ENTER, false) && app.why_not_generate().empty())
     app.start_generation();
   if (!io.KeyCtrl && (ImGui::IsKeyPressed(GLFW_KEY_F, false) || ImGui::IsKeyPressed(GLFW_KEY_HOME, false)))
     app.frame_object();

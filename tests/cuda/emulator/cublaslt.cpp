@@ -5,6 +5,8 @@
 // stored, untransposed matrix, column-major, element (r, c) at r + c·ld.
 #include <cublasLt.h>
 
+#include <cuda_runtime.h>
+
 #include <cstdio>
 #include <vector>
 
@@ -56,6 +58,7 @@ const char* cublasLtGetStatusString(cublasStatus_t status) {
     case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
     case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
     case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
     case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
   }
   return "CUBLAS_STATUS_UNKNOWN";
@@ -145,7 +148,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               cublasLtMatrixLayout_t a_layout, const void* b, cublasLtMatrixLayout_t b_layout,
                               const void* beta, const void* c, cublasLtMatrixLayout_t c_layout, void* d,
                               cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t* algo, void* workspace,
-                              size_t workspace_bytes, cudaStream_t) {
+                              size_t workspace_bytes, cudaStream_t stream) {
   if (!handle || !alpha || !beta || !a || !b || !d) return CUBLAS_STATUS_INVALID_VALUE;
   const cublasStatus_t status = check_operands(desc, a_layout, b_layout, c_layout, d_layout);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
@@ -155,25 +158,32 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   if (scale_c != 0.0f && !c) return CUBLAS_STATUS_INVALID_VALUE;
   const uint64_t m = d_layout->rows, n = d_layout->cols;
   const uint64_t k = desc->transa == CUBLAS_OP_N ? a_layout->cols : a_layout->rows;
+  // The operands by value: the matmul is stream work, done when the stream
+  // gets to it (after the legacy stream's held-back copies, see emulator.cpp).
   const float* A = static_cast<const float*>(a);
   const float* B = static_cast<const float*>(b);
   const float* C = static_cast<const float*>(c);
   float* D = static_cast<float*>(d);
-  auto a_at = [&](uint64_t row, uint64_t col) {  // op(A)[row, col]
-    return desc->transa == CUBLAS_OP_N ? A[row + col * a_layout->ld] : A[col + row * a_layout->ld];
-  };
-  auto b_at = [&](uint64_t row, uint64_t col) {
-    return desc->transb == CUBLAS_OP_N ? B[row + col * b_layout->ld] : B[col + row * b_layout->ld];
-  };
-  // C may alias D (accumulation): each element is read before it is written.
-  for (uint64_t col = 0; col < n; ++col)
-    for (uint64_t row = 0; row < m; ++row) {
-      double sum = 0.0;
-      for (uint64_t i = 0; i < k; ++i) sum += double(a_at(row, i)) * double(b_at(i, col));
-      double value = double(scale_ab) * sum;
-      if (scale_c != 0.0f) value += double(scale_c) * double(C[row + col * c_layout->ld]);
-      if (desc->epilogue == CUBLASLT_EPILOGUE_BIAS) value += double(desc->bias[row]);
-      D[row + col * d_layout->ld] = float(value);
-    }
+  const cublasLtMatmulDescOpaque_t op = *desc;
+  const int64_t lda = a_layout->ld, ldb = b_layout->ld, ldc = c_layout ? c_layout->ld : 0, ldd = d_layout->ld;
+  const cudaError_t submitted = emulator::submit_work(stream, [=] {
+    auto a_at = [&](uint64_t row, uint64_t col) {  // op(A)[row, col]
+      return op.transa == CUBLAS_OP_N ? A[row + col * lda] : A[col + row * lda];
+    };
+    auto b_at = [&](uint64_t row, uint64_t col) {
+      return op.transb == CUBLAS_OP_N ? B[row + col * ldb] : B[col + row * ldb];
+    };
+    // C may alias D (accumulation): each element is read before it is written.
+    for (uint64_t col = 0; col < n; ++col)
+      for (uint64_t row = 0; row < m; ++row) {
+        double sum = 0.0;
+        for (uint64_t i = 0; i < k; ++i) sum += double(a_at(row, i)) * double(b_at(i, col));
+        double value = double(scale_ab) * sum;
+        if (scale_c != 0.0f) value += double(scale_c) * double(C[row + col * ldc]);
+        if (op.epilogue == CUBLASLT_EPILOGUE_BIAS) value += double(op.bias[row]);
+        D[row + col * ldd] = float(value);
+      }
+  }, "cublasLtMatmul");
+  if (submitted != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
   return CUBLAS_STATUS_SUCCESS;
 }

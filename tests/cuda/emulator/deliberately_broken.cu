@@ -48,6 +48,8 @@ __global__ void divergent_shuffle_kernel(int* out) {
 
 __global__ void add_one_kernel(int* data) { data[threadIdx.x] += 1; }
 
+__global__ void __launch_bounds__(64) bounded_kernel(int* out) { out[threadIdx.x] = 1; }
+
 }  // namespace
 
 void vector_load(const float* data, int offset, float* out) { vector_load_kernel<<<1, 32>>>(data, offset, out); }
@@ -58,5 +60,6 @@ void publish(int* out, int blocks, int threads, bool barrier) { publish_kernel<<
 void divergent_barrier(int* out) { divergent_barrier_kernel<<<1, 64>>>(out); }
 void divergent_shuffle(int* out) { divergent_shuffle_kernel<<<1, 32>>>(out); }
 void add_one(int* data, int count, cudaStream_t stream) { add_one_kernel<<<1, count, 0, stream>>>(data); }
+void bounded(int* out, int threads) { bounded_kernel<<<1, threads>>>(out); }
 
 }  // namespace broken

@@ -12,4 +12,5 @@ void publish(int* out, int blocks, int threads, bool barrier);  // out[b·thread
 void divergent_barrier(int* out);                               // __syncthreads from two places
 void divergent_shuffle(int* out);                               // a shuffle from two places
 void add_one(int* data, int count, cudaStream_t stream);        // data[i] += 1 for i < count
+void bounded(int* out, int threads);                            // __launch_bounds__(64), out[t] = 1
 }  // namespace broken

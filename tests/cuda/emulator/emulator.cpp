@@ -23,6 +23,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -282,8 +283,37 @@ bool forbidden_in_capture(const char* call) {
   return true;
 }
 
-// Work for `stream`: recorded while that stream is captured, else done now.
-// Work on the legacy stream during a capture invalidates it.
+// Streams. A stream handle points at its creation flags. A non-blocking
+// stream (cudaStreamNonBlocking) does not wait for the legacy default stream,
+// and on a GPU the legacy stream's copies and memsets may still be in flight
+// when work on such a stream starts: cudaMemcpy from pageable host memory
+// returns once the bytes are staged, cudaMemset and device-to-device copies
+// return at once. So the emulator holds the legacy stream's copies and
+// memsets back (the host bytes staged at the call) and does them only when
+// something waits for them: a kernel or other work on the legacy stream or on
+// a blocking stream, a copy to the host, cudaDeviceSynchronize,
+// cudaStreamSynchronize of the legacy stream, cudaEventSynchronize, cudaFree.
+// Work on a non-blocking stream runs at once, before them: code that uploads
+// with the legacy calls and then computes on its own stream without
+// synchronising reads what the allocation held (see cudaMalloc's fill).
+struct StreamState {
+  unsigned flags = 0;
+};
+
+Steps legacy_pending;
+
+void drain_legacy_stream() {
+  Steps pending = std::exchange(legacy_pending, {});
+  for (const auto& work : pending) work();
+}
+
+bool non_blocking(cudaStream_t stream) {
+  return stream && (reinterpret_cast<const StreamState*>(stream)->flags & cudaStreamNonBlocking);
+}
+
+// Work for `stream`: recorded while that stream is captured, else done now
+// (after the legacy stream's held-back copies unless the stream is
+// non-blocking). Work on the legacy stream during a capture invalidates it.
 cudaError_t submit(cudaStream_t stream, std::function<void()> work, const char* call) {
   if (capturing()) {
     if (stream == capturing_stream) {
@@ -295,9 +325,26 @@ cudaError_t submit(cudaStream_t stream, std::function<void()> work, const char* 
       return record_error(cudaErrorStreamCaptureImplicit);
     }
   }
+  if (!non_blocking(stream)) drain_legacy_stream();
   work();
   return cudaSuccess;
 }
+
+// A copy or memset on the legacy stream: held back until something waits
+// for it (see StreamState); on another stream, as submit().
+cudaError_t submit_memory_work(cudaStream_t stream, std::function<void()> work, const char* call) {
+  if (stream == nullptr && !capturing()) {
+    legacy_pending.push_back(std::move(work));
+    return cudaSuccess;
+  }
+  return submit(stream, std::move(work), call);
+}
+
+// What fresh device memory holds: not zeros (a GPU promises nothing, and
+// reused memory holds old values), but 0xff bytes, a NaN in every f32 and
+// bf16 element and -1 in every integer, so that a kernel reading what nobody
+// wrote gives NaNs the tests see.
+constexpr int kFreshMemoryByte = 0xff;
 
 }  // namespace
 
@@ -326,6 +373,17 @@ unsigned exchange(unsigned value, int source_lane, const std::source_location& w
   warp.slots[buffer][lane] = value;
   arrive(warp.barrier, warp.alive, where, "a warp shuffle");
   return warp.slots[buffer][source_lane];
+}
+
+cudaError_t submit_work(cudaStream_t stream, std::function<void()> work, const char* call) {
+  return submit(stream, std::move(work), call);
+}
+
+void check_launch_bounds(unsigned max_threads, const char* kernel) {
+  const unsigned threads = current_block_dim.x * current_block_dim.y * current_block_dim.z;
+  if (threads > max_threads)
+    fail(std::string(kernel) + " launched with " + std::to_string(threads) + " threads per block, past its __launch_bounds__(" +
+         std::to_string(max_threads) + "): a GPU refuses the launch");
 }
 
 void launch_impl(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, std::function<void()> kernel) {
@@ -365,29 +423,53 @@ cudaError_t cudaGetLastError() { return std::exchange(emulator::last_error, cuda
 
 cudaError_t cudaMalloc(void** p, size_t n) {
   if (forbidden_in_capture("cudaMalloc")) return record_error(cudaErrorStreamCaptureUnsupported);
-  *p = std::aligned_alloc(256, (n + 255) / 256 * 256);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  const size_t rounded = (n + 255) / 256 * 256;
+  *p = std::aligned_alloc(256, rounded);
+  if (!*p) return cudaErrorMemoryAllocation;
+  std::memset(*p, emulator::kFreshMemoryByte, rounded);
+  return cudaSuccess;
 }
 cudaError_t cudaFree(void* p) {
   if (forbidden_in_capture("cudaFree")) return record_error(cudaErrorStreamCaptureUnsupported);
+  emulator::drain_legacy_stream();  // cudaFree waits for the device
   std::free(p);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) {
+cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind kind) {
   if (forbidden_in_capture("cudaMemcpy")) return record_error(cudaErrorStreamCaptureUnsupported);
-  std::memcpy(d, s, n);
-  return cudaSuccess;
+  if (kind == cudaMemcpyDeviceToHost) {
+    // The host waits for the copy, which waits for the legacy stream's earlier work.
+    emulator::drain_legacy_stream();
+    std::memcpy(d, s, n);
+    return cudaSuccess;
+  }
+  if (kind == cudaMemcpyHostToDevice) {
+    // Staged: the caller may reuse its buffer as soon as this returns.
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(s),
+                                                               static_cast<const unsigned char*>(s) + n);
+    return emulator::submit_memory_work(nullptr, [d, staged] { std::memcpy(d, staged->data(), staged->size()); },
+                                        "cudaMemcpy");
+  }
+  return emulator::submit_memory_work(nullptr, [d, s, n] { std::memcpy(d, s, n); }, "cudaMemcpy");
 }
-cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t stream) {
-  return emulator::submit(stream, [d, s, n] { std::memcpy(d, s, n); }, "cudaMemcpyAsync");
+cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (kind == cudaMemcpyDeviceToHost || emulator::capturing() || stream != nullptr)
+    return emulator::submit(stream, [d, s, n] { std::memcpy(d, s, n); }, "cudaMemcpyAsync");
+  if (kind == cudaMemcpyHostToDevice) {
+    // Held back: staged now, as a copy from pageable memory is.
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(s),
+                                                               static_cast<const unsigned char*>(s) + n);
+    return emulator::submit_memory_work(nullptr, [d, staged] { std::memcpy(d, staged->data(), staged->size()); },
+                                        "cudaMemcpyAsync");
+  }
+  return emulator::submit_memory_work(nullptr, [d, s, n] { std::memcpy(d, s, n); }, "cudaMemcpyAsync");
 }
 cudaError_t cudaMemset(void* d, int v, size_t n) {
   if (forbidden_in_capture("cudaMemset")) return record_error(cudaErrorStreamCaptureUnsupported);
-  std::memset(d, v, n);
-  return cudaSuccess;
+  return emulator::submit_memory_work(nullptr, [d, v, n] { std::memset(d, v, n); }, "cudaMemset");
 }
 cudaError_t cudaMemsetAsync(void* d, int v, size_t n, cudaStream_t stream) {
-  return emulator::submit(stream, [d, v, n] { std::memset(d, v, n); }, "cudaMemsetAsync");
+  return emulator::submit_memory_work(stream, [d, v, n] { std::memset(d, v, n); }, "cudaMemsetAsync");
 }
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   *free_bytes = std::size_t(15) << 30, *total_bytes = std::size_t(16) << 30;
@@ -397,12 +479,16 @@ cudaError_t cudaDriverGetVersion(int* version) { *version = 13000; return cudaSu
 cudaError_t cudaRuntimeGetVersion(int* version) { *version = 13000; return cudaSuccess; }
 cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) {
   if (forbidden_in_capture("cudaHostAlloc")) return record_error(cudaErrorStreamCaptureUnsupported);
-  *p = std::aligned_alloc(256, (n + 255) / 256 * 256);
-  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+  const size_t rounded = (n + 255) / 256 * 256;
+  *p = std::aligned_alloc(256, rounded);
+  if (!*p) return cudaErrorMemoryAllocation;
+  std::memset(*p, emulator::kFreshMemoryByte, rounded);
+  return cudaSuccess;
 }
 cudaError_t cudaHostGetDevicePointer(void** d, void* h, unsigned) { *d = h; return cudaSuccess; }
 cudaError_t cudaFreeHost(void* p) {
   if (forbidden_in_capture("cudaFreeHost")) return record_error(cudaErrorStreamCaptureUnsupported);
+  emulator::drain_legacy_stream();
   std::free(p);
   return cudaSuccess;
 }
@@ -416,17 +502,22 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
 }
 cudaError_t cudaDeviceSynchronize() {
   if (forbidden_in_capture("cudaDeviceSynchronize")) return record_error(cudaErrorStreamCaptureUnsupported);
+  emulator::drain_legacy_stream();
   return cudaSuccess;
 }
-cudaError_t cudaStreamCreate(cudaStream_t* s) { *s = reinterpret_cast<cudaStream_t>(new int(0)); return cudaSuccess; }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) { return cudaStreamCreate(s); }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned flags) {
+  *s = reinterpret_cast<cudaStream_t>(new emulator::StreamState{flags});
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, 0); }
 cudaError_t cudaStreamQuery(cudaStream_t) {
   if (forbidden_in_capture("cudaStreamQuery")) return record_error(cudaErrorStreamCaptureUnsupported);
   return cudaSuccess;
 }
-cudaError_t cudaStreamDestroy(cudaStream_t s) { delete reinterpret_cast<int*>(s); return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) {
+cudaError_t cudaStreamDestroy(cudaStream_t s) { delete reinterpret_cast<emulator::StreamState*>(s); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   if (forbidden_in_capture("cudaStreamSynchronize")) return record_error(cudaErrorStreamCaptureUnsupported);
+  if (s == nullptr) emulator::drain_legacy_stream();  // a stream's own work is done when submitted
   return cudaSuccess;
 }
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode) {
@@ -467,6 +558,7 @@ cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t stream) {
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t) {
   if (forbidden_in_capture("cudaEventSynchronize")) return record_error(cudaErrorStreamCaptureUnsupported);
+  emulator::drain_legacy_stream();  // the event may follow held-back legacy work (more than it must wait for)
   return cudaSuccess;
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) { *ms = 1.0f; return cudaSuccess; }

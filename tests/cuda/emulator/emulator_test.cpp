@@ -1,13 +1,17 @@
 // The emulator rejects what a GPU would reject, each shown on a deliberately
 // broken kernel (deliberately_broken.cu) that the emulator used to run
 // without complaint: misaligned 16-byte loads, blocks over 1024 threads or
-// over the dynamic shared-memory limit, illegal calls during stream capture,
-// shuffles and barriers reached from different places, and a race that index
-// order hides and the shuffled schedule exposes.
+// over the dynamic shared-memory limit or the kernel's launch bounds, illegal
+// calls during stream capture, shuffles and barriers reached from different
+// places, and a race that index order hides and the shuffled schedule
+// exposes. It also gives what a GPU may give where the emulator used to be
+// kinder: fresh memory that is not zero, and legacy-stream copies that a
+// non-blocking stream does not wait for.
 #include <gtest/gtest.h>
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <vector>
 
 #include "deliberately_broken.h"
@@ -62,6 +66,7 @@ class CaptureTest : public ::testing::Test {
 TEST_F(CaptureTest, WorkOnTheCapturedStreamIsRecordedNotRun) {
   auto data = device<int>(4);
   ASSERT_TRUE(data.upload({1, 2, 3, 4}).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the non-blocking stream does not wait for the upload
   std::vector<int> host = {10, 20, 30, 40};
   ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   broken::add_one(data.data(), 4, stream_);
@@ -125,6 +130,48 @@ TEST_F(CaptureTest, ADecodeGraphWhoseStepSynchronisesFailsWithTheReason) {
   const Status launched = graph->launch();
   ASSERT_FALSE(launched.ok());
   EXPECT_NE(launched.error().message.find("capture"), std::string::npos) << launched.error().to_string();
+}
+
+TEST(EmulatorChecks, LaunchPastTheLaunchBoundsIsCaught) {
+  auto out = device<int>(128);
+  broken::bounded(out.data(), 64);
+  EXPECT_EQ((*out.download())[63], 1);
+  EXPECT_DEATH(broken::bounded(out.data(), 128), "bounded_kernel launched with 128 threads per block, past its "
+                                                  "__launch_bounds__\\(64\\)");
+}
+
+TEST(EmulatorChecks, FreshMemoryIsNotZero) {
+  const std::vector<float> floats = *device<float>(5).download();
+  for (float value : floats) EXPECT_TRUE(std::isnan(value));
+  EXPECT_EQ(*device<int>(3).download(), std::vector<int>(3, -1));
+}
+
+// data.upload() is cudaMemcpy on the legacy stream: a non-blocking stream's
+// kernel does not wait for it, a blocking stream's does, and so does
+// anything after a device synchronise.
+TEST(EmulatorChecks, NonBlockingStreamsDoNotWaitForLegacyCopies) {
+  cudaStream_t non_blocking = nullptr, blocking = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&non_blocking, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+  auto data = device<int>(2);
+  ASSERT_TRUE(data.upload({10, 20}).ok());
+  broken::add_one(data.data(), 2, non_blocking);
+  EXPECT_EQ(*data.download(), (std::vector<int>{10, 20})) << "the copy landed after the kernel, over its result";
+
+  ASSERT_TRUE(data.upload({10, 20}).ok());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  broken::add_one(data.data(), 2, non_blocking);
+  EXPECT_EQ(*data.download(), (std::vector<int>{11, 21}));
+
+  ASSERT_TRUE(data.upload({10, 20}).ok());
+  broken::add_one(data.data(), 2, blocking);
+  EXPECT_EQ(*data.download(), (std::vector<int>{11, 21}));
+
+  ASSERT_TRUE(data.fill_bytes(0).ok());
+  broken::add_one(data.data(), 2, non_blocking);
+  EXPECT_EQ(*data.download(), (std::vector<int>{0, 0})) << "the memset landed after the kernel";
+  cudaStreamDestroy(non_blocking);
+  cudaStreamDestroy(blocking);
 }
 
 TEST(EmulatorChecks, BarrierReachedFromTwoPlacesIsCaught) {

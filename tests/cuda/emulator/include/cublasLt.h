@@ -1,5 +1,5 @@
 // cuBLASLt as the CPU emulator provides it: exactly the calls
-// inference/cuda/gemm.cpp makes (matmul and matrix-layout descriptors, the
+// inference/cuda_backend/gemm.cpp makes (matmul and matrix-layout descriptors, the
 // transpose, epilogue and bias attributes, the workspace preference, the
 // algorithm heuristic and the matmul itself), implemented on the host in
 // double precision over the same column-major layouts, leading dimensions and
@@ -18,6 +18,7 @@ enum cublasStatus_t {
   CUBLAS_STATUS_NOT_INITIALIZED = 1,
   CUBLAS_STATUS_ALLOC_FAILED = 3,
   CUBLAS_STATUS_INVALID_VALUE = 7,
+  CUBLAS_STATUS_EXECUTION_FAILED = 13,
   CUBLAS_STATUS_NOT_SUPPORTED = 15,
 };
 enum cublasComputeType_t { CUBLAS_COMPUTE_32F = 68, CUBLAS_COMPUTE_32F_FAST_TF32 = 77 };

@@ -16,6 +16,14 @@
 //    or more dynamic shared memory than a block may have without opting in
 //    (cudaGetLastError reports them; static shared memory is checked by ptxas
 //    when nvcc builds the same file);
+//  - a launch with more threads per block than the kernel's
+//    __launch_bounds__ (transform_launches.py puts the check in the kernel;
+//    the emulator aborts, naming the kernel);
+//  - reads of memory nobody wrote: fresh allocations hold 0xff bytes (NaN
+//    in f32 and bf16), not zeros;
+//  - copies and memsets on the legacy stream that work on a non-blocking
+//    stream does not wait for: they are held back until something waits for
+//    them (emulator.cpp, "Streams");
 //  - misaligned vector loads: the vector types carry the device's alignment
 //    and the emulator is built with -fsanitize=alignment;
 //  - during stream capture, calls that are illegal there (allocation,
@@ -54,6 +62,7 @@ struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) float4 { float x, y, z, w; };
 struct alignas(8) float2 { float x, y; };
 inline float2 make_float2(float a, float b) { return {a, b}; }
+inline float4 make_float4(float a, float b, float c, float d) { return {a, b, c, d}; }
 
 enum cudaError_t {
   cudaSuccess = 0,
@@ -134,6 +143,12 @@ void sync_block(const std::source_location& where);
 // Every live lane of the warp deposits `value`; returns source_lane's.
 unsigned exchange(unsigned value, int source_lane, const std::source_location& where);
 void launch_impl(dim3 grid, dim3 block, size_t shared_bytes, cudaStream_t stream, std::function<void()> body);
+// Work for `stream` other than a kernel (the emulated cuBLASLt's matmul):
+// recorded while the stream is captured, else done in the stream's order.
+cudaError_t submit_work(cudaStream_t stream, std::function<void()> work, const char* call);
+// Aborts when the running block has more threads than `max_threads` (the
+// kernel's __launch_bounds__), which a GPU refuses to launch.
+void check_launch_bounds(unsigned max_threads, const char* kernel);
 template <class F> void launch(dim3 g, dim3 b, F f) { launch_impl(g, b, 0, nullptr, std::function<void()>(f)); }
 template <class F> void launch(dim3 g, dim3 b, size_t shared, cudaStream_t s, F f) {
   launch_impl(g, b, shared, s, std::function<void()>(f));
