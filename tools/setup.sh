@@ -3,7 +3,7 @@
 # Idempotent and quiet: packages already present are skipped, and apt is only
 # asked for what is missing. Runs as root, or through sudo when available.
 # `--train` adds what the training recipe in tools/train/ needs (PyTorch for
-# the CPU, NumPy, PyYAML); the C++ build and CI do without it.
+# the CPU, NumPy, PyYAML, SciPy); the C++ build and CI do without it.
 set -euo pipefail
 
 packages=(
@@ -20,7 +20,7 @@ packages=(
   libgtest-dev googletest
 )
 if [ "${1:-}" = "--train" ]; then
-  packages+=(python3-torch python3-numpy python3-yaml)
+  packages+=(python3-torch python3-numpy python3-yaml python3-scipy)
 fi
 
 missing=()

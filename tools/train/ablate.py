@@ -2,6 +2,7 @@
 
     /usr/bin/python3 tools/train/ablate.py DATA.npz OUT.json [--steps 2000] [--set width=128 ...]
         [--fourier-std S] [--per-category N] [--no-bottleneck] [--fit-one CATEGORY]
+        [--part-half-thickness T [--make-data N]]
 
 DATA.npz is a recipe's `checkpoints/data.npz`, so every variant sees the same shapes. `--set`
 overrides a key of the preset's `ae` config (width, num_freqs, num_encoder_latents, ...) or a
@@ -11,6 +12,11 @@ held-out IoU over the training query mix (as in curves_ae.csv) and held-out volu
 uniform points (as evaluate.py reports it, here without quantisation), per category too.
 The quantised stage usually costs a few hundredths of IoU on top; variants are compared here
 before one is worth a whole recipe.
+
+`--part-half-thickness T` builds the shapes with another thinnest part (shapes.py's
+PART_HALF_THICKNESS) for the volumetric evaluation, and with `--make-data N` first writes
+DATA.npz itself where it does not exist (N training shapes per category plus the preset's
+held-out ones, from the recipe's seed), so that thicknesses can be compared on equal footing.
 """
 
 import argparse
@@ -111,6 +117,11 @@ def main():
                          "to the code dimension and back); the result is not a tokenizer")
     ap.add_argument("--fit-one", metavar="CATEGORY",
                     help="instead: fit one fresh shape of CATEGORY alone (DATA.npz is not read) and report its IoU")
+    ap.add_argument("--part-half-thickness", type=float, metavar="T",
+                    help="build shapes with this thinnest half-thickness instead of shapes.PART_HALF_THICKNESS "
+                         "(DATA.npz must have been made with the same, e.g. by --make-data)")
+    ap.add_argument("--make-data", type=int, metavar="N",
+                    help="where DATA.npz does not exist, make it first: N training shapes per category")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--volumetric-per-category", type=int, default=3)
     args = ap.parse_args()
@@ -130,6 +141,15 @@ def main():
     if p["ae"]["width"] % p["ae"]["num_heads"]:
         sys.exit(f"ablate.py: width {p['ae']['width']} is not a multiple of num_heads {p['ae']['num_heads']}")
 
+    if args.part_half_thickness is not None:
+        if not args.part_half_thickness > 0:
+            sys.exit(f"ablate.py: --part-half-thickness {args.part_half_thickness}: must be positive")
+        shapes.PART_HALF_THICKNESS = args.part_half_thickness
+    if args.make_data and not os.path.exists(args.data):
+        work = os.path.dirname(os.path.abspath(args.data))
+        if os.path.basename(args.data) != "data.npz":
+            sys.exit(f"ablate.py: --make-data writes a recipe's data.npz; name DATA {args.data!r} .../data.npz")
+        train.make_dataset(work, dict(p, shapes_per_category=args.make_data))
     model = models.ShapeAutoEncoder(p["ae"])
     if args.no_bottleneck:
         # An instance attribute, not a registered submodule, so that it shadows the method.
@@ -180,6 +200,7 @@ def main():
     train_mix = train.evaluate_ae(model, data, train_idx, p, False)
     per_category = volumetric_iou(model, np.random.default_rng(99), args.volumetric_per_category)
     result = {"settings": args.set, "fourier_std": args.fourier_std, "no_bottleneck": args.no_bottleneck,
+              "part_half_thickness": shapes.PART_HALF_THICKNESS,
               "ae": p["ae"], "steps": args.steps,
               "parameters": sum(x.numel() for x in model.parameters()),
               "training_shapes": len(train_idx), "train_mix_iou": train_mix,

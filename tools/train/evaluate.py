@@ -25,6 +25,11 @@ Everything is measured on shapes and captions the model never trained on:
     whether the final mesh is closed (every edge shared by two consistently wound faces); the
     engine's tokens are compared with the training code's, and its time per object is kept.
     Without --engine, a grid proxy: some cells occupied and none on the grid's boundary.
+  - pieces (target: >= 95% of generations in one piece, every category being one piece): with
+    --engine, the connected components of the engine's resolution-7 mesh as generated (the
+    components it delivers plus the small floaters its cleanup removed); always, the connected
+    pieces (face connectivity, pieces.py) of the occupancy on the evaluation grid, a coarser
+    proxy. Counted per category.
 A block-diffusion folder (diffusion.py) is decoded by the training code with block diffusion
 (generate.diffusion_tokens: --threshold T or --factor F, every position recomputed) and by the
 engine with the same rule and no cache. --engine-decoding "ARGS" passes other decoding options
@@ -48,6 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import captions  # noqa: E402
 import classifier  # noqa: E402
 import generate  # noqa: E402
+import pieces  # noqa: E402
 import shapes  # noqa: E402
 
 SETTINGS = ({}, {"height": "tall"}, {"height": "short"}, {"width": "wide"}, {"width": "narrow"})
@@ -98,8 +104,11 @@ def run_engine(cli, model, text, resolution, folder, decoding=()):
     if proc.returncode != 0:
         return {"ok": False, "error": (proc.stderr or proc.stdout).strip()}
     report = json.loads(proc.stdout[proc.stdout.index("{"):])
-    return {"ok": True, "tokens": report["tokens"], "closed": bool(report["mesh"]["closed"]),
-            "faces": report["mesh"]["faces"], "total_ms": report["timings"]["total_ms"],
+    mesh = report["mesh"]
+    return {"ok": True, "tokens": report["tokens"], "closed": bool(mesh["closed"]),
+            "faces": mesh["faces"], "total_ms": report["timings"]["total_ms"],
+            # As generated: the cleanup's floater removal would hide a part that came apart.
+            "pieces": int(mesh["components"]) + int(mesh["floaters_removed"]),
             "model_evaluations": report["decoding"]["model_evaluations"]}
 
 
@@ -172,7 +181,8 @@ def main():
                                                cube[:, :, [0, -1]].ravel()])
                     row = {"caption": text, "category": name, "attributes": attrs,
                            "predicted": judge.predict([occ])[0],
-                           "grid_closed": bool(0 < occ.sum() < occ.size and not boundary.any())}
+                           "grid_closed": bool(0 < occ.sum() < occ.size and not boundary.any()),
+                           "grid_pieces": pieces.count_pieces(cube)}
                     ratio = classifier.aspect(occ, n)
                     row["aspect"] = None if np.isnan(ratio) else round(float(ratio), 3)
                     if len(attrs) == 1:
@@ -201,6 +211,14 @@ def main():
         "captions": len(rows),
         "classifier_accuracy_on_true_shapes": judge.accuracy_on_true_shapes,
     }
+    def pieces_of(row):
+        return row["engine"].get("pieces", 0) if args.engine else row["grid_pieces"]
+
+    one_piece_rows = [r for r in rows if r["category"] not in shapes.SEVERAL_PIECES]
+    figures["one_piece_fraction"] = float(np.mean([pieces_of(r) == 1 for r in one_piece_rows]))
+    figures["one_piece_counted_on"] = (f"engine meshes, resolution {args.resolution}" if args.engine
+                                       else f"occupancy on the {n}^3 evaluation grid")
+    figures["grid_one_piece_fraction"] = float(np.mean([r["grid_pieces"] == 1 for r in one_piece_rows]))
     if args.engine:
         engine_rows = [r["engine"] for r in rows]
         ok = [e for e in engine_rows if e["ok"]]
@@ -218,12 +236,15 @@ def main():
             "judged": "engine tokens" if args.judge_engine else "training code tokens",
         })
     per_category = {name: {"volumetric_iou": round(float(np.mean(volume[name])), 3),
-                           "accuracy": float(np.mean([r["predicted"] == name for r in rows if r["category"] == name]))}
+                           "accuracy": float(np.mean([r["predicted"] == name for r in rows if r["category"] == name])),
+                           "pieces": [pieces_of(r) for r in rows if r["category"] == name]}
                     for name in shapes.CATEGORIES}
     for k, v in figures.items():
         print(f"{k:42s} {v:.3f}" if isinstance(v, float) else f"{k:42s} {v}")
     print("per category (volumetric IoU, accuracy): " +
           ", ".join(f"{k} {v['volumetric_iou']:.2f} {v['accuracy']:.2f}" for k, v in per_category.items()))
+    print(f"pieces per generation ({figures['one_piece_counted_on']}): " +
+          ", ".join(f"{k} {' '.join(map(str, v['pieces']))}" for k, v in per_category.items()))
     if args.json:
         with open(args.json + ".tmp", "w") as f:
             json.dump({"figures": figures, "per_category": per_category, "rows": rows}, f, indent=1)

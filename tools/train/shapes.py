@@ -175,48 +175,69 @@ def _slab(center, half_x, half_y, half_z, round_form):
     return box(center, (half_x, half_y, half_z), rounding=min(half_y, 0.02))
 
 
-# Each builder: (attrs, rng) -> sdf. Sizes are in arbitrary units; the shape is rescaled.
+# Each builder: (attrs, rng) -> sdf. Sizes are in arbitrary units (an object is about one unit
+# across); the shape is rescaled. The shapes are chunky toy props, not realistic furniture: every
+# part is at least PART_HALF_THICKNESS thick on each side of its middle (a leg's or stem's
+# radius, half a board's, rail's or wall's thickness), and parts that meet overlap,
+# so each object is one connected piece (tests/train/shapes_test.py checks it on the
+# engine's resolution-7 grid). Measured (tools/train/README.md, "Chunky shapes"): the held-out
+# IoU of the categories with thin parts went 0.32, 0.47, 0.55 for 0.025, 0.045, 0.065, the
+# others' stayed at 0.62-0.64; 0.065 is the thickest measured.
+PART_HALF_THICKNESS = 0.065
+
+
+def _t(factor=1.0):
+    """The thinnest half-thickness a part may have, times factor (read at call time, so that a
+    measurement can change PART_HALF_THICKNESS)."""
+    return PART_HALF_THICKNESS * factor
 
 
 def make_chair(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
-    seat_y, half = 0.45, 0.22 * w
+    t = _t()
+    seat_y, half_x, half_z = 0.45, 0.22 * w, 0.22
     round_form = a.get("form") == "round"
-    parts = [_slab((0, seat_y, 0), half, 0.03, 0.22, round_form)]
-    parts += _legs(a.get("legs") or 4, seat_y, seat_y, half * 0.8, 0.18, 0.022, round_form)
+    parts = [_slab((0, seat_y, 0), half_x, t, half_z, round_form)]
+    parts += _legs(a.get("legs") or 4, seat_y, seat_y, half_x - t, half_z - t, t, round_form,
+                   square_legs=not round_form)
     back_h = 0.45 * h
-    parts.append(box((0, seat_y + back_h / 2, -0.2), (half, back_h / 2, 0.025)))
+    # The back stands on the seat's rear edge, down into the seat.
+    parts.append(box((0, seat_y + back_h / 2, -(half_z - t)), (half_x, back_h / 2 + t, t)))
     return union(*parts)
 
 
 def make_stool(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
-    height, r = 0.5 * h, 0.18 * w
+    t = _t()
+    # At least 3t across, so that narrow stools keep gaps between their legs.
+    height, r = 0.5 * h, max(0.18 * w, 3 * t)
     round_form = a.get("form") != "square"
-    parts = [_slab((0, height, 0), r, 0.035, r, round_form)]
-    parts += _legs(a.get("legs") or 3, height, height, r * 0.75, r * 0.75, 0.025, round_form)
-    parts.append(torus((0, height * 0.4, 0), r * 0.7, 0.012)) if round_form else None
-    return union(*[p for p in parts if p is not None])
+    parts = [_slab((0, height, 0), r, t * 1.2, r, round_form)]
+    parts += _legs(a.get("legs") or 3, height, height, r - t, r - t, t, round_form, square_legs=not round_form)
+    return union(*parts)
 
 
 def make_table(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     height, half_x, half_z = 0.5 * h, 0.5 * w, 0.32
     round_form = a.get("form") == "round"
     if round_form:
         half_x = half_z = 0.38 * w
-    parts = [_slab((0, height, 0), half_x, 0.03, half_z, round_form)]
-    parts += _legs(a.get("legs") or 4, height, height, half_x * 0.82, half_z * 0.82, 0.03, round_form,
+    parts = [_slab((0, height, 0), half_x, t, half_z, round_form)]
+    inset = 1.5 * t if round_form else 1.2 * t
+    parts += _legs(a.get("legs") or 4, height, height, half_x - inset, half_z - inset, t, round_form,
                    square_legs=not round_form)
     return union(*parts)
 
 
 def make_bench(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     height, half_x = 0.3 * h, 0.6 * w
-    parts = [box((0, height, 0), (half_x, 0.03, 0.14), rounding=0.02)]
-    for x in (-half_x * 0.85, half_x * 0.85):
-        parts.append(box((x, height / 2, 0), (0.03, height / 2, 0.12)))
+    parts = [box((0, height, 0), (half_x, t, 0.14), rounding=0.02)]
+    for x in (-(half_x - 2 * t), half_x - 2 * t):
+        parts.append(box((x, height / 2, 0), (t, height / 2, 0.12)))
     return union(*parts)
 
 
@@ -224,87 +245,102 @@ def make_sofa(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
     half_x = 0.55 * w
     base = box((0, 0.18, 0), (half_x, 0.12, 0.28), rounding=0.05)
-    back = box((0, 0.25 + 0.2 * h, -0.22), (half_x, 0.2 * h, 0.07), rounding=0.05)
-    arms = [box((s * (half_x - 0.06), 0.32, 0), (0.07, 0.14, 0.28), rounding=0.05) for s in (-1, 1)]
+    back = box((0, 0.25 + 0.2 * h, -0.22), (half_x, 0.2 * h, max(0.07, _t())), rounding=0.05)
+    arms = [box((s * (half_x - 0.06), 0.32, 0), (max(0.07, _t()), 0.14, 0.28), rounding=0.05) for s in (-1, 1)]
     return union(base, back, *arms)
 
 
 def make_bed(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     half_x = 0.45 * w
     frame = box((0, 0.15, 0), (half_x, 0.08, 0.5), rounding=0.02)
     mattress = box((0, 0.27, 0.02), (half_x * 0.95, 0.05, 0.47), rounding=0.04)
-    head = box((0, 0.2 + 0.2 * h, -0.5), (half_x, 0.2 * h + 0.12, 0.03))
-    legs = _legs(4, 0.08, 0.08, half_x * 0.9, 0.45, 0.03, False)
+    head = box((0, 0.2 + 0.2 * h, -(0.5 - t)), (half_x, 0.2 * h + 0.12, t))
+    legs = _legs(4, 0.12, 0.12, half_x - t, 0.5 - t, t, False, square_legs=True)
     return union(frame, mattress, head, *legs)
 
 
 def make_shelf(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
-    height, half_x = 0.9 * h, 0.35 * w
+    t = _t()
+    height, half_x, half_z = 0.9 * h, 0.35 * w, 0.15
     shelves = max(2, int(round(3 * h)))
-    parts = [box((s * half_x, height / 2, 0), (0.02, height / 2, 0.15)) for s in (-1, 1)]
-    parts.append(box((0, height / 2, -0.14), (half_x, height / 2, 0.01)))
+    parts = [box((s * (half_x - t), height / 2, 0), (t, height / 2, half_z)) for s in (-1, 1)]
+    parts.append(box((0, height / 2, -(half_z - t)), (half_x, height / 2, t)))
     for k in range(shelves + 1):
-        parts.append(box((0, height * k / shelves, 0), (half_x, 0.015, 0.15)))
+        y = t + (height - 2 * t) * k / shelves
+        parts.append(box((0, y, 0), (half_x, t, half_z)))
     return union(*parts)
 
 
 def make_mug(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     r, half_h = 0.2 * w, 0.22 * h
     round_form = a.get("form") != "square"
     outer = cylinder((0, half_h, 0), r, half_h) if round_form else box((0, half_h, 0), (r, half_h, r), 0.02)
-    inner = cylinder((0, half_h + 0.04, 0), r - 0.03, half_h) if round_form else box(
-        (0, half_h + 0.04, 0), (r - 0.03, half_h, r - 0.03))
-    handle = torus((r + 0.04, half_h, 0), 0.09 * min(h, 1.3), 0.02, axis="z")
-    return union(subtract(outer, inner), subtract(handle, outer))
+    # Walls and bottom 2t thick; an opening only where its radius can be at least t.
+    inner_r = r - 2 * t
+    body = outer
+    if inner_r >= t:
+        inner = cylinder((0, half_h + 2 * t, 0), inner_r, half_h) if round_form else box(
+            (0, half_h + 2 * t, 0), (inner_r, half_h, inner_r))
+        body = subtract(outer, inner)
+    major = max(0.55 * half_h, 2 * t)
+    handle = torus((r + major - t, half_h, 0), major, t, axis="z")
+    return union(body, subtract(handle, outer))
 
 
 def make_bowl(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     r = 0.35 * w
     outer = ellipsoid((0, 0.25 * h, 0), (r, 0.25 * h, r))
-    inner = ellipsoid((0, 0.25 * h + 0.03, 0), (r - 0.03, 0.25 * h, r - 0.03))
+    inner = ellipsoid((0, 0.25 * h + 2 * t, 0), (r - 2 * t, 0.25 * h, r - 2 * t))
     cut = box((0, 0.25 * h + 0.5, 0), (1.0, 0.5, 1.0))
-    foot = cylinder((0, 0.02, 0), r * 0.4, 0.02)
+    foot = cylinder((0, t, 0), r * 0.45, t)
     return union(subtract(subtract(outer, inner), cut), foot)
 
 
 def make_vase(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     r = 0.16 * w
     body = ellipsoid((0, 0.25 * h, 0), (r, 0.25 * h, r))
-    neck = cylinder((0, 0.55 * h, 0), r * 0.45, 0.12 * h)
-    lip = torus((0, 0.67 * h, 0), r * 0.45, 0.02)
-    shell = union(body, neck, lip)
-    hollow = cylinder((0, 0.6 * h, 0), r * 0.3, 0.12 * h)
-    return subtract(shell, hollow)
+    neck_r = max(r * 0.5, 1.2 * t)
+    neck = cylinder((0, 0.55 * h, 0), neck_r, 0.12 * h + 0.05 * h)
+    lip = cone((0, 0.67 * h + t, 0), neck_r, neck_r + t, t)
+    return union(body, neck, lip)
 
 
 def make_bottle(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     r = 0.12 * w
     round_form = a.get("form") != "square"
     body = cylinder((0, 0.3 * h, 0), r, 0.3 * h) if round_form else box((0, 0.3 * h, 0), (r, 0.3 * h, r), 0.03)
-    shoulder = cone((0, 0.6 * h + 0.06, 0), r, r * 0.35, 0.06)
-    neck = cylinder((0, 0.6 * h + 0.18, 0), r * 0.35, 0.07)
+    neck_r = max(r * 0.35, t)
+    shoulder = cone((0, 0.6 * h + 0.05, 0), r, neck_r, 0.07)
+    neck = cylinder((0, 0.6 * h + 0.18, 0), neck_r, 0.08)
     return union(body, shoulder, neck)
 
 
 def make_lamp(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     height = 0.8 * h
-    base = cylinder((0, 0.02, 0), 0.15 * w, 0.02)
-    pole = cylinder((0, height / 2, 0), 0.015, height / 2)
-    shade = subtract(cone((0, height, 0), 0.2 * w, 0.1 * w, 0.1),
-                     cone((0, height, 0), 0.18 * w, 0.08 * w, 0.12))
+    base = cylinder((0, t, 0), max(0.15 * w, 3 * t), t)
+    pole = cylinder((0, height / 2, 0), t, height / 2)
+    # A solid shade, so that the pole runs up into it.
+    shade = cone((0, height, 0), max(0.2 * w, 3 * t), max(0.1 * w, 1.5 * t), 0.1)
     return union(base, pole, shade)
 
 
 def make_tree(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
-    trunk = cylinder((0, 0.2 * h, 0), 0.05, 0.2 * h)
+    t = _t()
+    trunk = cylinder((0, 0.2 * h + t, 0), max(0.05, 1.2 * t), 0.2 * h + t)
     if a.get("form") == "round":
         crown = sphere((0, 0.4 * h + 0.25 * w, 0), 0.28 * w)
         return union(trunk, crown)
@@ -314,7 +350,7 @@ def make_tree(a, rng):
 
 def make_mushroom(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
-    stem = cylinder((0, 0.2 * h, 0), 0.07 * w, 0.2 * h)
+    stem = cylinder((0, 0.2 * h + 0.02, 0), max(0.07 * w, 1.2 * _t()), 0.2 * h + 0.02)
     cap = subtract(ellipsoid((0, 0.4 * h, 0), (0.3 * w, 0.18, 0.3 * w)), box((0, 0.4 * h - 0.5, 0), (1, 0.5, 1)))
     return union(stem, cap)
 
@@ -328,12 +364,12 @@ def make_snowman(a, rng):
         balls.append(sphere((0, y, 0), r))
         y += r * 1.55
         r *= 0.72
-    nose = cone((0, y - r / 0.72 * 1.55, r / 0.72), 0.03, 0.0, 0.08, axis="z")
-    return union(*balls, nose)
+    return union(*balls)
 
 
 def make_house(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     half_x, wall_h = 0.4 * w, 0.35 * h
     walls = box((0, wall_h / 2, 0), (half_x, wall_h / 2, 0.3))
     # Gabled roof: a box rotated 45 degrees about x, intersected with the half-space above the walls.
@@ -344,7 +380,7 @@ def make_house(a, rng):
         q[:, 1], q[:, 2] = (y + z) / math.sqrt(2), (y - z) / math.sqrt(2)
         prism = box((0, 0, 0), (half_x + 0.04, 0.25, 0.25))(q)
         return np.maximum(prism, -p[:, 1] + wall_h)
-    chimney = box((half_x * 0.5, wall_h + 0.2, -0.1), (0.04, 0.12, 0.04))
+    chimney = box((half_x * 0.5, wall_h + 0.2, -0.1), (max(0.04, 1.2 * t), 0.12, max(0.04, 1.2 * t)))
     return union(walls, roof, chimney)
 
 
@@ -354,64 +390,77 @@ def make_tower(a, rng):
     round_form = a.get("form") != "square"
     body = cylinder((0, height / 2, 0), r, height / 2) if round_form else box((0, height / 2, 0), (r, height / 2, r))
     top = cone((0, height + 0.15, 0), r * 1.2, 0.0, 0.15) if round_form else box(
-        (0, height + 0.04, 0), (r * 1.15, 0.04, r * 1.15))
+        (0, height + 0.04, 0), (r * 1.15, max(0.04, _t()), r * 1.15))
     return union(body, top)
 
 
 def make_car(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     half_x = 0.45 * w
     body = box((0, 0.16, 0), (half_x, 0.08, 0.2), rounding=0.04)
     cabin = box((-0.05 * w, 0.24 + 0.06 * h, 0), (half_x * 0.55, 0.07 * h, 0.17), rounding=0.04)
-    wheels = [cylinder((sx * half_x * 0.65, 0.08, sz * 0.2), 0.08, 0.03, axis="z") for sx in (-1, 1) for sz in (-1, 1)]
+    wheels = [cylinder((sx * half_x * 0.65, 0.08, sz * 0.2), 0.08, max(0.03, t), axis="z")
+              for sx in (-1, 1) for sz in (-1, 1)]
     return union(body, cabin, *wheels)
 
 
 def make_rocket(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     r, body_h = 0.1 * w, 0.5 * h
     body = cylinder((0, body_h / 2 + 0.1, 0), r, body_h / 2)
     nose = cone((0, body_h + 0.1 + 0.12, 0), r, 0.0, 0.12)
-    fins = [box((r * math.cos(t), 0.12, r * math.sin(t)), (0.08 if abs(math.cos(t)) > 0.5 else 0.01, 0.1,
-                                                          0.01 if abs(math.cos(t)) > 0.5 else 0.08))
-            for t in (0, math.pi / 2, math.pi, 3 * math.pi / 2)]
-    nozzle = cone((0, 0.05, 0), r * 0.8, r * 0.5, 0.05)
+    # Four fins from inside the body outwards, each t thick on either side of its plane.
+    reach = 0.08 + t
+    fins = [box((sx * (r + reach) / 2, 0.12, sz * (r + reach) / 2),
+                ((r + reach) / 2 if sx else t, 0.1, (r + reach) / 2 if sz else t))
+            for sx, sz in ((1, 0), (-1, 0), (0, 1), (0, -1))]
+    nozzle = cone((0, 0.05, 0), r * 0.8, max(r * 0.5, t), 0.05)
     return union(body, nose, nozzle, *fins)
 
 
 def make_boat(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     half_x = 0.5 * w
     hull = subtract(ellipsoid((0, 0.15, 0), (half_x, 0.15, 0.18)), box((0, 0.65, 0), (1, 0.5, 1)))
-    mast = cylinder((0, 0.15 + 0.3 * h, 0), 0.015, 0.3 * h)
-    sail = box((0.1, 0.2 + 0.3 * h, 0), (0.1, 0.22 * h, 0.005))
+    # The mast starts inside the hull; the sail hangs on the mast from just above the deck.
+    mast = cylinder((0, 0.15 + 0.3 * h - t, 0), t, 0.3 * h + t)
+    sail_w = max(0.1 * w, 2 * t)
+    sail = box((sail_w, 0.2 + 0.3 * h, 0), (sail_w, 0.22 * h, t))
     return union(hull, mast, sail)
 
 
 def make_dumbbell(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     half = 0.3 * w
-    bar = cylinder((0, 0, 0), 0.03, half, axis="x")
+    bar = cylinder((0, 0, 0), max(0.03, t), half, axis="x")
     round_form = a.get("form") != "square"
-    r = 0.11 * h
-    weights = [sphere((s * half, 0, 0), r) if round_form else box((s * half, 0, 0), (0.05, r, r)) for s in (-1, 1)]
+    r = max(0.11 * h, 2.2 * t)
+    weights = [sphere((s * half, 0, 0), r) if round_form else box((s * half, 0, 0), (max(0.05, t), r, r))
+               for s in (-1, 1)]
     return union(bar, *weights)
 
 
 def make_ring(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     if a.get("form") == "square":
-        outer = box((0, 0, 0), (0.4 * w, 0.4 * w, 0.05 * h), rounding=0.03)
-        inner = box((0, 0, 0), (0.3 * w, 0.3 * w, 0.5))
+        outer = box((0, 0, 0), (0.4 * w, 0.4 * w, max(0.05 * h, t)), rounding=0.03)
+        inner = box((0, 0, 0), (0.4 * w - max(0.1 * w, 2 * t), 0.4 * w - max(0.1 * w, 2 * t), 0.5))
         return subtract(outer, inner)
-    return torus((0, 0, 0), 0.4 * w, 0.08 * h, axis="z")
+    return torus((0, 0, 0), 0.4 * w, max(0.08 * h, 1.2 * t), axis="z")
 
 
 def make_arch(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
+    t = _t()
     half_x, height = 0.4 * w, 0.6 * h
     block = box((0, height / 2, 0), (half_x, height / 2, 0.1))
-    opening_r = half_x * 0.6
+    # Pillars at least 2t wide.
+    opening_r = min(half_x * 0.6, half_x - 2 * t)
     opening = union(box((0, (height - 0.15 - opening_r) / 2 - 0.1, 0), (opening_r, (height - 0.15 - opening_r) / 2 + 0.1, 0.3)),
                     cylinder((0, height - 0.15 - opening_r, 0), opening_r, 0.3, axis="z"))
     return subtract(block, opening)
@@ -419,12 +468,15 @@ def make_arch(a, rng):
 
 def make_bridge(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
-    half_x, deck_y = 0.7 * w, 0.3 * h
-    deck = box((0, deck_y, 0), (half_x, 0.03, 0.15))
-    piers = [box((x, deck_y / 2, 0), (0.04, deck_y / 2, 0.12)) for x in (-half_x * 0.6, 0, half_x * 0.6)]
-    rails = [box((0, deck_y + 0.08, s * 0.14), (half_x, 0.01, 0.01)) for s in (-1, 1)]
-    posts = [box((x, deck_y + 0.04, s * 0.14), (0.01, 0.04, 0.01)) for x in np.linspace(-half_x, half_x, 5) for s in (-1, 1)]
-    return union(deck, *piers, *rails, *posts)
+    t = _t()
+    half_x, deck_y, half_z = 0.7 * w, 0.3 * h, 0.15
+    deck = box((0, deck_y, 0), (half_x, t, half_z))
+    piers = [box((x, deck_y / 2, 0), (max(0.04, t), deck_y / 2, 0.12)) for x in (-half_x * 0.6, 0, half_x * 0.6)]
+    # Low walls along both edges of the deck instead of rails on posts, standing in the deck.
+    wall_top = deck_y + t + 0.08
+    walls = [box((0, (deck_y + wall_top) / 2, s * (half_z - t)), (half_x, (wall_top - deck_y) / 2, t))
+             for s in (-1, 1)]
+    return union(deck, *piers, *walls)
 
 
 # name -> (builder, attribute kinds it understands)
@@ -454,6 +506,10 @@ CATEGORIES = {
     "arch": (make_arch, ("height", "width")),
     "bridge": (make_bridge, ("height", "width")),
 }
+
+# Categories whose objects are meant to be several separate pieces (tests/train/shapes_test.py
+# checks that every other one is one piece; evaluate.py counts the pieces of generations): none.
+SEVERAL_PIECES = frozenset()
 
 ATTRIBUTE_VALUES = {"height": HEIGHT, "width": WIDTH, "form": FORM, "legs": LEGS}
 

@@ -60,7 +60,7 @@ import shapes  # noqa: E402
 PRESETS = {
     # Sized for about two hours on two cores (README.md has the measured step times).
     "full": {
-        "shapes_per_category": 60, "held_out_per_category": 6, "surface_points": 1024, "query_points": 2048,
+        "shapes_per_category": 180, "held_out_per_category": 6, "surface_points": 1024, "query_points": 2048,
         # Width 64: the occupancy decoder runs once per grid point at inference, and its cost
         # grows with width squared; 64 keeps a resolution-7 object near the 1 s target.
         "ae": {"num_encoder_latents": 64, "num_codes": 512, "embed_dim": 16, "width": 64, "num_heads": 4,

@@ -345,10 +345,8 @@ void draw_sampling_section(App& app) {
 
 // The bounding box is a condition the model was trained with (each training
 // shape's own proportions, X width, Y height, Z depth), not a fit: it asks
-// for proportions, both ways. Measured on the built-in model (height over
-// width, no box -> Tall): a tower 3.8 -> 2.4 and a bottle 3.0 -> 2.8 come out
-// squatter, a chair 1.2 -> 2.1 and a lamp 0.4 -> 2.6 taller, and "a vase" stays
-// squat (0.4 -> 0.5).
+// for proportions, both ways, and some prompts ignore it (measured on the
+// built-in model: docs/builtin-model.md, "The bounding box").
 constexpr const char* kBoundingBoxHelp =
     "Width, height, depth (Y is up): proportions asked of the model, a hint it was trained with, not a fit. The "
     "shape usually takes the box's longest side as its own, with proportions of its own; some prompts ignore the "
