@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -41,6 +42,11 @@ using cubeforge::testing::relative_error;
 
 // CPU and GPU both compute in f32 with an f32 cache; only summation orders differ.
 constexpr double kBackendTolerance = 1e-5;
+// How far a stored KV cache's logits may differ between the backends, as a
+// share of how far the format moves them from the exact cache's: a value on
+// a rounding boundary may be stored one code apart, and one such code can
+// move the logits by a visible share of the format's whole effect.
+constexpr double kStoredCodeShare = 0.25;
 
 struct Mode {
   const char* name;
@@ -353,7 +359,8 @@ constexpr int kBuiltinTokens = 6;  // a whole generation is minutes on the emula
 
 TokenTrace expect_cuda_tokens_equal_the_cpu(const TokenBackend& cuda, const TokenBackend& cpu,
                                             const std::vector<float>& cond, const std::vector<float>& uncond,
-                                            const TokenGenerationOptions& options) {
+                                            const TokenGenerationOptions& options,
+                                            double tolerance = kBackendTolerance) {
   TokenTrace cpu_trace, gpu_trace;
   auto cpu_tokens = generate_tokens(cpu, cond, uncond, kBuiltinTokens, options, {}, &cpu_trace);
   auto gpu_tokens = generate_tokens(cuda, cond, uncond, kBuiltinTokens, options, {}, &gpu_trace);
@@ -362,7 +369,7 @@ TokenTrace expect_cuda_tokens_equal_the_cpu(const TokenBackend& cuda, const Toke
   if (!cpu_tokens.ok() || !gpu_tokens.ok()) return gpu_trace;
   EXPECT_EQ(*gpu_tokens, *cpu_tokens);
   EXPECT_EQ(gpu_trace.raw_logits.size(), cpu_trace.raw_logits.size());
-  EXPECT_LT(relative_error(gpu_trace.raw_logits, cpu_trace.raw_logits), kBackendTolerance);
+  EXPECT_LT(relative_error(gpu_trace.raw_logits, cpu_trace.raw_logits), tolerance);
   return gpu_trace;
 }
 
@@ -428,9 +435,13 @@ TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
 }
 
 // The CPU's bf16, fp8 and int8 KV caches run on the device as the CPU runs
-// them: the prefill attends exact, the decode steps read the stored bf16
-// bits, or codes and scales, which are the CPU's bit for bit, so tokens and
-// logits agree as for f32.
+// them: the prefill attends exact, then both backends store the keys and
+// values in the format and the decode steps read the stored bf16 bits, or
+// codes and scales. The stored values are rounded from what each backend
+// computed, and the device's GEMMs sum in another order than the CPU's, so
+// a value on a rounding boundary can be stored one code apart: the tokens
+// agree, and the logits agree far more closely than the format moves them
+// from the exact cache's (kStoredCodeShare of that).
 TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
   CUBEFORGE_SKIP_WITHOUT_CUDA_DEVICE();
   BuiltinOnBothBackends both;
@@ -444,11 +455,18 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
     TokenGenerationOptions options;
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
-    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options);
-    ASSERT_FALSE(gpu_trace.raw_logits.empty());
-    // The stored form is read: the decode steps' logits are not the exact cache's.
     TokenGenerationOptions exact = options;
     exact.kv_cache.format = KvFormat::kF32;
+    TokenTrace cpu_stored, cpu_exact;
+    ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, options, {}, &cpu_stored).ok());
+    ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, exact, {}, &cpu_exact).ok());
+    const double format_effect = relative_error(cpu_stored.raw_logits, cpu_exact.raw_logits);
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(
+        cuda, cpu, cond, uncond, options, std::max(kBackendTolerance, kStoredCodeShare * format_effect));
+    ASSERT_FALSE(gpu_trace.raw_logits.empty());
+    // The stored form is read: the decode steps' logits are far from the exact
+    // cache's, as the CPU's stored run is.
+    EXPECT_GT(relative_error(gpu_trace.raw_logits, cpu_exact.raw_logits), 0.5 * format_effect);
     TokenTrace exact_trace;
     ASSERT_NO_FATAL_FAILURE(expect_other_logits(cpu, cond, uncond, exact, gpu_trace, &exact_trace));
     // The prefill is not: token 0's logits are the exact cache's (the prefill
