@@ -728,6 +728,9 @@ def main():
     ap.add_argument("--ae-fourier-std", type=float,
                     help="initialise the autoencoder's Fourier frequencies with this standard deviation instead of "
                          "sqrt(num_freqs / 2) (README.md: 8 lets one shape be fitted far better)")
+    ap.add_argument("--ae-width", type=int,
+                    help="the autoencoder's width instead of the preset's (README.md, \"Chunky shapes\": 96 ranked "
+                         "next to 128 for about half its occupancy cost)")
     ap.add_argument("--threads", type=int, default=1,
                     help="PyTorch intra-op threads (default 1: with OpenBLAS already on both cores, a second "
                          "PyTorch thread made steps 1.6-2x slower on the 2-core machine; README.md)")
@@ -747,6 +750,8 @@ def main():
         p["shapes_per_category"] = args.shapes_per_category
     if args.ae_fourier_std:
         p["ae_fourier_std"] = args.ae_fourier_std
+    if args.ae_width:
+        p["ae"] = dict(p["ae"], width=args.ae_width)
     p = scale_batch(p, args.batch_scale)
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
