@@ -1684,7 +1684,8 @@ TEST_F(BuiltinModelApp, CountsPiecesAndRemovesLooseOnesFromViewAndExport) {
   // The largest share the setting takes, so that any result in several pieces has a loose one.
   constexpr double kFraction = 0.5;
   const std::string prompt = prompt_with_a_loose_piece(builtin, dir, kFraction);
-  ASSERT_FALSE(prompt.empty()) << "no plain prompt of the model's card gives a loose piece at resolution 6";
+  ASSERT_FALSE(prompt.empty()) << "no plain prompt of the model's card gives a loose piece at resolution 6 (or a probing "
+                                  "run of the app failed)";
   std::ofstream(dir / "pieces.txt") << "model " << builtin.string() << "\n"
                                     << "prompt " << prompt << "\n"
                                     << "set resolution 6\n"
