@@ -59,7 +59,7 @@ nlohmann::json window_state(App& app) {
                            {"completions", complete_word(*state.model.card, state.settings.prompt)}};
   }
   out["mesh_faces"] = state.current.mesh.face_count();
-  out["pieces"] = {{"count", state.current.pieces.count()},
+  out["pieces"] = {{"count", state.current.pieces.solid_count()},
                    {"loose", count_loose_pieces(state.current.pieces, state.settings.loose_piece_fraction)},
                    {"shown_faces", app.current_mesh_shown().face_count()}};
   if (const auto& offered = state.generation.offered_preview)

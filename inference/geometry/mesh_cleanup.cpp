@@ -163,6 +163,10 @@ WeldReport weld_vertices(Mesh& mesh, float tolerance) {
   return report;
 }
 
+size_t MeshPieces::solid_count() const {
+  return size_t(std::count(cavity.begin(), cavity.end(), uint8_t{0}));
+}
+
 double MeshPieces::largest_volume() const {
   return volume.empty() ? 0.0 : *std::max_element(volume.begin(), volume.end());
 }
@@ -213,7 +217,14 @@ MeshPieces find_pieces(const Mesh& mesh) {
     signed_volume[piece] += (p[0] * cross[0] + p[1] * cross[1] + p[2] * cross[2]) / 6.0;
     ++pieces.faces[piece];
   }
-  for (size_t piece = 0; piece < pieces.count(); ++piece) pieces.volume[piece] = std::abs(signed_volume[piece]);
+  size_t largest = 0;
+  for (size_t piece = 0; piece < pieces.count(); ++piece) {
+    pieces.volume[piece] = std::abs(signed_volume[piece]);
+    if (pieces.volume[piece] > pieces.volume[largest]) largest = piece;
+  }
+  pieces.cavity.assign(pieces.count(), 0);
+  for (size_t piece = 0; piece < pieces.count(); ++piece)
+    pieces.cavity[piece] = signed_volume[piece] * signed_volume[largest] < 0.0;
   return pieces;
 }
 
@@ -256,6 +267,7 @@ ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction)
   const double threshold = double(min_diagonal_fraction) * diagonal(whole);
   std::vector<uint8_t> keep(pieces.count(), 0);
   report.components = int64_t(pieces.count());
+  report.solid_pieces = int64_t(pieces.solid_count());
   for (size_t piece = 0; piece < pieces.count(); ++piece) {
     keep[piece] = diagonal(pieces.bounds[piece]) >= threshold;
     report.removed_components += !keep[piece];
@@ -270,7 +282,8 @@ bool is_loose_piece(const MeshPieces& pieces, size_t piece, float min_volume_fra
 
 int64_t count_loose_pieces(const MeshPieces& pieces, float min_volume_fraction) {
   int64_t loose = 0;
-  for (size_t piece = 0; piece < pieces.count(); ++piece) loose += is_loose_piece(pieces, piece, min_volume_fraction);
+  for (size_t piece = 0; piece < pieces.count(); ++piece)
+    loose += !pieces.cavity[piece] && is_loose_piece(pieces, piece, min_volume_fraction);
   return loose;
 }
 
@@ -278,6 +291,7 @@ ComponentReport remove_loose_pieces(Mesh& mesh, float min_volume_fraction) {
   ComponentReport report;
   const MeshPieces pieces = find_pieces(mesh);
   report.components = int64_t(pieces.count());
+  report.solid_pieces = int64_t(pieces.solid_count());
   std::vector<uint8_t> keep(pieces.count(), 0);
   for (size_t piece = 0; piece < pieces.count(); ++piece) {
     keep[piece] = !is_loose_piece(pieces, piece, min_volume_fraction);
@@ -427,6 +441,43 @@ int64_t split_pinched_vertices(Mesh& mesh) {
   return copies;
 }
 
+namespace {
+
+// Removes the `extra` smallest solid pieces (by volume) when every one is a
+// floater by the diagonal rule; returns how many went (0: none qualified, the
+// mesh is untouched). Vertices stay, so positions keep their indices.
+int64_t remove_slivers(Mesh& mesh, int64_t extra, float min_diagonal_fraction) {
+  const MeshPieces pieces = find_pieces(mesh);
+  std::vector<size_t> order(pieces.count());
+  std::iota(order.begin(), order.end(), size_t{0});
+  // A cut-off sliver is solid; a hollow's wall the input already had is not what was cut off.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(pieces.cavity[a], pieces.volume[a]) < std::pair(pieces.cavity[b], pieces.volume[b]);
+  });
+  std::array<float, 6> whole = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
+  for (const auto& b : pieces.bounds)
+    for (size_t a = 0; a < 3; ++a) {
+      whole[a] = std::min(whole[a], b[a]);
+      whole[a + 3] = std::max(whole[a + 3], b[a + 3]);
+    }
+  const double threshold = double(min_diagonal_fraction) * diagonal(whole);
+  if (extra <= 0 || size_t(extra) >= pieces.count()) return 0;
+  std::vector<uint8_t> keep(pieces.count(), 1);
+  for (size_t i = 0; i < size_t(extra); ++i) {
+    if (diagonal(pieces.bounds[order[i]]) >= threshold) return 0;
+    keep[order[i]] = 0;
+  }
+  std::vector<uint32_t> kept;
+  kept.reserve(mesh.indices.size());
+  for (size_t f = 0; f < mesh.face_count(); ++f)
+    if (keep[size_t(pieces.piece_of_vertex[mesh.indices[f * 3]])])
+      kept.insert(kept.end(), mesh.indices.begin() + long(f * 3), mesh.indices.begin() + long(f * 3 + 3));
+  mesh.indices.swap(kept);
+  return extra;
+}
+
+}  // namespace
+
 int64_t default_target_faces(int64_t faces) { return std::max<int64_t>(10000, faces / 10); }
 
 Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options) {
@@ -442,12 +493,13 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
     return make_error(ErrorCode::kInvalidArgument, "simplify: the allowed error must not be negative");
   }
   const bool had_normals = mesh.has_normals();
-  // Whether the input is closed is only asked when a result is not: analysing
-  // a large input costs a sizeable share of simplifying it.
-  std::optional<bool> input_closed;
-  auto input_is_closed = [&] {
-    if (!input_closed) input_closed = analyze_topology(mesh).closed_and_oriented();
-    return *input_closed;
+  // The input is analysed (closed? how many components?) only when a result
+  // is open or had sheets split: analysing a large input costs a sizeable
+  // share of simplifying it.
+  std::optional<MeshTopology> input_topology;
+  auto input = [&]() -> const MeshTopology& {
+    if (!input_topology) input_topology = analyze_topology(mesh);
+    return *input_topology;
   };
   std::vector<uint32_t> simplified(mesh.indices.size());
   float error = 0.f;
@@ -471,18 +523,27 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
       copies = split_pinched_vertices(candidate);
       topology = analyze_topology(candidate);
     }
-    if (topology.closed_and_oriented()) {
+    // Only pressed sheets can cut a piece off, so the input is analysed only then.
+    int64_t slivers = 0;
+    bool whole = true;
+    if (options.keep_whole && copies > 0 && topology.components > input().components) {
+      slivers = remove_slivers(candidate, topology.components - input().components, options.sliver_diagonal_fraction);
+      whole = slivers > 0;
+      if (whole) topology = analyze_topology(candidate);
+    }
+    if (topology.closed_and_oriented() && whole) {
       report.fins_removed = fins;
       report.vertices_split = copies;
+      report.slivers_removed = slivers;
       simplified.swap(candidate.indices);
       if (copies > 0) mesh.positions = candidate.positions;  // the normals are recomputed below
       break;
     }
-    if (!input_is_closed()) break;  // nothing to keep: meshoptimizer's result as it is
-    report.retries_to_stay_closed = attempt + 1;
+    if (!input().closed_and_oriented()) break;  // nothing to keep: meshoptimizer's result as it is
+    report.retries_to_stay_closed_and_whole = attempt + 1;
     budget *= 2;
     if (attempt == 2 || budget >= report.faces_before) {
-      report.left_unsimplified_to_stay_closed = true;
+      report.left_unsimplified_to_stay_closed_and_whole = true;
       report.faces_after = report.faces_before;
       return report;
     }

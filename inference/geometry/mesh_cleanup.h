@@ -33,13 +33,23 @@ int64_t remove_unreferenced_vertices(Mesh& mesh);
 // A mesh's connected pieces ("components"): faces joined through shared
 // vertices. Every rule below that counts or drops pieces starts from this one
 // labelling.
+//
+// A hollow sealed inside a solid (a bubble in a wall) has a surface of its
+// own, so it is a component, but it is not a piece anyone could pick up: its
+// surface faces inwards, so it encloses negative volume where the solid it
+// sits in encloses positive. Such a component is a cavity; the count of pieces
+// a person sees leaves cavities out.
 struct MeshPieces {
   std::vector<int32_t> piece_of_vertex;  // by vertex; -1 for a vertex no face uses
   // By piece, numbered in the order of their first vertex:
   std::vector<std::array<float, 6>> bounds;  // min x, y, z, max x, y, z
   std::vector<double> volume;                // enclosed volume (|signed volume|; near 0 for an open sheet)
   std::vector<int64_t> faces;
+  // Wound the other way from the largest piece: the inner wall of a hollow.
+  std::vector<uint8_t> cavity;
   size_t count() const { return volume.size(); }
+  // The pieces that are not cavities.
+  size_t solid_count() const;
   // The largest piece's volume (0 without pieces).
   double largest_volume() const;
 };
@@ -47,6 +57,7 @@ MeshPieces find_pieces(const Mesh& mesh);
 
 struct ComponentReport {
   int64_t components = 0;          // before
+  int64_t solid_pieces = 0;        // before, leaving out cavities (MeshPieces)
   int64_t removed_components = 0;
   int64_t removed_faces = 0;
 };
@@ -55,9 +66,10 @@ struct ComponentReport {
 // diagonal is below min_diagonal_fraction of the whole mesh's.
 ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction = 0.15f);
 
-// Loose pieces, as mesh tools offer to remove them: pieces whose volume is
-// below min_volume_fraction of the largest piece's. The largest piece is never
-// loose, so removing them always leaves a shape.
+// Loose pieces, as mesh tools offer to remove them: solid pieces whose volume
+// is below min_volume_fraction of the largest piece's. The largest piece is
+// never loose, so removing them always leaves a shape. Removing also takes the
+// cavities under that share: a sealed hollow filled in changes nothing seen.
 inline constexpr float kDefaultLoosePieceFraction = 0.02f;
 bool is_loose_piece(const MeshPieces& pieces, size_t piece, float min_volume_fraction);
 int64_t count_loose_pieces(const MeshPieces& pieces, float min_volume_fraction);
@@ -83,6 +95,14 @@ struct SimplifyOptions {
   // budget (twice the faces, up to three times), and stays as it was if every
   // try opens it; an open input keeps meshoptimizer's result as it is.
   bool keep_closed = true;
+  // Those pressed sheets may also cut a sliver off a thin part, leaving a
+  // speck the field never had. With keep_closed, the pieces a result has
+  // beyond the input's are removed when each is a floater by the cleanup's
+  // rule (bounding-box diagonal under sliver_diagonal_fraction of the whole
+  // mesh's); a larger piece cut off makes the try fail, as an open result
+  // does. So simplifying never breaks a shape into more pieces.
+  bool keep_whole = true;
+  float sliver_diagonal_fraction = 0.15f;
 };
 
 struct SimplifyReport {
@@ -91,8 +111,9 @@ struct SimplifyReport {
   float relative_error = 0.f;  // the deviation meshoptimizer reports
   int64_t fins_removed = 0;     // pairs of opposite faces over the same vertices (see keep_closed)
   int64_t vertices_split = 0;   // copies given to sheets pressed together (see keep_closed)
-  int retries_to_stay_closed = 0;
-  bool left_unsimplified_to_stay_closed = false;
+  int64_t slivers_removed = 0;  // pieces those cut off, removed (see keep_whole)
+  int retries_to_stay_closed_and_whole = 0;
+  bool left_unsimplified_to_stay_closed_and_whole = false;
 };
 
 // Removes fins: pairs of faces over the same three vertices wound opposite

@@ -289,12 +289,14 @@ Result<GenerationResult> tokens_to_mesh(const CubeModel& model, std::span<const 
     post.simplification.target_faces = std::max<int64_t>(0, options.target_faces);
     CUBEFORGE_ASSIGN_OR_RETURN(PostprocessReport report, postprocess_mesh(result.mesh, post));
     result.stats.floaters_removed = report.components.removed_components;
+    result.stats.pieces_as_extracted = report.components.solid_pieces;
     result.stats.simplification = report.simplification;
     if (result.mesh.empty())
       return make_error(ErrorCode::kInvalidArgument,
                         "simplifying the mesh to " + std::to_string(options.target_faces) +
                             " faces left none; ask for more faces (or 0 for the automatic budget, -1 for none)");
   }
+  result.stats.pieces = int64_t(find_pieces(result.mesh).solid_count());
   result.timings.cleanup_ms = cleanup_clock.finish();
   if (cancelled(cancel)) return cancelled_error("after cleanup");
   result.stats.vertices = int64_t(result.mesh.vertex_count());

@@ -90,6 +90,11 @@ struct MeshStatistics {
   int64_t occupancy_points = 0;        // field evaluations
   int64_t dense_points = 0;            // what a dense grid would have cost
   int64_t floaters_removed = 0;        // components dropped
+  // Solid pieces (mesh_cleanup.h's MeshPieces, cavities left out): of the
+  // surface as extracted, before any cleanup, which is what the model drew;
+  // and of the mesh delivered.
+  int64_t pieces_as_extracted = 0;
+  int64_t pieces = 0;
   SimplifyReport simplification;       // what simplifying to the face budget took
   bool has_surface = false;
 };

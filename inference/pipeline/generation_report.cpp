@@ -50,11 +50,15 @@ nlohmann::json to_json(const GenerationResult& result, const GenerationRequest& 
         {"latent_top_k", request.latent_top_k},
         {"dense_points", s.dense_points},
         {"floaters_removed", s.floaters_removed},
+        {"pieces", s.pieces},
+        {"pieces_as_extracted", s.pieces_as_extracted},
         {"simplification",
          {{"fins_removed", s.simplification.fins_removed},
           {"vertices_split", s.simplification.vertices_split},
-          {"retries_to_stay_closed", s.simplification.retries_to_stay_closed},
-          {"left_unsimplified_to_stay_closed", s.simplification.left_unsimplified_to_stay_closed}}}}},
+          {"slivers_removed", s.simplification.slivers_removed},
+          {"retries_to_stay_closed_and_whole", s.simplification.retries_to_stay_closed_and_whole},
+          {"left_unsimplified_to_stay_closed_and_whole",
+           s.simplification.left_unsimplified_to_stay_closed_and_whole}}}}},
       {"decoding", to_json(result.decoding, request.decoding)},
   };
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inference/core/file_io.h"
+#include "inference/geometry/mesh_cleanup.h"
 #include "inference/geometry/mesh_io.h"
 #include "inference/geometry/mesh_metrics.h"
 #include "inference/model/config.h"
@@ -50,7 +51,11 @@ TEST(Cli, GenerateJsonGivesReferenceTokensAndWritesTheMesh) {
   EXPECT_EQ(report["mesh"]["closed"].get<bool>(), topology.closed_and_oriented());
   EXPECT_EQ(report["mesh"]["boundary_edges"].get<int64_t>(), topology.boundary_edges);
   EXPECT_EQ(report["mesh"]["components"].get<int64_t>(), topology.components);
-  for (const char* key : {"fins_removed", "vertices_split", "retries_to_stay_closed", "left_unsimplified_to_stay_closed"})
+  EXPECT_EQ(report["mesh"]["pieces"].get<size_t>(), find_pieces(*written).solid_count());
+  EXPECT_GE(report["mesh"]["pieces_as_extracted"].get<int64_t>(), report["mesh"]["pieces"].get<int64_t>())
+      << "cleanup removes pieces, never adds them";
+  for (const char* key : {"fins_removed", "vertices_split", "slivers_removed", "retries_to_stay_closed_and_whole",
+                          "left_unsimplified_to_stay_closed_and_whole"})
     EXPECT_TRUE(report["mesh"]["simplification"].contains(key)) << key;
   for (const char* key : {"text_ms", "prefill_ms", "decode_ms", "occupancy_ms", "meshing_ms", "total_ms"})
     EXPECT_TRUE(report["timings"].contains(key)) << key;

@@ -53,7 +53,9 @@ TEST(BuiltinModel, GreedyTokensEqualTheTrainingCodeAndMeshesAreWatertightAtTheFa
         << " non-manifold, " << topology.misoriented_edges << " misoriented edges";
     // Thin parts must not keep a mesh from its face budget (the reference's max(10000, 10%)).
     EXPECT_LE(topology.faces, default_target_faces(result->stats.faces_before_cleanup)) << prompt;
-    EXPECT_FALSE(result->stats.simplification.left_unsimplified_to_stay_closed) << prompt;
+    EXPECT_FALSE(result->stats.simplification.left_unsimplified_to_stay_closed_and_whole) << prompt;
+    // Cleanup drops floaters and simplifies; it must never break the shape into more pieces.
+    EXPECT_LE(result->stats.pieces, result->stats.pieces_as_extracted) << prompt;
   }
 }
 

@@ -26,10 +26,10 @@ Everything is measured on shapes and captions the model never trained on:
     engine's tokens are compared with the training code's, and its time per object is kept.
     Without --engine, a grid proxy: some cells occupied and none on the grid's boundary.
   - pieces (target: >= 95% of generations in one piece, every category being one piece): with
-    --engine, the connected components of the engine's resolution-7 mesh as generated (the
-    components it delivers plus the small floaters its cleanup removed); always, the connected
-    pieces (face connectivity, pieces.py) of the occupancy on the evaluation grid, a coarser
-    proxy. Counted per category.
+    --engine, the solid pieces of the engine's resolution-7 surface as extracted, before any
+    cleanup (so floaters count; the wall of a hollow sealed inside a piece does not), and
+    separately those of the mesh it delivers; always, the connected pieces (face connectivity,
+    pieces.py) of the occupancy on the evaluation grid, a coarser proxy. Counted per category.
 A block-diffusion folder (diffusion.py) is decoded by the training code with block diffusion
 (generate.diffusion_tokens: --threshold T or --factor F, every position recomputed) and by the
 engine with the same rule and no cache. --engine-decoding "ARGS" passes other decoding options
@@ -107,8 +107,11 @@ def run_engine(cli, model, text, resolution, folder, decoding=()):
     mesh = report["mesh"]
     return {"ok": True, "tokens": report["tokens"], "closed": bool(mesh["closed"]),
             "faces": mesh["faces"], "total_ms": report["timings"]["total_ms"],
-            # As generated: the cleanup's floater removal would hide a part that came apart.
-            "pieces": int(mesh["components"]) + int(mesh["floaters_removed"]),
+            # As the model drew them: the solid pieces of the surface as extracted, before the
+            # cleanup's floater removal could hide a part that came apart (a sealed hollow's wall
+            # is not a piece); and of the mesh delivered.
+            "pieces": int(mesh["pieces_as_extracted"]),
+            "pieces_delivered": int(mesh["pieces"]),
             "model_evaluations": report["decoding"]["model_evaluations"]}
 
 
@@ -122,6 +125,7 @@ def main():
     ap.add_argument("--captions-per-setting", type=int, default=2)
     ap.add_argument("--classifier-shapes", type=int, default=40, help="fresh training shapes per category")
     ap.add_argument("--json", help="write the figures and every caption's verdicts here too")
+    ap.add_argument("--guidance", type=float, default=3.0, help="classifier-free guidance scale, both decoders")
     ap.add_argument("--threshold", type=float, default=0.9, help="block diffusion: the confidence threshold")
     ap.add_argument("--factor", type=float, help="block diffusion: the factor rule instead")
     ap.add_argument("--engine-decoding", default=None,
@@ -140,12 +144,13 @@ def main():
         engine_decoding = shlex.split(args.engine_decoding)
     else:
         engine_decoding = ["--decoding", "diffusion", "--diffusion-cache", "none", *rule] if diffusion else []
+    engine_decoding += ["--guidance", str(args.guidance)]
 
     def training_tokens(text):
         if diffusion:
-            return generate.diffusion_tokens(tokenizer, clip, gpt, shape, text, threshold=args.threshold,
-                                             factor=args.factor)
-        return generate.greedy_tokens(tokenizer, clip, gpt, shape, text)
+            return generate.diffusion_tokens(tokenizer, clip, gpt, shape, text, guidance=args.guidance,
+                                             threshold=args.threshold, factor=args.factor)
+        return generate.greedy_tokens(tokenizer, clip, gpt, shape, text, guidance=args.guidance)
 
     n = args.grid
     points = classifier.grid_points(n)
@@ -219,6 +224,9 @@ def main():
     figures["one_piece_counted_on"] = (f"engine meshes, resolution {args.resolution}" if args.engine
                                        else f"occupancy on the {n}^3 evaluation grid")
     figures["grid_one_piece_fraction"] = float(np.mean([r["grid_pieces"] == 1 for r in one_piece_rows]))
+    if args.engine:
+        figures["delivered_one_piece_fraction"] = float(np.mean(
+            [r["engine"].get("pieces_delivered", 0) == 1 for r in one_piece_rows]))
     if args.engine:
         engine_rows = [r["engine"] for r in rows]
         ok = [e for e in engine_rows if e["ok"]]

@@ -95,7 +95,7 @@ void draw_pieces(App& app) {
   const CurrentShape& current = app.state.current;
   if (current.mesh.empty()) return;
   const AppSettings& settings = app.state.settings;
-  const size_t pieces = current.pieces.count();
+  const size_t pieces = current.pieces.solid_count();  // a sealed hollow is not a piece
   const int64_t loose = count_loose_pieces(current.pieces, settings.loose_piece_fraction);
   char line[200];
   if (loose == 0)
