@@ -493,9 +493,9 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
     return make_error(ErrorCode::kInvalidArgument, "simplify: the allowed error must not be negative");
   }
   const bool had_normals = mesh.has_normals();
-  // The input is analysed (closed? how many components?) only when a result
-  // is open or had sheets split: analysing a large input costs a sizeable
-  // share of simplifying it.
+  // The input is analysed (closed? in how many pieces?) only when a result is
+  // open or in several pieces: analysing a large input costs a sizeable share
+  // of simplifying it.
   std::optional<MeshTopology> input_topology;
   auto input = [&]() -> const MeshTopology& {
     if (!input_topology) input_topology = analyze_topology(mesh);
@@ -523,10 +523,10 @@ Result<SimplifyReport> simplify_mesh(Mesh& mesh, const SimplifyOptions& options)
       copies = split_pinched_vertices(candidate);
       topology = analyze_topology(candidate);
     }
-    // Only pressed sheets can cut a piece off, so the input is analysed only then.
     int64_t slivers = 0;
     bool whole = true;
-    if (options.keep_whole && copies > 0 && topology.components > input().components) {
+    // A result in one piece is whole whatever the input was, so the input is analysed only otherwise.
+    if (options.keep_whole && topology.components > 1 && topology.components > input().components) {
       slivers = remove_slivers(candidate, topology.components - input().components, options.sliver_diagonal_fraction);
       whole = slivers > 0;
       if (whole) topology = analyze_topology(candidate);

@@ -96,9 +96,9 @@ struct SimplifyOptions {
   // try opens it; an open input keeps meshoptimizer's result as it is.
   bool keep_closed = true;
   // Those pressed sheets may also cut a sliver off a thin part, leaving a
-  // speck the field never had. With keep_closed, the pieces a result has
-  // beyond the input's are removed when each is a floater by the cleanup's
-  // rule (bounding-box diagonal under sliver_diagonal_fraction of the whole
+  // speck the field never had (edge collapses and fin removal rarely do it
+  // too). With keep_closed, the pieces a result has beyond the input's are
+  // removed when each is a floater by the cleanup's rule (bounding-box diagonal under sliver_diagonal_fraction of the whole
   // mesh's); a larger piece cut off makes the try fail, as an open result
   // does. So simplifying never breaks a shape into more pieces.
   bool keep_whole = true;
