@@ -448,6 +448,7 @@ namespace {
 // mesh is untouched). Vertices stay, so positions keep their indices.
 int64_t remove_slivers(Mesh& mesh, int64_t extra, float min_diagonal_fraction) {
   const MeshPieces pieces = find_pieces(mesh);
+  if (extra <= 0 || size_t(extra) >= pieces.count()) return 0;
   std::vector<size_t> order(pieces.count());
   std::iota(order.begin(), order.end(), size_t{0});
   // A cut-off sliver is solid; a hollow's wall the input already had is not what was cut off.
@@ -461,7 +462,6 @@ int64_t remove_slivers(Mesh& mesh, int64_t extra, float min_diagonal_fraction) {
       whole[a + 3] = std::max(whole[a + 3], b[a + 3]);
     }
   const double threshold = double(min_diagonal_fraction) * diagonal(whole);
-  if (extra <= 0 || size_t(extra) >= pieces.count()) return 0;
   std::vector<uint8_t> keep(pieces.count(), 1);
   for (size_t i = 0; i < size_t(extra); ++i) {
     if (diagonal(pieces.bounds[order[i]]) >= threshold) return 0;
