@@ -253,18 +253,23 @@ double diagonal(const std::array<float, 6>& b) {
   return std::sqrt(sum);
 }
 
-}  // namespace
-
-ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction) {
-  ComponentReport report;
-  const MeshPieces pieces = find_pieces(mesh);
+// The bounding box of every piece together.
+std::array<float, 6> whole_bounds(const MeshPieces& pieces) {
   std::array<float, 6> whole = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
   for (const auto& b : pieces.bounds)
     for (size_t a = 0; a < 3; ++a) {
       whole[a] = std::min(whole[a], b[a]);
       whole[a + 3] = std::max(whole[a + 3], b[a + 3]);
     }
-  const double threshold = double(min_diagonal_fraction) * diagonal(whole);
+  return whole;
+}
+
+}  // namespace
+
+ComponentReport remove_small_components(Mesh& mesh, float min_diagonal_fraction) {
+  ComponentReport report;
+  const MeshPieces pieces = find_pieces(mesh);
+  const double threshold = double(min_diagonal_fraction) * diagonal(whole_bounds(pieces));
   std::vector<uint8_t> keep(pieces.count(), 0);
   report.components = int64_t(pieces.count());
   report.solid_pieces = int64_t(pieces.solid_count());
@@ -455,13 +460,7 @@ int64_t remove_slivers(Mesh& mesh, int64_t extra, float min_diagonal_fraction) {
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return std::pair(pieces.cavity[a], pieces.volume[a]) < std::pair(pieces.cavity[b], pieces.volume[b]);
   });
-  std::array<float, 6> whole = {INFINITY, INFINITY, INFINITY, -INFINITY, -INFINITY, -INFINITY};
-  for (const auto& b : pieces.bounds)
-    for (size_t a = 0; a < 3; ++a) {
-      whole[a] = std::min(whole[a], b[a]);
-      whole[a + 3] = std::max(whole[a + 3], b[a + 3]);
-    }
-  const double threshold = double(min_diagonal_fraction) * diagonal(whole);
+  const double threshold = double(min_diagonal_fraction) * diagonal(whole_bounds(pieces));
   std::vector<uint8_t> keep(pieces.count(), 1);
   for (size_t i = 0; i < size_t(extra); ++i) {
     if (diagonal(pieces.bounds[order[i]]) >= threshold) return 0;
