@@ -2,7 +2,7 @@
 
     /usr/bin/python3 tools/train/evaluate.py MODEL_DIR [--engine build/app/cli/cubeforge-cli]
         [--grid 32] [--recon-per-category 3] [--captions-per-setting 2] [--classifier-shapes 40]
-        [--json out.json]
+        [--json out.json] [--seed 99]
 
 Everything is measured on shapes and captions the model never trained on:
   - tokenizer reconstruction: held-out shapes (the held-out attribute combination of every
@@ -132,6 +132,8 @@ def main():
                     help="decoding options for the engine's generate (default: the training code's decoding)")
     ap.add_argument("--judge-engine", action="store_true",
                     help="judge the engine's tokens instead of the training code's (needs --engine)")
+    ap.add_argument("--seed", type=int, default=99,
+                    help="draws the held-out shapes and captions; another seed is a second sample of them")
     args = ap.parse_args()
     if args.judge_engine and not args.engine:
         sys.exit("--judge-engine needs --engine")
@@ -156,11 +158,11 @@ def main():
     points = classifier.grid_points(n)
     judge = classifier.Classifier(n=n, per_category=args.classifier_shapes, log=log)
 
-    rng = np.random.default_rng(99)
+    rng = np.random.default_rng(args.seed)
     volume, mixed, recognised = reconstruction(shape, rng, args.recon_per_category, judge, points)
     log(f"reconstruction: volumetric IoU {np.mean(sum(volume.values(), [])):.3f}")
     # Its own generator, so the captions below stay the same with or without this figure.
-    fresh_volume, _, _ = reconstruction(shape, np.random.default_rng(98), args.recon_per_category, None, points,
+    fresh_volume, _, _ = reconstruction(shape, np.random.default_rng(args.seed - 1), args.recon_per_category, None, points,
                                         held_out_combinations=False)
     log(f"reconstruction of fresh shapes in training combinations: volumetric IoU "
         f"{np.mean(sum(fresh_volume.values(), [])):.3f}")
