@@ -1629,21 +1629,31 @@ FilePieces pieces_of_file(const std::filesystem::path& path) {
   return out;
 }
 
-// A plain prompt of the model's card ("a " and each category's first name,
-// in the card's order) whose result at resolution 6, seed 0, is in several
-// pieces with at least one loose (under `fraction` of the largest's volume),
-// as the app counts them; empty when none is. The app generates the prompts a
-// few at a time and dumps its state after each.
+// A prompt of the model's card (each category's first name, in the card's
+// order, plain and then after each one-word attribute: "a chair", "a tall
+// chair", ...) whose result at resolution 6, seed 0, is in several pieces
+// with at least one loose (under `fraction` of the largest's volume), as the
+// app counts them; empty when none is. The app generates the prompts a few
+// at a time, stops at the first batch that has one, and dumps its state after
+// each.
 std::string prompt_with_a_loose_piece(const std::filesystem::path& model, const std::filesystem::path& dir,
                                       double fraction) {
   auto card_text = read_file_text(model / "card.json");
   if (!card_text.ok()) return {};
   const auto card = nlohmann::ordered_json::parse(*card_text, nullptr, /*allow_exceptions=*/false);
   if (!card.is_object() || !card.contains("categories") || !card["categories"].is_object()) return {};
+  std::vector<std::string> words;
+  if (card.contains("attributes") && card["attributes"].is_object())
+    for (const auto& [attribute, synonyms] : card["attributes"].items())
+      if (attribute.find(' ') == std::string::npos) words.push_back(attribute);
+  const auto with_article = [](const std::string& text) {
+    return std::string(std::string("aeiou").find(text[0]) == std::string::npos ? "a " : "an ") + text;
+  };
   std::vector<std::string> prompts;
   for (const auto& [category, names] : card["categories"].items()) {
     const std::string noun = names.is_array() && !names.empty() ? names[0].get<std::string>() : category;
-    prompts.push_back(std::string(std::string("aeiou").find(noun[0]) == std::string::npos ? "a " : "an ") + noun);
+    prompts.push_back(with_article(noun));
+    for (const std::string& word : words) prompts.push_back(with_article(word + " " + noun));
   }
   constexpr size_t kBatch = 6;
   for (size_t first = 0; first < prompts.size(); first += kBatch) {
@@ -1684,8 +1694,8 @@ TEST_F(BuiltinModelApp, CountsPiecesAndRemovesLooseOnesFromViewAndExport) {
   // The largest share the setting takes, so that any result in several pieces has a loose one.
   constexpr double kFraction = 0.5;
   const std::string prompt = prompt_with_a_loose_piece(builtin, dir, kFraction);
-  ASSERT_FALSE(prompt.empty()) << "no plain prompt of the model's card gives a loose piece at resolution 6 (or a probing "
-                                  "run of the app failed)";
+  ASSERT_FALSE(prompt.empty()) << "no prompt of the model's card, plain or with one attribute, gives a loose piece at "
+                                  "resolution 6 (or a probing run of the app failed)";
   std::ofstream(dir / "pieces.txt") << "model " << builtin.string() << "\n"
                                     << "prompt " << prompt << "\n"
                                     << "set resolution 6\n"
