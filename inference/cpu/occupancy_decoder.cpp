@@ -13,9 +13,8 @@ namespace cubeforge::cpu {
 bool occupancy_decoder_supported(int64_t width, int64_t heads, int64_t hidden, int64_t latent_count,
                                  int64_t num_freqs) {
   if (!kernels().occupancy_decoder || width <= 0 || heads <= 0 || width % heads != 0 || num_freqs <= 0) return false;
-  const int64_t head_dim = width / heads;
   const int64_t weights = 3 * (2 * num_freqs + 1) * width + 3 * width * width + 2 * width * hidden + width;
-  return width % 16 == 0 && head_dim % 16 == 0 && hidden % 16 == 0 && hidden >= width && latent_count > 0 &&
+  return width % 16 == 0 && hidden % 16 == 0 && hidden >= width && latent_count > 0 &&
          weights <= kOccupancyDecoderMaxWeights;
 }
 

@@ -56,8 +56,9 @@ struct LatentAttention {
 };
 
 // Whether occupancy_decoder can run these sizes on this CPU, and pays off:
-// AVX-512; width, head size and hidden width (at least the width) multiples of
-// 16; and weights that stay in a core's L2 cache (kOccupancyDecoderMaxWeights),
+// AVX-512; width and hidden width (at least the width) multiples of 16, any
+// head size (a head's products take masked tails, as width 96 over 4 heads
+// needs); and weights that stay in a core's L2 cache (kOccupancyDecoderMaxWeights),
 // since every block of points reads them all again. Wider decoders (the real
 // Cube models' 768) run faster through BLAS, which blocks its products for the
 // cache.

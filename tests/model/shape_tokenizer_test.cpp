@@ -689,5 +689,51 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
   }
 }
 
+// A head size need not be a multiple of 16: the per-head products take masked
+// tails. Width 96 over 4 heads (24 per head, the built-in model's) and width
+// 48 over 4 (12, under one vector) take the fused path and agree with the
+// layered one, at points and by grid index.
+TEST(ShapeTokenizerLoad, FusedOccupancyTakesAnyHeadSize) {
+  if (std::string(cpu::kernel_isa()) != "avx512") GTEST_SKIP() << "the fused decoder needs AVX-512";
+  for (const auto& [width, heads] : {std::pair<int64_t, int64_t>{96, 4}, std::pair<int64_t, int64_t>{48, 4}}) {
+    SCOPED_TRACE("width " + std::to_string(width) + ", " + std::to_string(heads) + " heads");
+    ShapeModelConfig config = tiny_config();
+    config.width = width;
+    config.heads = heads;
+    config.latents = 20;
+    config.num_freqs = 8;
+    auto file = random_weights_file(expected_shape_tensors(config), uint32_t(20 + width), DType::kF32,
+                                    "random shape_tokenizer.safetensors");
+    ASSERT_TRUE(file.ok());
+    auto tokenizer = ShapeTokenizer::from_file(std::move(file).value(), config);
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
+    ASSERT_TRUE(tokenizer->fused_occupancy_available());
+    std::vector<int64_t> tokens(20);
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t(i * 7 % 16);
+    auto latents = tokenizer->decode_tokens(tokens);
+    ASSERT_TRUE(latents.ok());
+    const std::vector<float> points = meshing_grid_points(4);
+    std::vector<float> fused(points.size() / 3), layered(points.size() / 3);
+    ASSERT_TRUE(tokenizer->occupancy(*latents, points, fused).ok());
+    tokenizer->set_fused_occupancy(false);
+    ASSERT_TRUE(tokenizer->occupancy(*latents, points, layered).ok());
+    EXPECT_TRUE(close_to("random-weight occupancy (fused vs layered)", fused, layered));
+
+    tokenizer->set_fused_occupancy(true);
+    GridSpec spec;
+    spec.resolution = 4;
+    const ShapeTokenizer::GridQueries grid = tokenizer->prepare_grid(grid_axis_coordinates(spec));
+    std::vector<int32_t> ijk;
+    for (int32_t i = 0; i < 17; ++i)
+      for (int32_t j = 0; j < 17; ++j)
+        for (int32_t k = 0; k < 17; ++k) ijk.insert(ijk.end(), {i, j, k});
+    auto prepared = tokenizer->prepare_latents(*latents);
+    ASSERT_TRUE(prepared.ok());
+    std::vector<float> by_index(fused.size());
+    ASSERT_TRUE(tokenizer->occupancy_on_grid(*prepared, grid, ijk, by_index).ok());
+    EXPECT_TRUE(close_to("random-weight occupancy (by grid index vs layered)", by_index, layered));
+  }
+}
+
 }  // namespace
 }  // namespace cubeforge
