@@ -434,6 +434,24 @@ TEST(CudaSessionBuiltinModel, WeightFormatsGiveTheCpuTokensAndLogits) {
   }
 }
 
+// How far `options`' KV format moves the CPU's raw logits from the exact
+// cache's, all else the same (0 for f32), and the tolerance a device run in
+// that format is held to: a stored value on a rounding boundary may be one
+// code apart, so kStoredCodeShare of that effect, never below the backends'
+// tolerance. The exact run's trace goes to `exact_trace` when given.
+void stored_format_tolerance(const TokenBackend& cpu, const std::vector<float>& cond,
+                             const std::vector<float>& uncond, const TokenGenerationOptions& options,
+                             double* effect, double* tolerance, TokenTrace* exact_trace = nullptr) {
+  TokenGenerationOptions exact = options;
+  exact.kv_cache.format = KvFormat::kF32;
+  TokenTrace cpu_stored, cpu_exact;
+  ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, options, {}, &cpu_stored).ok());
+  ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, exact, {}, &cpu_exact).ok());
+  *effect = relative_error(cpu_stored.raw_logits, cpu_exact.raw_logits);
+  *tolerance = std::max(kBackendTolerance, kStoredCodeShare * *effect);
+  if (exact_trace) *exact_trace = std::move(cpu_exact);
+}
+
 // The CPU's bf16, fp8 and int8 KV caches run on the device as the CPU runs
 // them: the prefill attends exact, then both backends store the keys and
 // values in the format and the decode steps read the stored bf16 bits, or
@@ -457,12 +475,11 @@ TEST(CudaSessionBuiltinModel, StoredKvCachesGiveTheCpuTokensAndLogits) {
     options.kv_cache.format = format;
     TokenGenerationOptions exact = options;
     exact.kv_cache.format = KvFormat::kF32;
-    TokenTrace cpu_stored, cpu_exact;
-    ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, options, {}, &cpu_stored).ok());
-    ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, exact, {}, &cpu_exact).ok());
-    const double format_effect = relative_error(cpu_stored.raw_logits, cpu_exact.raw_logits);
-    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(
-        cuda, cpu, cond, uncond, options, std::max(kBackendTolerance, kStoredCodeShare * format_effect));
+    double format_effect = 0, tolerance = 0;
+    TokenTrace cpu_exact;
+    ASSERT_NO_FATAL_FAILURE(
+        stored_format_tolerance(cpu, cond, uncond, options, &format_effect, &tolerance, &cpu_exact));
+    const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options, tolerance);
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     // The stored form is read: the decode steps' logits are far from the exact
     // cache's, as the CPU's stored run is.
@@ -502,16 +519,8 @@ TEST(CudaSessionBuiltinModel, KvBudgetsGiveTheCpuTokensAndLogits) {
     options.guidance_scale = 3.0f;
     options.kv_cache.format = format;
     options.kv_cache.budget = 4;
-    double tolerance = kBackendTolerance;
-    if (format != KvFormat::kF32) {
-      TokenGenerationOptions exact = options;
-      exact.kv_cache.format = KvFormat::kF32;
-      TokenTrace cpu_stored, cpu_exact;
-      ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, options, {}, &cpu_stored).ok());
-      ASSERT_TRUE(generate_tokens(cpu, cond, uncond, kBuiltinTokens, exact, {}, &cpu_exact).ok());
-      tolerance = std::max(kBackendTolerance,
-                           kStoredCodeShare * relative_error(cpu_stored.raw_logits, cpu_exact.raw_logits));
-    }
+    double format_effect = 0, tolerance = 0;
+    ASSERT_NO_FATAL_FAILURE(stored_format_tolerance(cpu, cond, uncond, options, &format_effect, &tolerance));
     const TokenTrace gpu_trace = expect_cuda_tokens_equal_the_cpu(cuda, cpu, cond, uncond, options, tolerance);
     ASSERT_FALSE(gpu_trace.raw_logits.empty());
     // The budget is applied: the whole cache of the same form gives other logits.

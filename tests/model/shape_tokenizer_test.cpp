@@ -611,6 +611,52 @@ TEST(DenseGrid, IsXMajorAndSpansTheBounds) {
   EXPECT_FLOAT_EQ(points[3 * 26 + 1], 1.05f);
 }
 
+// On random weights the fused decoder agrees with the layered one at the
+// points of a resolution-4 grid and by grid index from per-axis terms, a grid
+// point's logit is the same whichever points are asked with it, and indices
+// outside the axis are refused. Leaves the fused path on.
+void expect_fused_occupancy_matches_layered(ShapeTokenizer& tokenizer, int64_t width) {
+  std::vector<int64_t> tokens(20);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t(i * 5 % 16);
+  auto latents = tokenizer.decode_tokens(tokens);
+  ASSERT_TRUE(latents.ok());
+  const std::vector<float> points = meshing_grid_points(4);
+  std::vector<float> fused(points.size() / 3), layered(points.size() / 3);
+  tokenizer.set_fused_occupancy(true);
+  ASSERT_TRUE(tokenizer.occupancy(*latents, points, fused).ok());
+  tokenizer.set_fused_occupancy(false);
+  ASSERT_TRUE(tokenizer.occupancy(*latents, points, layered).ok());
+  tokenizer.set_fused_occupancy(true);
+  EXPECT_TRUE(close_to("random-weight occupancy (fused vs layered)", fused, layered));
+
+  // By grid index from per-axis terms: the same points, the same logits to rounding.
+  GridSpec spec;
+  spec.resolution = 4;
+  const ShapeTokenizer::GridQueries grid = tokenizer.prepare_grid(grid_axis_coordinates(spec));
+  ASSERT_EQ(grid.terms.size(), size_t(3 * 17 * width));
+  std::vector<int32_t> ijk;
+  for (int32_t i = 0; i < 17; ++i)
+    for (int32_t j = 0; j < 17; ++j)
+      for (int32_t k = 0; k < 17; ++k) ijk.insert(ijk.end(), {i, j, k});
+  auto prepared = tokenizer.prepare_latents(*latents);
+  ASSERT_TRUE(prepared.ok());
+  std::vector<float> by_index(fused.size());
+  ASSERT_TRUE(tokenizer.occupancy_on_grid(*prepared, grid, ijk, by_index).ok());
+  EXPECT_TRUE(close_to("random-weight occupancy (by grid index vs at points)", by_index, fused));
+  EXPECT_TRUE(close_to("random-weight occupancy (by grid index vs layered)", by_index, layered));
+  // Evaluated point by point or in any order, a grid point's logit is the same.
+  std::vector<float> one(1);
+  for (size_t p : {size_t(0), size_t(100), by_index.size() - 1}) {
+    ASSERT_TRUE(tokenizer.occupancy_on_grid(*prepared, grid, std::span(ijk).subspan(p * 3, 3), one).ok());
+    EXPECT_EQ(one[0], by_index[p]) << "point " << p;
+  }
+  // Indices outside the axis are refused, not read.
+  const std::vector<int32_t> outside = {0, 17, 3};
+  auto refused = tokenizer.occupancy_on_grid(*prepared, grid, outside, one);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("grid index 17"), std::string::npos) << refused.error().message;
+}
+
 // The fused decoder is for decoders whose weights stay in L2; a wide one (and
 // any on a CPU without AVX-512) goes through BLAS a layer at a time.
 TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
@@ -647,46 +693,8 @@ TEST(ShapeTokenizerLoad, OnlySmallDecodersTakeTheFusedOccupancyPath) {
   EXPECT_FALSE(odd_tokenizer->fused_occupancy_available());
 
   // Where it runs, the fused decoder agrees with the layered one on random weights too.
-  if (small_tokenizer->fused_occupancy_available()) {
-    std::vector<int64_t> tokens(20);
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t(i * 5 % 16);
-    auto latents = small_tokenizer->decode_tokens(tokens);
-    ASSERT_TRUE(latents.ok());
-    const std::vector<float> points = meshing_grid_points(4);
-    std::vector<float> fused(points.size() / 3), layered(points.size() / 3);
-    ASSERT_TRUE(small_tokenizer->occupancy(*latents, points, fused).ok());
-    small_tokenizer->set_fused_occupancy(false);
-    ASSERT_TRUE(small_tokenizer->occupancy(*latents, points, layered).ok());
-    EXPECT_TRUE(close_to("random-weight occupancy (fused vs layered)", fused, layered));
-
-    // By grid index from per-axis terms: the same points, the same logits to rounding.
-    small_tokenizer->set_fused_occupancy(true);
-    GridSpec spec;
-    spec.resolution = 4;
-    const std::vector<float> axis = grid_axis_coordinates(spec);
-    const ShapeTokenizer::GridQueries grid = small_tokenizer->prepare_grid(axis);
-    ASSERT_EQ(grid.terms.size(), size_t(3 * 17 * 64));
-    std::vector<int32_t> ijk;
-    for (int32_t i = 0; i < 17; ++i)
-      for (int32_t j = 0; j < 17; ++j)
-        for (int32_t k = 0; k < 17; ++k) ijk.insert(ijk.end(), {i, j, k});
-    auto prepared = small_tokenizer->prepare_latents(*latents);
-    ASSERT_TRUE(prepared.ok());
-    std::vector<float> by_index(fused.size());
-    ASSERT_TRUE(small_tokenizer->occupancy_on_grid(*prepared, grid, ijk, by_index).ok());
-    EXPECT_TRUE(close_to("random-weight occupancy (by grid index vs at points)", by_index, fused));
-    // Evaluated point by point or in any order, a grid point's logit is the same.
-    std::vector<float> one(1);
-    for (size_t p : {size_t(0), size_t(100), by_index.size() - 1}) {
-      ASSERT_TRUE(small_tokenizer->occupancy_on_grid(*prepared, grid, std::span(ijk).subspan(p * 3, 3), one).ok());
-      EXPECT_EQ(one[0], by_index[p]) << "point " << p;
-    }
-    // Indices outside the axis are refused, not read.
-    const std::vector<int32_t> outside = {0, 17, 3};
-    auto refused = small_tokenizer->occupancy_on_grid(*prepared, grid, outside, one);
-    ASSERT_FALSE(refused.ok());
-    EXPECT_NE(refused.error().message.find("grid index 17"), std::string::npos) << refused.error().message;
-  }
+  if (small_tokenizer->fused_occupancy_available())
+    expect_fused_occupancy_matches_layered(*small_tokenizer, small.width);
 }
 
 // A head size need not be a multiple of 16: the per-head products take masked
@@ -708,30 +716,7 @@ TEST(ShapeTokenizerLoad, FusedOccupancyTakesAnyHeadSize) {
     auto tokenizer = ShapeTokenizer::from_file(std::move(file).value(), config);
     ASSERT_TRUE(tokenizer.ok()) << tokenizer.error().to_string();
     ASSERT_TRUE(tokenizer->fused_occupancy_available());
-    std::vector<int64_t> tokens(20);
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int64_t(i * 7 % 16);
-    auto latents = tokenizer->decode_tokens(tokens);
-    ASSERT_TRUE(latents.ok());
-    const std::vector<float> points = meshing_grid_points(4);
-    std::vector<float> fused(points.size() / 3), layered(points.size() / 3);
-    ASSERT_TRUE(tokenizer->occupancy(*latents, points, fused).ok());
-    tokenizer->set_fused_occupancy(false);
-    ASSERT_TRUE(tokenizer->occupancy(*latents, points, layered).ok());
-    EXPECT_TRUE(close_to("random-weight occupancy (fused vs layered)", fused, layered));
-
-    tokenizer->set_fused_occupancy(true);
-    GridSpec spec;
-    spec.resolution = 4;
-    const ShapeTokenizer::GridQueries grid = tokenizer->prepare_grid(grid_axis_coordinates(spec));
-    std::vector<int32_t> ijk;
-    for (int32_t i = 0; i < 17; ++i)
-      for (int32_t j = 0; j < 17; ++j)
-        for (int32_t k = 0; k < 17; ++k) ijk.insert(ijk.end(), {i, j, k});
-    auto prepared = tokenizer->prepare_latents(*latents);
-    ASSERT_TRUE(prepared.ok());
-    std::vector<float> by_index(fused.size());
-    ASSERT_TRUE(tokenizer->occupancy_on_grid(*prepared, grid, ijk, by_index).ok());
-    EXPECT_TRUE(close_to("random-weight occupancy (by grid index vs layered)", by_index, layered));
+    expect_fused_occupancy_matches_layered(*tokenizer, width);
   }
 }
 
