@@ -10,7 +10,9 @@ Everything is measured on shapes and captions the model never trained on:
     query cube (the usual definition, target >= 0.85), and the harsher IoU over the training
     mix of labelled queries (half within about 0.02 of the surface); also the volumetric IoU of
     fresh shapes in the training attribute combinations (never trained on either), which tells
-    generalising to a new combination apart from reconstructing a new shape at all;
+    generalising to a new combination apart from reconstructing a new shape at all; and, for
+    both, how many one-piece shapes the tokenizer gives back in one piece (on the engine's
+    resolution-6 grid): a generation can only be whole if the tokenizer can draw it whole;
   - category accuracy: captions in held-out phrasings (and the held-out attribute
     combinations) -> greedy tokens with guidance -> occupancy on a grid -> the category the
     classifier in classifier.py gives it. The classifier is trained on fresh procedural
@@ -69,13 +71,26 @@ def decode(shape, tokens, points):
     return (shape.decode_indices(idx, torch.from_numpy(points).unsqueeze(0))[0] > 0).numpy()
 
 
+# The grid a reconstruction's pieces are counted on: the engine's resolution-6 grid, fine enough
+# for a leg to stay a leg, four times cheaper to decode than resolution 7.
+RECONSTRUCTION_PIECES_RESOLUTION = 6
+
+
+def decode_in_chunks(shape, tokens, points, chunk=40000):
+    return np.concatenate([decode(shape, tokens, points[i:i + chunk]) for i in range(0, len(points), chunk)])
+
+
 @torch.no_grad()
 def reconstruction(shape, rng, per_category, judge, points, held_out_combinations=True):
-    """Shapes never trained on through the tokenizer: IoUs, and whether the classifier still
+    """Shapes never trained on through the tokenizer: IoUs, whether the classifier still
     recognises the decoded shape (the ceiling the tokenizer sets on category accuracy of
-    generations). With held_out_combinations, every shape has its category's held-out attribute
-    combination; otherwise fresh shapes are drawn from the training combinations."""
-    volume, mixed, recognised = {}, {}, []
+    generations), and whether a one-piece shape comes back in one piece (a generation can only
+    be whole if the tokenizer can draw it whole). With held_out_combinations, every shape has its
+    category's held-out attribute combination; otherwise fresh shapes are drawn from the
+    training combinations."""
+    volume, mixed, recognised, whole = {}, {}, [], {}
+    axis = pieces.engine_grid_axis(RECONSTRUCTION_PIECES_RESOLUTION)
+    grid = pieces.grid_points(axis).astype(np.float32)
     for name in shapes.CATEGORIES:
         for _ in range(per_category):
             attrs = shapes.random_attributes(name, rng)
@@ -94,7 +109,10 @@ def reconstruction(shape, rng, per_category, judge, points, held_out_combination
             mixed.setdefault(name, []).append(iou(decode(shape, codes, s["queries"]), s["occupancy"] > 0.5))
             if judge is not None:
                 recognised.append(judge.predict([decode(shape, codes, points)])[0] == name)
-    return volume, mixed, float(np.mean(recognised)) if recognised else None
+            if name not in shapes.SEVERAL_PIECES:
+                occ = decode_in_chunks(shape, codes, grid).reshape(len(axis), len(axis), len(axis))
+                whole.setdefault(name, []).append(pieces.count_pieces(occ) == 1)
+    return volume, mixed, float(np.mean(recognised)) if recognised else None, whole
 
 
 def run_engine(cli, model, text, resolution, folder, decoding=()):
@@ -159,10 +177,10 @@ def main():
     judge = classifier.Classifier(n=n, per_category=args.classifier_shapes, log=log)
 
     rng = np.random.default_rng(args.seed)
-    volume, mixed, recognised = reconstruction(shape, rng, args.recon_per_category, judge, points)
+    volume, mixed, recognised, whole = reconstruction(shape, rng, args.recon_per_category, judge, points)
     log(f"reconstruction: volumetric IoU {np.mean(sum(volume.values(), [])):.3f}")
     # Its own generator, so the captions below stay the same with or without this figure.
-    fresh_volume, _, _ = reconstruction(shape, np.random.default_rng(args.seed - 1), args.recon_per_category, None, points,
+    fresh_volume, _, _, fresh_whole = reconstruction(shape, np.random.default_rng(args.seed - 1), args.recon_per_category, None, points,
                                         held_out_combinations=False)
     log(f"reconstruction of fresh shapes in training combinations: volumetric IoU "
         f"{np.mean(sum(fresh_volume.values(), [])):.3f}")
@@ -210,6 +228,9 @@ def main():
         "tokenizer_near_surface_mix_iou_held_out": float(np.mean(sum(mixed.values(), []))),
         "tokenizer_volumetric_iou_fresh_training_combinations": float(np.mean(sum(fresh_volume.values(), []))),
         "category_accuracy_of_tokenizer_reconstructions": recognised,
+        "tokenizer_one_piece_held_out": float(np.mean(sum(whole.values(), []))),
+        "tokenizer_one_piece_fresh_training_combinations": float(np.mean(sum(fresh_whole.values(), []))),
+        "tokenizer_one_piece_counted_on": f"the engine's resolution-{RECONSTRUCTION_PIECES_RESOLUTION} grid",
         "category_accuracy": float(np.mean([r["predicted"] == r["category"] for r in rows])),
         "category_accuracy_held_out_combinations": float(np.mean(
             [r["predicted"] == r["category"] for r in rows if len(r["attributes"]) == 2])),
@@ -247,12 +268,17 @@ def main():
         })
     per_category = {name: {"volumetric_iou": round(float(np.mean(volume[name])), 3),
                            "accuracy": float(np.mean([r["predicted"] == name for r in rows if r["category"] == name])),
-                           "pieces": [pieces_of(r) for r in rows if r["category"] == name]}
+                           "pieces": [pieces_of(r) for r in rows if r["category"] == name],
+                           "tokenizer_whole": int(sum(whole.get(name, []) + fresh_whole.get(name, []))),
+                           "tokenizer_shapes": len(whole.get(name, []) + fresh_whole.get(name, []))}
                     for name in shapes.CATEGORIES}
     for k, v in figures.items():
         print(f"{k:42s} {v:.3f}" if isinstance(v, float) else f"{k:42s} {v}")
     print("per category (volumetric IoU, accuracy): " +
           ", ".join(f"{k} {v['volumetric_iou']:.2f} {v['accuracy']:.2f}" for k, v in per_category.items()))
+    print("tokenizer reconstructions in one piece, held out and fresh (of shapes): " +
+          ", ".join(f"{k} {v['tokenizer_whole']}/{v['tokenizer_shapes']}" for k, v in per_category.items()
+                    if v["tokenizer_shapes"]))
     print(f"pieces per generation ({figures['one_piece_counted_on']}): " +
           ", ".join(f"{k} {' '.join(map(str, v['pieces']))}" for k, v in per_category.items()))
     if args.json:
