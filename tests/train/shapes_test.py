@@ -5,13 +5,17 @@ shade above its pole, a sail beside its mast) teaches it to draw floating parts.
 category, the four extreme (height, width) combinations, where parts are thinnest or furthest
 apart, with its other attributes (form, legs) drawn at random, are rasterised on the engine's
 resolution-7 grid (129^3 points over [-1.05, 1.05]^3, in the frame the model is trained in) and
-their pieces counted with face connectivity.
+their pieces counted with face connectivity. Stools and tables are checked with straight legs and
+with flared ones (shapes.LEG_FLARE, which a model's recipe sets: shapes.configure_for_model, also
+checked here).
 
     shapes_test.py REPO_ROOT
 """
 
+import json
 import os
 import sys
+import tempfile
 
 import numpy as np
 
@@ -36,10 +40,36 @@ def attribute_sets(name, rng):
     return sets
 
 
+FLARED = 1.8  # a flare a recipe has used (tools/train/README.md, "Flared legs")
+
+
+def check_configure_for_model():
+    """A model folder's recipe sets the flare; a recipe without it means straight legs; a folder
+    without a recipe leaves the setting alone."""
+    with tempfile.TemporaryDirectory() as folder:
+        shapes.LEG_FLARE = 1.0
+        shapes.configure_for_model(folder)
+        assert shapes.LEG_FLARE == 1.0, shapes.LEG_FLARE
+        os.makedirs(os.path.join(folder, "checkpoints"))
+        with open(os.path.join(folder, "checkpoints", "recipe.json"), "w") as f:
+            json.dump({"preset": "full", "leg_flare": FLARED}, f)
+        shapes.configure_for_model(folder)
+        assert shapes.LEG_FLARE == FLARED, shapes.LEG_FLARE
+        os.makedirs(os.path.join(folder, "training"))
+        with open(os.path.join(folder, "training", "recipe.json"), "w") as f:
+            json.dump({"preset": "full"}, f)
+        shapes.configure_for_model(folder)
+        assert shapes.LEG_FLARE == 1.0, shapes.LEG_FLARE
+    print("configure_for_model: the recipe's flare, straight legs when it names none")
+
+
 def main():
+    check_configure_for_model()
     rng = np.random.default_rng(1234)
     failures = []
-    for name in shapes.CATEGORIES:
+    cases = [(name, 1.0) for name in shapes.CATEGORIES] + [("stool", FLARED), ("table", FLARED)]
+    for name, flare in cases:
+        shapes.LEG_FLARE = flare
         counts = []
         for attrs in attribute_sets(name, rng):
             field = shapes.occupancy_field(name, attrs, rng)
@@ -47,8 +77,8 @@ def main():
             count = pieces.shape_pieces(field, sample)
             counts.append(count)
             if count == 0 or (count > 1 and name not in shapes.SEVERAL_PIECES):
-                failures.append(f"{name} {attrs}: {count} pieces on the resolution-7 grid")
-        print(f"{name:10s} pieces {counts}", flush=True)
+                failures.append(f"{name} {attrs} (leg flare {flare}): {count} pieces on the resolution-7 grid")
+        print(f"{name:10s} leg flare {flare} pieces {counts}", flush=True)
     if failures:
         print("FAIL: shapes that are not one piece:\n  " + "\n  ".join(failures))
         sys.exit(1)

@@ -59,6 +59,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import captions  # noqa: E402
 import generate  # noqa: E402
 import models  # noqa: E402
+import shapes  # noqa: E402
 import train  # noqa: E402
 
 SEED = 20260202
@@ -280,9 +281,11 @@ def main():
     data_p = dict(train.PRESETS[p["data_preset"]])
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(work, exist_ok=True)
+    source = load_source(args.source)
+    # The source's shapes (load_source configured them); recorded so this folder draws them too.
+    p["leg_flare"] = shapes.LEG_FLARE
     train.write_recipe(os.path.join(work, "recipe_diffusion.json"), {"preset": args.preset, "seed": SEED, **p})
     t0 = time.time()
-    source = load_source(args.source)
     for module in source[1:]:
         module.to(device)
     try:

@@ -34,9 +34,13 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bpe  # noqa: E402
 import models  # noqa: E402
+import shapes  # noqa: E402
 
 
 def load_folder(folder):
+    """The networks of a model folder; procedural shapes drawn after this are the ones its recipe
+    trained on (shapes.configure_for_model)."""
+    shapes.configure_for_model(folder)
     cfg = yaml.safe_load(open(os.path.join(folder, "config.yaml")))
     clip_cfg = json.load(open(os.path.join(folder, "clip", "config.json")))["text_config"]
     clip = models.ClipText(clip_cfg)

@@ -16,7 +16,9 @@ reference uses for meshes: centred on its bounding box and scaled so its longest
 Y is up.
 """
 
+import json
 import math
+import os
 
 import numpy as np
 
@@ -75,6 +77,23 @@ def cone(center, radius_bottom, radius_top, half_height, axis="y"):
         r = radius_bottom + (np.clip(along, -half_height, half_height) + half_height) * slope
         side = (radial - r) * scale
         caps = np.abs(along) - half_height
+        return np.maximum(side, caps)
+
+    return f
+
+
+def tapered_box(center, half_bottom, half_top, half_height):
+    """A square frustum along y: half-width half_bottom at its foot, half_top at its top; the
+    distance is a Lipschitz bound, as the cone's."""
+    c = np.asarray(center, dtype=np.float64)
+    slope = (half_top - half_bottom) / (2.0 * half_height)
+    scale = 1.0 / math.sqrt(1.0 + slope * slope)
+
+    def f(p):
+        d = p - c
+        r = half_bottom + (np.clip(d[:, 1], -half_height, half_height) + half_height) * slope
+        side = (np.maximum(np.abs(d[:, 0]), np.abs(d[:, 2])) - r) * scale
+        caps = np.abs(d[:, 1]) - half_height
         return np.maximum(side, caps)
 
     return f
@@ -158,11 +177,16 @@ def _leg_positions(n, half_x, half_z, round_layout):
     return [(sx * half_x, sz * half_z) for sx in (-1, 1) for sz in (-1, 1)][:n]
 
 
-def _legs(n, top_y, length, half_x, half_z, radius, round_layout, square_legs=False):
+def _legs(n, top_y, length, half_x, half_z, radius, round_layout, square_legs=False, flare=1.0):
+    """Legs standing on y = 0 up to top_y; with flare > 1 each widens linearly to flare times its
+    radius where it meets what it carries."""
     legs = []
     for x, z in _leg_positions(n, half_x, half_z, round_layout):
         center = (x, top_y - length / 2, z)
-        if square_legs:
+        if flare != 1.0:
+            legs.append(tapered_box(center, radius, radius * flare, length / 2) if square_legs else
+                        cone(center, radius, radius * flare, length / 2))
+        elif square_legs:
             legs.append(box(center, (radius, length / 2, radius)))
         else:
             legs.append(cylinder(center, radius, length / 2))
@@ -184,6 +208,29 @@ def _slab(center, half_x, half_y, half_z, round_form):
 # IoU of the categories with thin parts went 0.32, 0.47, 0.55 for 0.025, 0.045, 0.065, the
 # others' stayed at 0.62-0.64; 0.065 is the thickest measured.
 PART_HALF_THICKNESS = 0.065
+# How much wider than at its foot a stool's or table's leg is where it meets the top (1: straight
+# legs). The tokenizer loses straight legs just under a top, where a thin part meets a broad one
+# (tools/train/README.md, "Flared legs"); a flared leg carries more of itself into that join.
+LEG_FLARE = 1.0
+
+
+# Where a model folder records the recipe it was trained with: its own run, or the autoregressive
+# run a block-diffusion folder was fine-tuned from (diffusion.py copies the setting over).
+RECIPE_FILES = ("training/recipe.json", "checkpoints/recipe.json",
+                "training/recipe_diffusion.json", "checkpoints/recipe_diffusion.json")
+
+
+def configure_for_model(folder):
+    """Draws shapes as the recipe that trained the model in `folder` did, so that held-out shapes,
+    the judge's references and the examples are the kind of shape the model learned. A recipe
+    that does not name the leg flare predates it: straight legs. A folder with no recipe keeps
+    this module's settings."""
+    global LEG_FLARE
+    for name in RECIPE_FILES:
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            LEG_FLARE = float(json.load(open(path)).get("leg_flare", 1.0))
+            return
 
 
 def _t(factor=1.0):
@@ -209,11 +256,13 @@ def make_chair(a, rng):
 def make_stool(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
     t = _t()
-    # At least 3t across, so that narrow stools keep gaps between their legs.
-    height, r = 0.5 * h, max(0.18 * w, 3 * t)
+    f = LEG_FLARE
+    # At least 3t across (and enough for flared tops), so that narrow stools keep gaps between their legs.
+    height, r = 0.5 * h, max(0.18 * w, 3 * t, 2.2 * f * t)
     round_form = a.get("form") != "square"
     parts = [_slab((0, height, 0), r, t * 1.2, r, round_form)]
-    parts += _legs(a.get("legs") or 3, height, height, r - t, r - t, t, round_form, square_legs=not round_form)
+    parts += _legs(a.get("legs") or 3, height, height, r - f * t, r - f * t, t, round_form,
+                   square_legs=not round_form, flare=f)
     return union(*parts)
 
 
@@ -225,9 +274,10 @@ def make_table(a, rng):
     if round_form:
         half_x = half_z = 0.38 * w
     parts = [_slab((0, height, 0), half_x, t, half_z, round_form)]
-    inset = 1.5 * t if round_form else 1.2 * t
+    f = LEG_FLARE
+    inset = (1.5 * t if round_form else 1.2 * t) + (f - 1) * t
     parts += _legs(a.get("legs") or 4, height, height, half_x - inset, half_z - inset, t, round_form,
-                   square_legs=not round_form)
+                   square_legs=not round_form, flare=f)
     return union(*parts)
 
 

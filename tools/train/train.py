@@ -732,6 +732,9 @@ def main():
     ap.add_argument("--ae-width", type=int,
                     help="the autoencoder's width instead of the preset's (README.md, \"Chunky shapes\": 96 ranked "
                          "next to 128 for about half its occupancy cost)")
+    ap.add_argument("--leg-flare", type=float,
+                    help="stools' and tables' legs this many times wider where they meet the top than at the "
+                         f"foot, instead of shapes.py's {shapes.LEG_FLARE} (README.md, \"Flared legs\")")
     ap.add_argument("--threads", type=int, default=1,
                     help="PyTorch intra-op threads (default 1: with OpenBLAS already on both cores, a second "
                          "PyTorch thread made steps 1.6-2x slower on the 2-core machine; README.md)")
@@ -753,6 +756,13 @@ def main():
         p["ae_fourier_std"] = args.ae_fourier_std
     if args.ae_width:
         p["ae"] = dict(p["ae"], width=args.ae_width)
+    if args.leg_flare is not None:
+        if not args.leg_flare >= 1.0:
+            sys.exit(f"train.py: --leg-flare {args.leg_flare}: must be at least 1 (1: straight legs)")
+        p["leg_flare"] = args.leg_flare
+    # The shapes the data is drawn from; the recipe records it, so tools that draw shapes for this
+    # model draw the same ones (shapes.configure_for_model).
+    shapes.LEG_FLARE = p.setdefault("leg_flare", shapes.LEG_FLARE)
     p = scale_batch(p, args.batch_scale)
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
