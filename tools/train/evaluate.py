@@ -139,7 +139,9 @@ def main():
     ap.add_argument("--engine", help="cubeforge-cli: also generate every caption with the engine")
     ap.add_argument("--resolution", type=int, default=7, help="the engine's grid resolution")
     ap.add_argument("--grid", type=int, default=32, help="evaluation grid (even)")
-    ap.add_argument("--recon-per-category", type=int, default=3)
+    ap.add_argument("--recon-per-category", type=int, default=3,
+                    help="held-out shapes per category for the tokenizer's figures (0: leave them out; they draw "
+                         "from the captions' generator, so the captions then differ from a run with them)")
     ap.add_argument("--captions-per-setting", type=int, default=2)
     ap.add_argument("--classifier-shapes", type=int, default=40, help="fresh training shapes per category")
     ap.add_argument("--json", help="write the figures and every caption's verdicts here too")
@@ -177,13 +179,25 @@ def main():
     judge = classifier.Classifier(n=n, per_category=args.classifier_shapes, log=log)
 
     rng = np.random.default_rng(args.seed)
-    volume, mixed, recognised, whole = reconstruction(shape, rng, args.recon_per_category, judge, points)
-    log(f"reconstruction: volumetric IoU {np.mean(sum(volume.values(), [])):.3f}")
-    # Its own generator, so the captions below stay the same with or without this figure.
-    fresh_volume, _, _, fresh_whole = reconstruction(shape, np.random.default_rng(args.seed - 1), args.recon_per_category, None, points,
-                                        held_out_combinations=False)
-    log(f"reconstruction of fresh shapes in training combinations: volumetric IoU "
-        f"{np.mean(sum(fresh_volume.values(), [])):.3f}")
+    tokenizer_figures, volume, whole, fresh_whole = {}, {}, {}, {}
+    if args.recon_per_category > 0:
+        volume, mixed, recognised, whole = reconstruction(shape, rng, args.recon_per_category, judge, points)
+        log(f"reconstruction: volumetric IoU {np.mean(sum(volume.values(), [])):.3f}")
+        # Its own generator, so the captions below stay the same with or without this figure.
+        fresh_volume, _, _, fresh_whole = reconstruction(shape, np.random.default_rng(args.seed - 1),
+                                                         args.recon_per_category, None, points,
+                                                         held_out_combinations=False)
+        log(f"reconstruction of fresh shapes in training combinations: volumetric IoU "
+            f"{np.mean(sum(fresh_volume.values(), [])):.3f}")
+        tokenizer_figures = {
+            "tokenizer_volumetric_iou_held_out": float(np.mean(sum(volume.values(), []))),
+            "tokenizer_near_surface_mix_iou_held_out": float(np.mean(sum(mixed.values(), []))),
+            "tokenizer_volumetric_iou_fresh_training_combinations": float(np.mean(sum(fresh_volume.values(), []))),
+            "category_accuracy_of_tokenizer_reconstructions": recognised,
+            "tokenizer_one_piece_held_out": float(np.mean(sum(whole.values(), []))),
+            "tokenizer_one_piece_fresh_training_combinations": float(np.mean(sum(fresh_whole.values(), []))),
+            "tokenizer_one_piece_counted_on": f"the engine's resolution-{RECONSTRUCTION_PIECES_RESOLUTION} grid",
+        }
 
     rows = []
     with tempfile.TemporaryDirectory() as folder:
@@ -224,13 +238,7 @@ def main():
 
     agreement = [r["attribute_agrees"] for r in rows if "attribute_agrees" in r]
     figures = {
-        "tokenizer_volumetric_iou_held_out": float(np.mean(sum(volume.values(), []))),
-        "tokenizer_near_surface_mix_iou_held_out": float(np.mean(sum(mixed.values(), []))),
-        "tokenizer_volumetric_iou_fresh_training_combinations": float(np.mean(sum(fresh_volume.values(), []))),
-        "category_accuracy_of_tokenizer_reconstructions": recognised,
-        "tokenizer_one_piece_held_out": float(np.mean(sum(whole.values(), []))),
-        "tokenizer_one_piece_fresh_training_combinations": float(np.mean(sum(fresh_whole.values(), []))),
-        "tokenizer_one_piece_counted_on": f"the engine's resolution-{RECONSTRUCTION_PIECES_RESOLUTION} grid",
+        **tokenizer_figures,
         "category_accuracy": float(np.mean([r["predicted"] == r["category"] for r in rows])),
         "category_accuracy_held_out_combinations": float(np.mean(
             [r["predicted"] == r["category"] for r in rows if len(r["attributes"]) == 2])),
@@ -266,7 +274,7 @@ def main():
             "engine_decoding": " ".join(engine_decoding) or "sequential",
             "judged": "engine tokens" if args.judge_engine else "training code tokens",
         })
-    per_category = {name: {"volumetric_iou": round(float(np.mean(volume[name])), 3),
+    per_category = {name: {"volumetric_iou": round(float(np.mean(volume[name])), 3) if name in volume else None,
                            "accuracy": float(np.mean([r["predicted"] == name for r in rows if r["category"] == name])),
                            "pieces": [pieces_of(r) for r in rows if r["category"] == name],
                            "tokenizer_whole": int(sum(whole.get(name, []) + fresh_whole.get(name, []))),
@@ -275,7 +283,8 @@ def main():
     for k, v in figures.items():
         print(f"{k:42s} {v:.3f}" if isinstance(v, float) else f"{k:42s} {v}")
     print("per category (volumetric IoU, accuracy): " +
-          ", ".join(f"{k} {v['volumetric_iou']:.2f} {v['accuracy']:.2f}" for k, v in per_category.items()))
+          ", ".join(f"{k} {'-' if v['volumetric_iou'] is None else format(v['volumetric_iou'], '.2f')} {v['accuracy']:.2f}"
+                    for k, v in per_category.items()))
     print("tokenizer reconstructions in one piece, held out and fresh (of shapes): " +
           ", ".join(f"{k} {v['tokenizer_whole']}/{v['tokenizer_shapes']}" for k, v in per_category.items()
                     if v["tokenizer_shapes"]))
