@@ -9,14 +9,13 @@ namespace cubeforge::app {
 
 namespace {
 
-// A whole generation's time at resolutions 2..10 relative to resolution 6:
-// medians over prompts of repeated cubeforge-cli runs on the built-in model
-// on a quiet machine (docs/performance.md, "Detail and time"); 2..4 and 10
-// are extended from their neighbours.
+// A whole generation's time at resolutions 2..10 relative to resolution 6,
+// measured with cubeforge-cli on the built-in model (docs/performance.md,
+// "Detail and time"); 2..4 and 10 are extended from their neighbours.
 constexpr int kFirstResolution = 2, kLastResolution = 10;
 constexpr double kRelativeCost[] = {
-    /* 2 */ 0.45, /* 3 */ 0.48, /* 4 */ 0.5,  /* 5 */ 0.63,   /* 6 */ 1.0,
-    /* 7 */ 2.5,  /* 8 */ 9.2,  /* 9 */ 48.0, /* 10 */ 240.0,
+    /* 2 */ 0.45, /* 3 */ 0.48, /* 4 */ 0.5,  /* 5 */ 0.6,    /* 6 */ 1.0,
+    /* 7 */ 1.7,  /* 8 */ 6.8,  /* 9 */ 33.0, /* 10 */ 160.0,
 };
 
 }  // namespace
