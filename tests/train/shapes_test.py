@@ -60,7 +60,17 @@ def check_configure_for_model():
             json.dump({"preset": "full"}, f)
         shapes.configure_for_model(folder)
         assert shapes.LEG_FLARE == 1.0, shapes.LEG_FLARE
-    print("configure_for_model: the recipe's flare, straight legs when it names none")
+        for bad in ('{"leg_flare": 0.5}', '{"leg_flare": "wide"}', '{"leg_flare": 1e999}', '[1.8]', '{"leg'):
+            with open(os.path.join(folder, "training", "recipe.json"), "w") as f:
+                f.write(bad)
+            try:
+                shapes.configure_for_model(folder)
+            except ValueError as e:
+                assert "recipe.json" in str(e), e
+            else:
+                raise AssertionError(f"a recipe of {bad} was taken (leg flare {shapes.LEG_FLARE})")
+    print("configure_for_model: the recipe's flare, straight legs when it names none, an error naming "
+          "the file for a bad one")
 
 
 def main():

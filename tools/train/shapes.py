@@ -209,9 +209,22 @@ def _slab(center, half_x, half_y, half_z, round_form):
 # others' stayed at 0.62-0.64; 0.065 is the thickest measured.
 PART_HALF_THICKNESS = 0.065
 # How much wider than at its foot a stool's or table's leg is where it meets the top (1: straight
-# legs). The tokenizer loses straight legs just under a top, where a thin part meets a broad one
-# (tools/train/README.md, "Flared legs"); a flared leg carries more of itself into that join.
+# legs). The tokenizer loses straight legs just under a top; a whole run with flared ones (1.8)
+# drew stools and tables whole more often but was no better overall than the spread between runs
+# (tools/train/README.md, "Flared legs"), so straight legs stay the default.
 LEG_FLARE = 1.0
+
+
+def checked_leg_flare(value, where):
+    """A leg flare as a recipe or an option gives it: a finite number of at least 1, or an error
+    that names where it came from."""
+    try:
+        flare = float(value)
+    except (TypeError, ValueError):
+        flare = math.nan
+    if not (math.isfinite(flare) and flare >= 1.0):
+        raise ValueError(f"{where}: leg flare {value!r} must be a finite number of at least 1 (1: straight legs)")
+    return flare
 
 
 # Where a model folder records the recipe it was trained with: its own run, or the autoregressive
@@ -229,7 +242,11 @@ def configure_for_model(folder):
     for name in RECIPE_FILES:
         path = os.path.join(folder, name)
         if os.path.exists(path):
-            LEG_FLARE = float(json.load(open(path)).get("leg_flare", 1.0))
+            try:
+                recipe = json.load(open(path))
+            except (OSError, ValueError) as e:
+                raise ValueError(f"{path}: not a readable recipe ({e})") from e
+            LEG_FLARE = checked_leg_flare(recipe.get("leg_flare", 1.0) if isinstance(recipe, dict) else None, path)
             return
 
 
@@ -257,7 +274,8 @@ def make_stool(a, rng):
     h, w = _height_scale(a, rng), _width_scale(a, rng)
     t = _t()
     f = LEG_FLARE
-    # At least 3t across (and enough for flared tops), so that narrow stools keep gaps between their legs.
+    # At least 3t across (and enough for flared tops), so that narrow stools keep gaps between
+    # their legs.
     height, r = 0.5 * h, max(0.18 * w, 3 * t, 2.2 * f * t)
     round_form = a.get("form") != "square"
     parts = [_slab((0, height, 0), r, t * 1.2, r, round_form)]

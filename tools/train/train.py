@@ -757,9 +757,10 @@ def main():
     if args.ae_width:
         p["ae"] = dict(p["ae"], width=args.ae_width)
     if args.leg_flare is not None:
-        if not args.leg_flare >= 1.0:
-            sys.exit(f"train.py: --leg-flare {args.leg_flare}: must be at least 1 (1: straight legs)")
-        p["leg_flare"] = args.leg_flare
+        try:
+            p["leg_flare"] = shapes.checked_leg_flare(args.leg_flare, "train.py --leg-flare")
+        except ValueError as e:
+            sys.exit(str(e))
     # The shapes the data is drawn from; the recipe records it, so tools that draw shapes for this
     # model draw the same ones (shapes.configure_for_model).
     shapes.LEG_FLARE = p.setdefault("leg_flare", shapes.LEG_FLARE)
