@@ -275,7 +275,7 @@ def make_dataset(work, p, budget=UNBOUNDED):
     # next category with the same draws.
     parts_dir = os.path.join(work, "data_parts")
     os.makedirs(parts_dir, exist_ok=True)
-    rng = np.random.default_rng(SEED)
+    rng = np.random.default_rng(p.get("seed", SEED))
     parts, seconds = [], 0.0
     for number, name in enumerate(shapes.CATEGORIES):
         part_path = os.path.join(parts_dir, f"{number:02d}_{name}.npz")
@@ -340,11 +340,11 @@ def make_category(name, p, rng):
 # 2. BPE
 
 
-def make_vocabulary(clip_dir, budget=UNBOUNDED):
+def make_vocabulary(clip_dir, budget=UNBOUNDED, seed=SEED):
     if os.path.exists(os.path.join(clip_dir, "merges.txt")):
         return bpe.Tokenizer.load(clip_dir)
     os.makedirs(clip_dir, exist_ok=True)
-    texts = captions.corpus(np.random.default_rng(SEED + 1), 20000)
+    texts = captions.corpus(np.random.default_rng(seed + 1), 20000)
     vocab, merges = bpe.train(texts)
     bpe.save(clip_dir, vocab, merges)
     log(f"bpe: {len(vocab)} tokens, {len(merges)} merges")
@@ -442,7 +442,7 @@ def train_autoencoder(work, data, p, device="cpu", budget=UNBOUNDED):
     model.to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
     state = {"stage": "ae_warm", "step": 0}
-    rng = np.random.default_rng(SEED + 2)
+    rng = np.random.default_rng(p.get("seed", SEED) + 2)
     # Codes chosen since the last dead-code restart (ae_vq).
     usage = torch.zeros(p["ae"]["num_codes"], device=device)
     if os.path.exists(ckpt):
@@ -541,7 +541,7 @@ def encode_tokens(work, model, data, p, budget=UNBOUNDED):
         return np.load(path)
     model.eval()
     device = device_of(model)
-    rng = np.random.default_rng(SEED + 3)
+    rng = np.random.default_rng(p.get("seed", SEED) + 3)
     out = []
     for start in range(0, len(data["surface"]), p["ae_batch"]):
         idx = np.arange(start, min(start + p["ae_batch"], len(data["surface"])))
@@ -582,7 +582,7 @@ def train_gpt(work, data, tokens, shape_model, tokenizer, p, budget=UNBOUNDED):
     params = list(gpt.parameters()) + list(clip.parameters())
     opt = torch.optim.AdamW(params, lr=p["gpt_lr"], weight_decay=0.01, betas=(0.9, 0.95))
     step = 0
-    rng = np.random.default_rng(SEED + 4)
+    rng = np.random.default_rng(p.get("seed", SEED) + 4)
     if os.path.exists(ckpt):
         saved = load_checkpoint(ckpt)
         gpt.load_state_dict(saved["gpt"])
@@ -735,6 +735,9 @@ def main():
     ap.add_argument("--leg-flare", type=float,
                     help="stools' and tables' legs this many times wider where they meet the top than at the "
                          f"foot, instead of shapes.py's {shapes.LEG_FLARE} (README.md, \"Flared legs\")")
+    ap.add_argument("--seed", type=int, default=SEED,
+                    help=f"the run's seed instead of the recipe's {SEED}: another run of the same recipe, to tell "
+                         "a change from the spread between runs (README.md)")
     ap.add_argument("--threads", type=int, default=1,
                     help="PyTorch intra-op threads (default 1: with OpenBLAS already on both cores, a second "
                          "PyTorch thread made steps 1.6-2x slower on the 2-core machine; README.md)")
@@ -746,7 +749,6 @@ def main():
     torch.set_num_threads(args.threads)
     log(f"{args.threads} PyTorch thread(s), {os.environ['OPENBLAS_NUM_THREADS']} OpenBLAS thread(s)")
     device = pick_device(args.device)
-    torch.manual_seed(SEED)
     p = dict(PRESETS[args.preset])
     for key in ("ae_warm_steps", "ae_vq_steps", "gpt_steps"):
         p[key] = max(1, int(round(p[key] * args.steps_scale)))
@@ -764,6 +766,9 @@ def main():
     # The shapes the data is drawn from; the recipe records it, so tools that draw shapes for this
     # model draw the same ones (shapes.configure_for_model).
     shapes.LEG_FLARE = p.setdefault("leg_flare", shapes.LEG_FLARE)
+    # Every random draw of the run (shapes, captions, initial weights, batches) follows from it.
+    p["seed"] = args.seed
+    torch.manual_seed(p["seed"])
     p = scale_batch(p, args.batch_scale)
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(os.path.join(args.out, "clip"), exist_ok=True)
@@ -772,7 +777,7 @@ def main():
     t0 = time.time()
     try:
         data = make_dataset(work, p, budget)
-        tokenizer = make_vocabulary(os.path.join(args.out, "clip"), budget)
+        tokenizer = make_vocabulary(os.path.join(args.out, "clip"), budget, p["seed"])
         shape_model = train_autoencoder(work, data, p, device, budget)
         tokens = encode_tokens(work, shape_model, data, p, budget)
         gpt, clip = train_gpt(work, data, tokens, shape_model, tokenizer, p, budget)
