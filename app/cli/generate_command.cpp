@@ -33,7 +33,7 @@ struct GenerateOptions {
   std::string model_dir, prompt, out;
   bool model_given = false;
   std::string seed_text = "0";
-  float guidance = 3.0f;
+  float guidance = kModelGuidance;
   float temperature = 1.0f;
   int top_k = 0;
   float top_p = 1.0f;
@@ -296,8 +296,10 @@ Action add_generate_command(CLI::App& app) {
   cmd->add_option("--out,-o", o->out, "Output mesh: .glb, .obj, .stl or .ply (default cubeforge.glb)");
   cmd->add_flag("--force", o->force, "Replace the output file even if it is read-only");
   cmd->add_option("--seed", o->seed_text, "Seed for sampling (0 to 2^64 - 1)")->check(seed_number());
-  cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale (0: off)")
-      ->check(number_in(0.0, 100.0, false, "0 turns guidance off; 3 is the reference's"));
+  cmd->add_option("--guidance", o->guidance,
+                  "Classifier-free guidance scale (0: off; default: the model's, from its config.yaml, else 3, "
+                  "the reference's)")
+      ->check(number_in(0.0, kMaxGuidance, false, "0 turns guidance off; 3 is the reference's"));
   cmd->add_flag("--sample", o->sample, "Sample instead of greedy decoding");
   cmd->add_option("--temperature", o->temperature, "Sampling temperature")
       ->check(number_in(0.0, std::numeric_limits<double>::max(), true,

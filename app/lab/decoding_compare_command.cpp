@@ -40,7 +40,7 @@ struct DecodingCompareOptions {
   LabOptions lab;
   std::string reference_dir;
   DecodingArguments decoding;
-  float guidance = 3.0f;
+  float guidance = kModelGuidance;
   int resolution = 6;
   int iou_resolution = 6;
   int rounds = 3;
@@ -252,7 +252,7 @@ void report_decoding_compare(const DecodingCompareOptions& o, const DecodingComp
                                 {"reference", escape_untrusted(reference_folder)},
                                 {"decoding", settings},
                                 {"reference_decoding", o.against_no_cache ? "the same, no cache" : "sequential"},
-                                {"guidance", o.guidance},
+                                {"guidance", guidance_for_model(o.guidance, plan.model->config().gpt)},
                                 {"resolution", o.resolution},
                                 {"iou_resolution", o.iou_resolution},
                                 {"rounds", o.rounds},
@@ -312,8 +312,10 @@ Action add_decoding_compare_command(CLI::App& app) {
                 "Compare block diffusion with the same rule recomputing every position (exact) instead of "
                 "sequential decoding: how far a cache moves it");
   add_decoding_arguments(cmd, o->decoding);
-  cmd->add_option("--guidance", o->guidance, "Classifier-free guidance scale (0: off)")
-      ->check(number_in(0.0, 100.0, false, "0 turns guidance off; 3 is the reference's"));
+  cmd->add_option("--guidance", o->guidance,
+                  "Classifier-free guidance scale (0: off; default: the model's, from its config.yaml, else 3, "
+                  "the reference's)")
+      ->check(number_in(0.0, kMaxGuidance, false, "0 turns guidance off; 3 is the reference's"));
   cmd->add_option("--resolution", o->resolution, "Grid resolution of the meshes: (2^R + 1)^3 points")
       ->check(whole_number_in(2, 10, "8 is the reference's"));
   cmd->add_option("--iou-resolution", o->iou_resolution, "Grid the two solids are compared on: (2^R + 1)^3 points")

@@ -12,6 +12,9 @@ Status check_token_session_options(const DualStreamGpt& model, const TokenSessio
   if (options.cond_length < 1)
     return make_error(ErrorCode::kInvalidArgument, "a session needs at least one condition row");
   CUBEFORGE_TRY(check_decode_options(options));
+  if (options.guidance_left_to_model())
+    return option_error(ErrorCode::kInvalidArgument, OptionKey::kGuidance,
+                        "the guidance scale was left to the model but never settled (guidance_for_model)");
   if (!options.forced_tokens.empty()) {
     if (options.forced_tokens.size() < size_t(options.tokens))
       return make_error(ErrorCode::kInvalidArgument, "teacher forcing needs one token per step");

@@ -74,6 +74,11 @@ DiffusionOptions diffusion_options_for_model(DiffusionOptions options, const Gpt
   return options;
 }
 
+float guidance_for_model(float asked, const GptConfig& config) {
+  if (asked != kModelGuidance) return asked;
+  return config.guidance_scale.value_or(kReferenceGuidance);
+}
+
 Result<DecodedTokens> decode_tokens(const TokenBackend& backend, std::span<const float> cond,
                                     std::span<const float> uncond, int count, const TokenGenerationOptions& generation,
                                     const DecodingOptions& options, const TokenCallback& on_token) {

@@ -75,6 +75,10 @@ constexpr float kDefaultDiffusionThreshold = 0.9f;
 // threshold (the config's gpt_model.block_diffusion.threshold, else
 // kDefaultDiffusionThreshold). A factor rule keeps its factor.
 DiffusionOptions diffusion_options_for_model(DiffusionOptions options, const GptConfig& config);
+// The guidance scale a generation runs at: `asked`, or when it is left to the
+// model (kModelGuidance) the config's gpt_model.guidance_scale, else the
+// reference's.
+float guidance_for_model(float asked, const GptConfig& config);
 
 // Block diffusion of `count` tokens (a whole number of blocks); a threshold
 // left to the model is the model's (diffusion_options_for_model).

@@ -12,6 +12,7 @@
 #include "inference/core/checked_number.h"
 #include "inference/core/file_io.h"
 #include "inference/core/untrusted_text.h"
+#include "inference/options/engine_options.h"
 
 namespace cubeforge {
 
@@ -39,6 +40,7 @@ constexpr NumberRange<int> kSize = positive_up_to(kMaxSize);
 constexpr NumberRange<int> kOptionalSize{0, kMaxSize};
 constexpr NumberRange<float> kEps = positive_up_to(1.0f);
 constexpr NumberRange<float> kProbability = positive_up_to(1.0f);
+constexpr NumberRange<float> kGuidanceScale{0.0f, kMaxGuidance};
 constexpr NumberRange<float> kRopeTheta = positive_up_to(std::numeric_limits<float>::max());
 
 std::string key_path(const std::string& section, const std::string& key) { return section + "." + key; }
@@ -228,6 +230,11 @@ Result<ModelConfig> parse_model_config_yaml_text(std::string_view text, const st
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_pooled_text_embed", &g.use_pooled_text_embed, file, false));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "encoder_with_cls_token", &g.encoder_with_cls_token, file, false));
   CUBEFORGE_TRY(read_key(gpt, "gpt_model", "use_bbox", &g.use_bbox, file, false));
+  if (gpt["guidance_scale"]) {
+    float guidance = 0.f;
+    CUBEFORGE_TRY(read_number(gpt, "gpt_model", "guidance_scale", &guidance, file, true, kGuidanceScale));
+    g.guidance_scale = guidance;
+  }
   if (const YAML::Node diffusion = gpt["block_diffusion"]) {
     const std::string section = "gpt_model.block_diffusion";
     if (!diffusion.IsMap()) return make_error(ErrorCode::kCorruptFile, "'" + file + "': " + section + " is not a mapping");

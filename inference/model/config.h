@@ -42,6 +42,10 @@ struct GptConfig {
   // was measured to decode well at, the default of DiffusionOptions; 0 when
   // the config names none.
   float diffusion_threshold = 0.f;
+  // gpt_model.guidance_scale: the classifier-free guidance scale the model was
+  // measured to draw best at, what a generation that leaves guidance to the
+  // model runs at; none when the config names none (the reference's scale).
+  std::optional<float> guidance_scale;
 
   bool block_diffusion() const { return diffusion_block_size > 0; }
   int head_dim() const { return heads > 0 ? width / heads : 0; }

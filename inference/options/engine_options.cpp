@@ -167,8 +167,10 @@ const char* diffusion_cache_name(DiffusionCache cache) { return name_in(kDiffusi
 std::optional<DiffusionCache> parse_diffusion_cache(std::string_view name) { return value_in(kDiffusionCaches, name); }
 
 Status check_decode_options(const DecodeOptions& options) {
-  if (!(options.guidance_scale >= 0.f) || !std::isfinite(options.guidance_scale))
-    return invalid(OptionKey::kGuidance, "guidance must be a number >= 0");
+  if (!options.guidance_left_to_model() &&
+      !(options.guidance_scale >= 0.f && options.guidance_scale <= kMaxGuidance))
+    return invalid(OptionKey::kGuidance, "guidance must be from 0 (off) to " + std::to_string(int(kMaxGuidance)) +
+                                             ", or left to the model");
   CUBEFORGE_TRY(check_sampling_options(options.sampling));
   CUBEFORGE_TRY(check_kv_cache_options(options.kv_cache));
   if (!options.use_kv_cache && !options.kv_cache.exact())

@@ -178,10 +178,21 @@ struct DecodingOptions {
   DiffusionOptions diffusion;
 };
 
+// ---- Classifier-free guidance.
+// The reference's scale, and what a model whose config names none is guided at.
+inline constexpr float kReferenceGuidance = 3.0f;
+inline constexpr float kMaxGuidance = 100.0f;
+// A scale left to the model: its config's gpt_model.guidance_scale, else
+// kReferenceGuidance (guidance_for_model, inference/decoding/decoding.h). A
+// GenerationRequest leaves it to the model unless asked; planning and
+// generation settle it before a backend opens a session.
+inline constexpr float kModelGuidance = -1.0f;
+
 // ---- What decides how the GPT runs, from a request down to a backend's
 // session: requests and sessions hold it whole.
 struct DecodeOptions {
-  float guidance_scale = 3.0f;  // > 0: two rows (conditional, unconditional)
+  // > 0: two rows (conditional, unconditional); 0: off; kModelGuidance: the model's.
+  float guidance_scale = kReferenceGuidance;
   SamplingOptions sampling;     // greedy by default, like the reference
   AttentionMode attention = AttentionMode::kCausal;
   bool use_kv_cache = true;  // off: every step recomputes the whole sequence
@@ -191,8 +202,10 @@ struct DecodeOptions {
   bool cuda_graphs = true;
 
   int batch() const { return guidance_scale > 0.f ? 2 : 1; }
+  bool guidance_left_to_model() const { return guidance_scale == kModelGuidance; }
 };
-// Guidance, sampling and the KV cache against each other.
+// Guidance, sampling and the KV cache against each other (guidance may be
+// left to the model).
 Status check_decode_options(const DecodeOptions& options);
 
 // ---- Meshing: shape tokens to a mesh.

@@ -310,8 +310,11 @@ Result<GenerationResult> generate_shape(const CubeModel& model, const Generation
   return mesh_shape_tokens(model, request, tokens, events, cancel);
 }
 
-Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const GenerationRequest& request,
+Result<GenerationResult> generate_shape_tokens(const CubeModel& model, const GenerationRequest& asked,
                                                const GenerationEventSink& events, const std::atomic<bool>* cancel) {
+  // What the request left to the model, settled as planning does (a planned request has nothing left).
+  GenerationRequest request = asked;
+  request.guidance_scale = guidance_for_model(asked.guidance_scale, model.gpt().config());
   if (request.token_backend && &request.token_backend->model() != &model.gpt())
     return make_error(ErrorCode::kInvalidArgument, "the token backend was opened for another model");
   if (request.backend == BackendChoice::kCuda &&

@@ -32,6 +32,9 @@ namespace cubeforge {
 // plan_generation (inference/planning/plan.h) checks them against the model,
 // reads the KV bases and opens the backend.
 struct GenerationRequest : DecodeOptions, MeshingOptions {
+  // Guidance is left to the model unless asked (DecodeOptions::guidance_scale).
+  GenerationRequest() { guidance_scale = kModelGuidance; }
+
   std::string prompt;
   uint64_t seed = 0;                               // sampling's seed (SamplingOptions::seed is set from it)
   std::optional<std::array<float, 3>> bbox;        // any positive size; scaled so its largest side is 1.925

@@ -38,6 +38,7 @@ nlohmann::json to_json(const GenerationResult& result, const GenerationRequest& 
       {"timings", to_json(result.timings)},
       {"time_to_first_token_ms", result.time_to_first_token_ms},
       {"tokens_per_second", result.tokens_per_second},
+      {"guidance", request.guidance_scale},
       {"kv_cache",
        {{"format", kv_format_name(request.kv_cache.format)},
         {"budget", request.kv_cache.budget},

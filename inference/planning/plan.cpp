@@ -42,6 +42,7 @@ Result<PlannedGeneration> plan_generation(const CubeModel& model, GenerationRequ
   CUBEFORGE_TRY(check_generation_request(model, request));
   // The request says what runs: what it left to the model, the model decides here.
   request.decoding.diffusion = diffusion_options_for_model(request.decoding.diffusion, model.config().gpt);
+  request.guidance_scale = guidance_for_model(request.guidance_scale, model.config().gpt);
 
   KvCacheOptions& kv = request.kv_cache;
   kv.low_rank = nullptr;

@@ -218,6 +218,26 @@ TEST(AppSettings, SetTakesTheSettingsNames) {
   EXPECT_FALSE(set_setting(settings, "kv_budget", "lots").ok());
 }
 
+// Guidance is the model's until chosen; -1 says so in the file and in `set`,
+// and the request leaves it to the model (planning settles it).
+TEST(AppSettings, GuidanceIsTheModelsUntilChosen) {
+  AppSettings settings;
+  EXPECT_EQ(settings.guidance, kModelGuidance);
+  EXPECT_EQ(make_request(settings).guidance_scale, kModelGuidance);
+  ASSERT_TRUE(set_setting(settings, "guidance", "2.5").ok());
+  EXPECT_EQ(make_request(settings).guidance_scale, 2.5f);
+  ASSERT_TRUE(set_setting(settings, "guidance", "0").ok());
+  EXPECT_EQ(make_request(settings).batch(), 1) << "0 turns guidance off";
+  ASSERT_TRUE(set_setting(settings, "guidance", "-1").ok());
+  EXPECT_EQ(settings.guidance, kModelGuidance);
+  for (const char* bad : {"-2", "-0.5", "101", "nan"}) {
+    const Status refused = set_setting(settings, "guidance", bad);
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("guidance"), std::string::npos) << refused.error().message;
+    EXPECT_EQ(settings.guidance, kModelGuidance) << "unchanged on error";
+  }
+}
+
 TEST(AppSettings, RecentFoldersAreUniqueMostRecentFirstAndBounded) {
   AppSettings settings;
   for (int i = 0; i < 12; ++i) remember_folder(settings, "/m/" + std::to_string(i));

@@ -149,6 +149,38 @@ TEST(ModelConfig, BlockDiffusionThresholdIsTheModelsDefault) {
   std::filesystem::remove_all(dir);
 }
 
+// A folder may name the guidance scale it draws best at; a scale left to the
+// model takes it, and without one the reference's.
+TEST(ModelConfig, GuidanceScaleIsTheModelsDefault) {
+  auto dir = temp_dir();
+  auto parse = [&](const std::string& lines) {
+    EXPECT_TRUE(write_file_atomically(dir / "config.yaml", std::string_view(small_config(lines))).ok());
+    return parse_model_config_yaml(dir / "config.yaml");
+  };
+  auto unnamed = parse("");
+  ASSERT_TRUE(unnamed.ok()) << unnamed.error().to_string();
+  EXPECT_FALSE(unnamed->gpt.guidance_scale);
+  EXPECT_EQ(guidance_for_model(kModelGuidance, unnamed->gpt), kReferenceGuidance);
+
+  auto named = parse("  guidance_scale: 2.0\n");
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  EXPECT_EQ(named->gpt.guidance_scale, 2.0f);
+  EXPECT_EQ(guidance_for_model(kModelGuidance, named->gpt), 2.0f);
+  EXPECT_EQ(guidance_for_model(4.5f, named->gpt), 4.5f) << "a scale asked for stays";
+  EXPECT_EQ(guidance_for_model(0.f, named->gpt), 0.f) << "guidance turned off stays off";
+  auto unguided = parse("  guidance_scale: 0\n");
+  ASSERT_TRUE(unguided.ok()) << unguided.error().to_string();
+  EXPECT_EQ(guidance_for_model(kModelGuidance, unguided->gpt), 0.f) << "a model may decode unguided by default";
+
+  for (const char* bad : {"-1", "101", "nan", "strong", "[2]"}) {
+    auto refused = parse(std::string("  guidance_scale: ") + bad + "\n");
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.error().message.find("gpt_model.guidance_scale"), std::string::npos) << refused.error().message;
+    EXPECT_NE(refused.error().message.find("config.yaml"), std::string::npos) << refused.error().message;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ModelConfig, MissingAndUnexpectedTensorsAreListed) {
   CUBEFORGE_REQUIRE_ORACLE();
   auto gpt_file = SafetensorsFile::open(oracle_dir() / "shape_gpt.safetensors");

@@ -96,8 +96,14 @@ TEST(EngineOptions, DecodeOptionsAreCheckedAgainstEachOther) {
   DecodeOptions decode;
   EXPECT_TRUE(check_decode_options(decode).ok());
   EXPECT_EQ(decode.batch(), 2);
-  decode.guidance_scale = -1.f;
+  decode.guidance_scale = -0.5f;
   EXPECT_EQ(refused_option(check_decode_options(decode)), OptionKey::kGuidance);
+  decode.guidance_scale = kMaxGuidance * 2;
+  EXPECT_EQ(refused_option(check_decode_options(decode)), OptionKey::kGuidance);
+  decode.guidance_scale = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(refused_option(check_decode_options(decode)), OptionKey::kGuidance);
+  decode.guidance_scale = kModelGuidance;
+  EXPECT_TRUE(check_decode_options(decode).ok()) << "left to the model, settled when it is known";
   decode = DecodeOptions{};
   decode.sampling.greedy = false;
   decode.sampling.temperature = 0.f;

@@ -176,5 +176,53 @@ TEST(PlanningBlockDiffusion, ARequestLeavingTheThresholdToTheModelGetsTheFolders
   EXPECT_EQ(planned->request.decoding.diffusion.threshold, 0.8f);
 }
 
+// A folder's own guidance scale (gpt_model.guidance_scale) is planned into a
+// request that leaves guidance to the model, and a generation run without
+// planning settles it the same way: the tokens are those of the scale asked
+// for explicitly. A scale asked for stays; a backend refuses one never settled.
+TEST(PlanningGuidance, ARequestLeavingGuidanceToTheModelGetsTheFoldersScale) {
+  CUBEFORGE_REQUIRE_ORACLE();
+  testing::ScratchFolder scratch("plan-guidance");
+  GenerationRequest r;
+  r.prompt = "a chair";
+  r.backend = BackendChoice::kCpu;
+  r.resolution = 4;
+  ASSERT_EQ(r.guidance_scale, kModelGuidance) << "a request leaves guidance to the model";
+  auto reference = CubeModel::load(oracle_dir());
+  ASSERT_TRUE(reference.ok()) << reference.error().to_string();
+  auto planned = plan_generation(*reference, r);
+  ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+  EXPECT_EQ(planned->request.guidance_scale, kReferenceGuidance) << "a config naming none: the reference's";
+
+  const float named_scale = 1.5f;
+  ASSERT_TRUE(testing::make_oracle_model_variant(scratch / "model", "  guidance_scale: 1.5\n"));
+  auto named = CubeModel::load(scratch / "model");
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  planned = plan_generation(*named, r);
+  ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+  EXPECT_EQ(planned->request.guidance_scale, named_scale);
+  EXPECT_EQ(planned->request.batch(), 2);
+
+  auto left = generate_shape_tokens(*named, r);
+  ASSERT_TRUE(left.ok()) << left.error().to_string();
+  GenerationRequest asked = r;
+  asked.guidance_scale = named_scale;
+  auto explicit_scale = generate_shape_tokens(*reference, asked);
+  ASSERT_TRUE(explicit_scale.ok()) << explicit_scale.error().to_string();
+  EXPECT_EQ(left->tokens, explicit_scale->tokens);
+
+  asked.guidance_scale = 0.f;
+  planned = plan_generation(*named, asked);
+  ASSERT_TRUE(planned.ok()) << planned.error().to_string();
+  EXPECT_EQ(planned->request.guidance_scale, 0.f) << "guidance turned off stays off";
+  EXPECT_EQ(planned->request.batch(), 1);
+
+  TokenSessionOptions unsettled;
+  unsettled.tokens = 1;
+  unsettled.cond_length = 1;
+  unsettled.guidance_scale = kModelGuidance;
+  EXPECT_EQ(refused_option(check_token_session_options(named->gpt(), unsettled)), OptionKey::kGuidance);
+}
+
 }  // namespace
 }  // namespace cubeforge

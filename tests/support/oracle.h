@@ -95,13 +95,10 @@ inline int oracle_block_size() {
   return tokens % 8 == 0 ? 8 : tokens;
 }
 
-// Makes `folder` the fixture's model read as a block-diffusion model (blocks
-// of oracle_block_size(), the padding token's row as the mask, as
-// tools/train/diffusion.py makes it): the fixture's files are linked, its
-// config gains a block_diffusion section. Its tokens mean nothing; the
-// decoding rules are what a test measures. False when the config cannot be
-// read or the folder written.
-inline bool make_oracle_block_diffusion_model(const std::filesystem::path& folder) {
+// Makes `folder` the fixture's model with `gpt_lines` (YAML indented by two)
+// added to its config's gpt_model section; the fixture's files are linked.
+// False when the config cannot be read or the folder written.
+inline bool make_oracle_model_variant(const std::filesystem::path& folder, const std::string& gpt_lines) {
   std::error_code error;
   std::filesystem::create_directories(folder, error);
   std::filesystem::create_directory_symlink(oracle_dir() / "clip", folder / "clip", error);
@@ -115,11 +112,21 @@ inline bool make_oracle_block_diffusion_model(const std::filesystem::path& folde
   const std::string section = "gpt_model:\n";
   const size_t at = config.find(section);
   if (at == std::string::npos) return false;
-  config.insert(at + section.size(), "  block_diffusion:\n    block_size: " + std::to_string(oracle_block_size()) +
-                                         "\n    mask_token_id: " + std::to_string(oracle_facts().padding_id) + "\n");
+  config.insert(at + section.size(), gpt_lines);
   std::ofstream out(folder / "config.yaml");
   out << config;
   return bool(out.flush());
+}
+
+// Makes `folder` the fixture's model read as a block-diffusion model (blocks
+// of oracle_block_size(), the padding token's row as the mask, as
+// tools/train/diffusion.py makes it): its config gains a block_diffusion
+// section. Its tokens mean nothing; the decoding rules are what a test
+// measures.
+inline bool make_oracle_block_diffusion_model(const std::filesystem::path& folder) {
+  return make_oracle_model_variant(folder, "  block_diffusion:\n    block_size: " +
+                                               std::to_string(oracle_block_size()) + "\n    mask_token_id: " +
+                                               std::to_string(oracle_facts().padding_id) + "\n");
 }
 
 }  // namespace cubeforge::testing

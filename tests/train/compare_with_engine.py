@@ -6,7 +6,8 @@
 1. Tokenizer: the engine's CLIP tokenizer (through VOCAB_CHECK) and tools/train/bpe.py give the
    same BPE ids for training captions, held-out phrasings and text outside the caption grammar
    (capitals, punctuation, digits, accents).
-2. Generation: for fixed prompts, the engine's greedy tokens (guidance 3.0) equal those of
+2. Generation: for fixed prompts, the engine's greedy tokens (at the folder's own guidance scale,
+   which both read from its config, else 3) equal those of
    tools/train/generate.py: through the engine's generate_shape() (ENGINE_TOKENS) for every
    prompt, and through `cubeforge-cli generate --json`, which also writes the mesh. The CLI
    refuses a shape without a surface, which a smoke-scale model may decode for some prompts;
@@ -132,9 +133,10 @@ def python_tokens(loaded, prompt, rule):
     key = (id(loaded), prompt, json.dumps(rule, sort_keys=True))
     if key not in _TOKENS:
         if rule is None:
-            _TOKENS[key] = generate.greedy_tokens(*loaded, prompt, guidance=3.0)
+            _TOKENS[key] = generate.greedy_tokens(*loaded, prompt, guidance=generate.model_guidance(loaded[2]))
         else:
-            _TOKENS[key] = generate.diffusion_tokens(*loaded, prompt, guidance=3.0, **rule)
+            _TOKENS[key] = generate.diffusion_tokens(*loaded, prompt, guidance=generate.model_guidance(loaded[2]),
+                                                     **rule)
     return _TOKENS[key]
 
 
@@ -147,7 +149,7 @@ def check_reference(model_dir, path, write):
     ours = [{"prompt": p, "tokens": python_tokens(loaded, p, rule)} for p in REFERENCE_PROMPTS]
     if write:
         with open(path + ".tmp", "w") as f:
-            json.dump({"guidance": 3.0, **(rule or {}), key: ours}, f, indent=1)
+            json.dump({"guidance": generate.model_guidance(loaded[2]), **(rule or {}), key: ours}, f, indent=1)
             f.write("\n")
         os.replace(path + ".tmp", path)
         print(f"reference: wrote {len(ours)} prompts' {what} to {path}")

@@ -1,6 +1,6 @@
 // Prints the engine's greedy shape tokens for each prompt given on the command line, as one
 // JSON object per line: {"prompt": ..., "tokens": [...], "has_surface": ..., "model_evaluations": ...}.
-// It runs the same generate_shape() as `cubeforge-cli generate` (guidance 3.0, greedy, KV cache), but
+// It runs the same generate_shape() as `cubeforge-cli generate` (the model's guidance, greedy, KV cache), but
 // reports the tokens even when the decoded shape has no surface, which the CLI treats as a
 // failure; a barely trained smoke-scale model may decode some prompts to nothing. A
 // block-diffusion model folder decodes with block diffusion: --threshold T (default 0.9) or
@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   for (; i < argc; ++i) {
     cubeforge::GenerationRequest request;
     request.prompt = argv[i];
-    request.guidance_scale = 3.0f;
+    // Guidance is left to the model, as `cubeforge-cli generate` leaves it.
     request.resolution = 3;  // the mesh is not what this checks; keep it cheap
     request.decoding = decoding;
     auto result = cubeforge::generate_shape(*model, request);

@@ -84,6 +84,7 @@ def measure(args):
     loaded = generate.load_folder(args.model_dir)
     diffusion = generate.block_diffusion(loaded[2]) is not None
     threshold = generate.model_threshold(loaded[2])  # what the engine decodes the folder at by default
+    guidance = generate.model_guidance(loaded[2])
     n = args.grid
     points = classifier.grid_points(n)
     judge = classifier.Classifier(n=n, per_category=args.classifier_shapes, log=log)
@@ -95,8 +96,8 @@ def measure(args):
         expected = int(np.median([pieces(classifier.true_grid(category, shapes.random_attributes(category, rng),
                                                                rng, points), n) for _ in range(5)]))
         for prompt in candidates(category):
-            tokens = (generate.diffusion_tokens(*loaded, prompt, guidance=3.0, threshold=threshold) if diffusion
-                      else generate.greedy_tokens(*loaded, prompt, guidance=3.0))
+            tokens = (generate.diffusion_tokens(*loaded, prompt, guidance=guidance, threshold=threshold) if diffusion
+                      else generate.greedy_tokens(*loaded, prompt, guidance=guidance))
             with torch.no_grad():
                 idx = torch.as_tensor(tokens).reshape(1, -1)
                 occ = (loaded[3].decode_indices(idx, torch.from_numpy(points).unsqueeze(0))[0] > 0).numpy()

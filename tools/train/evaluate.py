@@ -145,7 +145,9 @@ def main():
     ap.add_argument("--captions-per-setting", type=int, default=2)
     ap.add_argument("--classifier-shapes", type=int, default=40, help="fresh training shapes per category")
     ap.add_argument("--json", help="write the figures and every caption's verdicts here too")
-    ap.add_argument("--guidance", type=float, default=3.0, help="classifier-free guidance scale, both decoders")
+    ap.add_argument("--guidance", type=float,
+                    help="classifier-free guidance scale, both decoders (default: the model's, as the engine reads "
+                         "it: gpt_model.guidance_scale, else 3)")
     ap.add_argument("--threshold", type=float, default=0.9, help="block diffusion: the confidence threshold")
     ap.add_argument("--factor", type=float, help="block diffusion: the factor rule instead")
     ap.add_argument("--engine-decoding", default=None,
@@ -166,13 +168,17 @@ def main():
         engine_decoding = shlex.split(args.engine_decoding)
     else:
         engine_decoding = ["--decoding", "diffusion", "--diffusion-cache", "none", *rule] if diffusion else []
-    engine_decoding += ["--guidance", str(args.guidance)]
+    # Left to the model, the engine settles the scale itself, and the tokens compared check that it reads
+    # the folder's as the training code does.
+    guidance = args.guidance if args.guidance is not None else generate.model_guidance(gpt)
+    if args.guidance is not None:
+        engine_decoding += ["--guidance", str(args.guidance)]
 
     def training_tokens(text):
         if diffusion:
-            return generate.diffusion_tokens(tokenizer, clip, gpt, shape, text, guidance=args.guidance,
+            return generate.diffusion_tokens(tokenizer, clip, gpt, shape, text, guidance=guidance,
                                              threshold=args.threshold, factor=args.factor)
-        return generate.greedy_tokens(tokenizer, clip, gpt, shape, text, guidance=args.guidance)
+        return generate.greedy_tokens(tokenizer, clip, gpt, shape, text, guidance=guidance)
 
     n = args.grid
     points = classifier.grid_points(n)
@@ -238,6 +244,7 @@ def main():
 
     agreement = [r["attribute_agrees"] for r in rows if "attribute_agrees" in r]
     figures = {
+        "guidance": guidance,
         **tokenizer_figures,
         "category_accuracy": float(np.mean([r["predicted"] == r["category"] for r in rows])),
         "category_accuracy_held_out_combinations": float(np.mean(

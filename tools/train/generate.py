@@ -92,6 +92,12 @@ def block_diffusion(gpt):
     return (int(section["block_size"]), int(section["mask_token_id"])) if section else None
 
 
+def model_guidance(gpt):
+    """The classifier-free guidance scale a folder generates at by default, as the engine reads it:
+    gpt_model.guidance_scale, else the reference's 3."""
+    return float(gpt.cfg.get("guidance_scale", 3.0))
+
+
 def model_threshold(gpt):
     """The confidence threshold a block-diffusion folder decodes at by default, as the engine reads
     it: gpt_model.block_diffusion.threshold, else 0.9."""
@@ -152,19 +158,20 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model")
     ap.add_argument("prompts", nargs="+")
-    ap.add_argument("--guidance", type=float, default=3.0)
+    ap.add_argument("--guidance", type=float, help="default: the model's (gpt_model.guidance_scale, else 3)")
     ap.add_argument("--threshold", type=float,
                     help="block diffusion: the confidence threshold (default: the model's, else 0.9)")
     ap.add_argument("--factor", type=float, help="block diffusion: the factor rule instead")
     args = ap.parse_args()
     torch.set_num_threads(1)
     loaded = load_folder(args.model)
+    guidance = args.guidance if args.guidance is not None else model_guidance(loaded[2])
     for prompt in args.prompts:
         if block_diffusion(loaded[2]):
             threshold = args.threshold if args.threshold is not None else model_threshold(loaded[2])
-            tokens = diffusion_tokens(*loaded, prompt, args.guidance, threshold, args.factor)
+            tokens = diffusion_tokens(*loaded, prompt, guidance, threshold, args.factor)
         else:
-            tokens = greedy_tokens(*loaded, prompt, args.guidance)
+            tokens = greedy_tokens(*loaded, prompt, guidance)
         print(json.dumps({"prompt": prompt, "tokens": tokens}))
 
 

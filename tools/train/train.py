@@ -86,6 +86,8 @@ PRESETS = {
                 "bias": True, "eps": 1e-6, "use_bbox": True},
         "clip": {"width": 32, "layers": 1, "heads": 2},
         "gpt_batch": 16, "gpt_lr": 3e-3, "gpt_steps": 300,
+        # Not the reference's 3, so the checks against the engine show both read the folder's scale.
+        "guidance_scale": 2.0,
     },
 }
 
@@ -694,7 +696,12 @@ def export(out, p, shape_model, gpt, clip):
                 "shape_model_vocab_size", "text_model_embed_dim"):
         lines.append(f"  {key}: {_yaml(g[key])}")
     lines += ["  use_pooled_text_embed: false", f"  shape_model_embed_dim: {a['embed_dim']}",
-              "  encoder_with_cls_token: true", f"  use_bbox: {_yaml(g['use_bbox'])}", "", "shape_model:",
+              "  encoder_with_cls_token: true", f"  use_bbox: {_yaml(g['use_bbox'])}"]
+    if p.get("guidance_scale") is not None:
+        # The scale the recipe's model was measured to draw best at: what the engine and the tools
+        # generate with when a run leaves guidance to the model.
+        lines.append(f"  guidance_scale: {_yaml(float(p['guidance_scale']))}")
+    lines += ["", "shape_model:",
               "  encoder_with_cls_token: true", f"  num_encoder_latents: {a['num_encoder_latents']}",
               "  num_decoder_latents: 0"]
     for key in ("embed_dim", "width", "num_heads"):

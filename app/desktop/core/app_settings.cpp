@@ -92,7 +92,8 @@ Status check_ranges(const AppSettings& s) {
     return bad("setting 'diffusion_threshold' must be in (0, 1], or 0 for the model's");
   if (s.preview_resolution < 2 || s.preview_resolution > 8) return bad("setting 'preview_resolution' must be in 2..8");
   if (s.preview_every < 1) return bad("setting 'preview_every' must be at least 1");
-  if (!(s.guidance >= 0.f && s.guidance <= 100.f)) return bad("setting 'guidance' must be in 0..100");
+  if (!(s.guidance == kModelGuidance || (s.guidance >= 0.f && s.guidance <= kMaxGuidance)))
+    return bad("setting 'guidance' must be in 0..100, or -1 for the model's");
   if (!(s.temperature > 0.f)) return bad("setting 'temperature' must be positive");
   if (s.top_k < 0) return bad("setting 'top_k' must be 0 (off) or positive");
   if (!(s.top_p > 0.f && s.top_p <= 1.f)) return bad("setting 'top_p' must be in (0, 1]");

@@ -37,7 +37,7 @@ struct AppSettings {
   std::string kv_cache_format = "f32";     // f32 | bf16 | fp8 | int8
   int kv_budget = 0;                       // shape positions kept per layer; 0: every one
   int kv_rank = 0;                         // low-rank keys and values (the model folder's bases); 0: full rank
-  float guidance = 3.0f;
+  float guidance = kModelGuidance;         // -1: the model's (its config.yaml's, else 3); 0: off
   uint64_t seed = 0;
   bool sampling = false;                   // off: greedy
   float temperature = 1.0f;

@@ -159,6 +159,8 @@ float ModelSummary::threshold_for(float diffusion_threshold) const {
   return diffusion_options_for_model(asked, gpt).threshold;
 }
 
+float ModelSummary::guidance_for(float guidance) const { return guidance_for_model(guidance, gpt); }
+
 std::optional<ModelSummary> GenerationWorker::model_summary() const {
   std::lock_guard lock(model_mutex_);
   return summary_;

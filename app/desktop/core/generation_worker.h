@@ -52,6 +52,9 @@ struct ModelSummary {
   // The threshold a block diffusion of this model runs at under the setting
   // `diffusion_threshold` (0: the model's; diffusion_options_for_model).
   float threshold_for(float diffusion_threshold) const;
+  // The guidance scale a generation runs at under the setting `guidance`
+  // (kModelGuidance: the model's; guidance_for_model).
+  float guidance_for(float guidance) const;
   WeightFormat weights = WeightFormat::kStored;  // the format it decodes with
   // The largest KV rank the folder's kv_bases.safetensors holds (0: none), or
   // why the file there cannot be used.

@@ -303,8 +303,19 @@ void draw_smaller_section(App& app) {
 
 void draw_sampling_section(App& app) {
   AppSettings& settings = app.state.settings;
-  ImGui::SliderFloat("Guidance", &settings.guidance, 0.f, 10.f, "%.2f");
-  reason_tooltip("How strongly the prompt steers the shape (3 is the model's default)");
+  // Left to the model, the slider shows the scale the model runs at; moving it is a choice.
+  const auto summary = app.worker.model_summary();
+  const bool models_own = settings.guidance == kModelGuidance;
+  float shown = summary ? summary->guidance_for(settings.guidance) : models_own ? kReferenceGuidance : settings.guidance;
+  if (ImGui::SliderFloat("Guidance", &shown, 0.f, 10.f, models_own ? "%.2f, the model's" : "%.2f"))
+    settings.guidance = shown;
+  reason_tooltip("How strongly the prompt steers the shape; 0 turns guidance off. Until moved it is the model's "
+                 "own (its config.yaml's guidance_scale, else 3, the reference's)");
+  if (!models_own) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton("Model's")) settings.guidance = kModelGuidance;
+    reason_tooltip("Back to the scale the model names for itself");
+  }
   // Button first, then a field sized to what is left, so both fit the panel.
   if (ImGui::Button("Randomise")) settings.seed = std::random_device{}() % 1000000;
   ImGui::SameLine();
