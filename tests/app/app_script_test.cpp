@@ -29,6 +29,7 @@
 #include "app/desktop/core/latency_statistics.h"
 #include "inference/core/file_io.h"
 #include "inference/geometry/mesh_io.h"
+#include "inference/options/engine_options.h"
 #include "inference/tensor/safetensors.h"
 #include "test_folder.h"
 #include "tests/support/run_command.h"
@@ -1539,6 +1540,39 @@ TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
   ASSERT_TRUE(autoregressive["refused"].contains("attention-reference")) << autoregressive["refused"];
   const std::string quirk = autoregressive["refused"]["attention-reference"];
   EXPECT_NE(quirk.find("exact KV cache"), std::string::npos) << quirk;
+}
+
+// Guidance is the model's until the slider moves; the button beside the moved
+// slider gives it back to the model.
+TEST_F(AppScript, TheGuidanceSliderIsTheModelsUntilMovedAndCanGoBack) {
+  const auto dir = folder_.path();
+  const auto model = dir / "guided";
+  ASSERT_TRUE(::cubeforge::testing::make_oracle_model_variant(model, "  guidance_scale: 1.5\n"));
+  std::ofstream(dir / "guidance.txt") << "model " << model.string() << "\n"
+                                      << "idle 2\n"
+                                      << "dump " << (dir / "left.json").string() << "\n"
+                                      << "drag guidance 40 0\n"
+                                      << "idle 2\n"
+                                      << "dump " << (dir / "moved.json").string() << "\n"
+                                      << "click guidance-models\n"
+                                      << "idle 2\n"
+                                      << "dump " << (dir / "back.json").string() << "\n"
+                                      << "quit\n";
+  const auto data = dir / "data";
+  int code = run_app("--script '" + (dir / "guidance.txt").string() + "' --data-dir '" + data.string() + "'");
+  auto log = read_file_text(data / "cubeforge.log");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(code, 0) << *log;
+  const auto left = read_dump(dir / "left.json");
+  EXPECT_EQ(left["settings"]["guidance"], kModelGuidance);
+  EXPECT_TRUE(left["targets"].contains("guidance")) << left["targets"];
+  EXPECT_FALSE(left["targets"].contains("guidance-models")) << "no way back is offered when nothing moved";
+  const auto moved = read_dump(dir / "moved.json");
+  const float chosen = moved["settings"]["guidance"];
+  EXPECT_GT(chosen, 1.5f) << "dragged right from the model's 1.5";
+  EXPECT_TRUE(moved["targets"].contains("guidance-models")) << moved["targets"];
+  const auto back = read_dump(dir / "back.json");
+  EXPECT_EQ(back["settings"]["guidance"], kModelGuidance);
 }
 
 // The demo's figures belong to the model they were measured on: loading

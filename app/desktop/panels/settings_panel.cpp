@@ -309,11 +309,13 @@ void draw_sampling_section(App& app) {
   float shown = summary ? summary->guidance_for(settings.guidance) : models_own ? kReferenceGuidance : settings.guidance;
   if (ImGui::SliderFloat("Guidance", &shown, 0.f, 10.f, models_own ? "%.2f, the model's" : "%.2f"))
     settings.guidance = shown;
+  remember_item(app, "guidance");
   reason_tooltip("How strongly the prompt steers the shape; 0 turns guidance off. Until moved it is the model's "
                  "own (its config.yaml's guidance_scale, else 3, the reference's)");
   if (!models_own) {
     ImGui::SameLine();
     if (ImGui::SmallButton("Model's")) settings.guidance = kModelGuidance;
+    remember_item(app, "guidance-models");
     reason_tooltip("Back to the scale the model names for itself");
   }
   // Button first, then a field sized to what is left, so both fit the panel.
