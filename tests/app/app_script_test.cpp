@@ -1542,8 +1542,8 @@ TEST_F(AppScript, WhatTheModelCannotHonourIsGreyedOutWithTheReason) {
   EXPECT_NE(quirk.find("exact KV cache"), std::string::npos) << quirk;
 }
 
-// Guidance is the model's until the slider moves; the button beside the moved
-// slider gives it back to the model.
+// Guidance is the model's until the slider moves; the button beside it, greyed
+// out until then, gives it back to the model.
 TEST_F(AppScript, TheGuidanceSliderIsTheModelsUntilMovedAndCanGoBack) {
   const auto dir = folder_.path();
   const auto model = dir / "guided";
@@ -1566,11 +1566,11 @@ TEST_F(AppScript, TheGuidanceSliderIsTheModelsUntilMovedAndCanGoBack) {
   const auto left = read_dump(dir / "left.json");
   EXPECT_EQ(left["settings"]["guidance"], kModelGuidance);
   EXPECT_TRUE(left["targets"].contains("guidance")) << left["targets"];
-  EXPECT_FALSE(left["targets"].contains("guidance-models")) << "no way back is offered when nothing moved";
+  ASSERT_TRUE(left["refused"].contains("guidance-models")) << "greyed out while nothing moved";
   const auto moved = read_dump(dir / "moved.json");
   const float chosen = moved["settings"]["guidance"];
   EXPECT_GT(chosen, 1.5f) << "dragged right from the model's 1.5";
-  EXPECT_TRUE(moved["targets"].contains("guidance-models")) << moved["targets"];
+  EXPECT_FALSE(moved["refused"].contains("guidance-models")) << moved["refused"];
   const auto back = read_dump(dir / "back.json");
   EXPECT_EQ(back["settings"]["guidance"], kModelGuidance);
 }

@@ -307,17 +307,24 @@ void draw_sampling_section(App& app) {
   const auto summary = app.worker.model_summary();
   const bool models_own = settings.guidance == kModelGuidance;
   float shown = summary ? summary->guidance_for(settings.guidance) : models_own ? kReferenceGuidance : settings.guidance;
+  // The button back to the model's comes first on the line, greyed out until
+  // the slider moves, and the slider takes what is left, as Randomise and
+  // Seed below: nothing moves under a dragging mouse.
+  const std::string back_refused = models_own ? "Guidance is already the model's own" : "";
+  ImGui::BeginDisabled(models_own);
+  if (ImGui::SmallButton("Model's")) settings.guidance = kModelGuidance;
+  ImGui::EndDisabled();
+  remember_item(app, "guidance-models");
+  remember_refusal(app, "guidance-models", back_refused);
+  reason_tooltip(models_own ? back_refused : "Back to the scale the model names for itself");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("Guidance").x -
+                          ImGui::GetStyle().ItemInnerSpacing.x);
   if (ImGui::SliderFloat("Guidance", &shown, 0.f, 10.f, models_own ? "%.2f, the model's" : "%.2f"))
     settings.guidance = shown;
   remember_item(app, "guidance");
   reason_tooltip("How strongly the prompt steers the shape; 0 turns guidance off. Until moved it is the model's "
                  "own (its config.yaml's guidance_scale, else 3, the reference's)");
-  if (!models_own) {
-    ImGui::SameLine();
-    if (ImGui::SmallButton("Model's")) settings.guidance = kModelGuidance;
-    remember_item(app, "guidance-models");
-    reason_tooltip("Back to the scale the model names for itself");
-  }
   // Button first, then a field sized to what is left, so both fit the panel.
   if (ImGui::Button("Randomise")) settings.seed = std::random_device{}() % 1000000;
   ImGui::SameLine();
