@@ -4,7 +4,8 @@
 # train.py and for diffusion.py. The stops fall in every kind of stage (data generation, the
 # vocabulary, both autoencoder stages, k-means, the tokens, the GPT, the block-diffusion
 # fine-tune), placed by train.py's test hook --stop-after-units; one is a wall-clock
-# --max-seconds 0, which stops after one unit. Small: the smoke preset at a tenth of its steps.
+# --max-seconds 0, which stops after one unit. Small: the smoke preset at a tenth of its steps,
+# from a seed of its own, so that the fine-tune is seen to draw its source's shapes.
 #   resume_test.sh REPO_ROOT [cpu|cuda]
 # Exit 77 (skip) without PyTorch, or with cuda when PyTorch finds no CUDA device.
 set -euo pipefail
@@ -18,8 +19,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 train() {
-  nice -n 10 "$python" "$repo/tools/train/train.py" "$1" --preset smoke --steps-scale 0.1 --device "$device" \
-    --threads 1 --blas-threads 1 "${@:2}"
+  nice -n 10 "$python" "$repo/tools/train/train.py" "$1" --preset smoke --steps-scale 0.1 --seed 7 \
+    --device "$device" --threads 1 --blas-threads 1 "${@:2}"
 }
 diffusion() {
   nice -n 10 "$python" "$repo/tools/train/diffusion.py" "$1" --preset smoke --from "$work/whole" --steps 12 \
@@ -61,6 +62,17 @@ cmp "$work/whole/checkpoints/tokens.npy" "$work/parts/checkpoints/tokens.npy"
 same "$work/whole" "$work/parts"
 
 diffusion "$work/diffusion_whole" | tail -n 1
+# The fine-tune's data is its source's: the same shapes, drawn from the seed the source recorded.
+"$python" - "$work/whole/checkpoints/data.npz" "$work/diffusion_whole/checkpoints/data.npz" <<'EOF'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+different = sorted(k for k in set(a.files) | set(b.files)
+                   if k not in a.files or k not in b.files or not np.array_equal(a[k], b[k]))
+if different:
+    sys.exit(f"FAIL: the fine-tune drew other shapes than its source (arrays {', '.join(different)})")
+print("the fine-tune's data equals its source's")
+EOF
 stops "data, 10 of 24 categories" diffusion "$work/diffusion_parts" --stop-after-units 10
 # The other 14 categories, the tokens and 5 steps.
 stops "diffusion step 5 of 12" diffusion "$work/diffusion_parts" --stop-after-units 20

@@ -24,7 +24,8 @@ decodes with any of them and the block size can be chosen by measurement (the co
 the chosen one).
 
 Stages (each checkpoints under OUT/checkpoints/ and is skipped or resumed when run again):
-  1. data       the recipe's shapes (train.make_dataset, same seed and preset);
+  1. data       the source run's shapes (train.make_dataset, the seed its recipe records
+                and the same preset);
   2. tokens     encoded with the source model's shape tokenizer (train.encode_tokens);
   3. diffusion  the GPT from the source model's weights, fine-tuned; the CLIP text encoder, the
                 shape tokenizer and the codebook stay frozen, so the folder shares them;
@@ -278,7 +279,9 @@ def main():
             sys.exit(f"--threshold {args.threshold}: a confidence threshold is in (0, 1]")
         p["threshold"] = args.threshold
     p = scale_batch(p, args.batch_scale)
-    data_p = dict(train.PRESETS[p["data_preset"]])
+    # The shapes the source model was trained on: its recipe's seed as well as its preset.
+    data_p = dict(train.PRESETS[p["data_preset"]], seed=train.recipe_seed(args.source))
+    p["data_seed"] = data_p["seed"]
     work = os.path.join(args.out, "checkpoints")
     os.makedirs(work, exist_ok=True)
     source = load_source(args.source)

@@ -826,6 +826,24 @@ def write_recipe(path, recipe):
     json.dump(recipe, open(path, "w"), indent=1)
 
 
+def recipe_seed(folder):
+    """The seed an autoregressive model folder's run drew from (its recorded recipe), so that a
+    fine-tune of it draws the same shapes; the recipe's own seed for a folder whose recipe
+    predates --seed or that has none."""
+    for name in ("training/recipe.json", "checkpoints/recipe.json"):
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            try:
+                recipe = json.load(open(path))
+            except (OSError, ValueError) as e:
+                sys.exit(f"{path}: not a readable recipe ({e})")
+            seed = recipe.get("seed", SEED) if isinstance(recipe, dict) else None
+            if not isinstance(seed, int) or isinstance(seed, bool):
+                sys.exit(f"{path}: \"seed\" must be an integer, not {seed!r}")
+            return seed
+    return SEED
+
+
 def stopped(where, t0, work):
     log(f"stopped after {where} ({time.time() - t0:.0f} s), saved in {work}: run the same command again to continue")
     sys.exit(EXIT_STOPPED)
