@@ -101,6 +101,18 @@ def fit_one_shape(model, p, category, steps, seed=5):
     return curve
 
 
+def stretched(points, normals, queries, extent, amount, rng):
+    """The batch under a random diagonal map per shape (height and horizontal scales drawn
+    log-uniformly within +-amount), rescaled so each shape's longest side stays as long:
+    points and queries move with the map, normals with its inverse transpose, labels stay."""
+    u = rng.uniform(-amount, amount, size=(len(extent), 2))
+    diagonal = np.exp(np.stack([u[:, 0], u[:, 1], u[:, 0]], axis=1))
+    diagonal *= (extent.max(1) / (extent * diagonal).max(1))[:, None]
+    d = torch.from_numpy(diagonal.astype(np.float32))[:, None, :]
+    turned = normals / d
+    return points * d, turned / turned.norm(dim=-1, keepdim=True), queries * d
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data")
@@ -122,6 +134,10 @@ def main():
                          "(DATA.npz must have been made with the same, e.g. by --make-data)")
     ap.add_argument("--make-data", type=int, metavar="N",
                     help="where DATA.npz does not exist, make it first: N training shapes per category")
+    ap.add_argument("--stretch", type=float, default=0.0, metavar="S",
+                    help="augment every training shape with a random stretch: its height and its horizontal "
+                         "size each scaled by exp(u), u uniform in [-S, S], then rescaled so the longest side "
+                         "is what the recipe's rescale makes it (occupancy is unchanged by an affine map)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--volumetric-per-category", type=int, default=3)
     args = ap.parse_args()
@@ -176,6 +192,7 @@ def main():
     opt = torch.optim.AdamW(model.parameters(), lr=p["ae_lr"], weight_decay=0.0)
     curve = []
     name = " ".join(args.set + ([f"fourier_std={args.fourier_std}"] if args.fourier_std else [])
+                    + ([f"stretch={args.stretch}"] if args.stretch else [])
                     + ([f"per_category={args.per_category}"] if args.per_category else [])
                     + (["no_bottleneck"] if args.no_bottleneck else [])) or "preset"
     t0 = time.time()
@@ -184,6 +201,8 @@ def main():
             g["lr"] = train.lr_at(step, args.steps, p["ae_lr"])
         batch = rng.choice(train_idx, p["ae_batch"], replace=False)
         pts, nrm, qry, occ = train.ae_batch(data, batch, p, rng)
+        if args.stretch > 0:
+            pts, nrm, qry = stretched(pts, nrm, qry, data["extent"][batch], args.stretch, rng)
         logits, _ = model(pts, nrm, qry, False)
         loss = F.binary_cross_entropy_with_logits(logits, occ)
         opt.zero_grad(set_to_none=True)
@@ -199,7 +218,8 @@ def main():
                       f"val_iou {val:.3f} {sps:.3f} s/step")
     train_mix = train.evaluate_ae(model, data, train_idx, p, False)
     per_category = volumetric_iou(model, np.random.default_rng(99), args.volumetric_per_category)
-    result = {"settings": args.set, "fourier_std": args.fourier_std, "no_bottleneck": args.no_bottleneck,
+    result = {"settings": args.set, "fourier_std": args.fourier_std, "stretch": args.stretch,
+              "no_bottleneck": args.no_bottleneck,
               "part_half_thickness": shapes.PART_HALF_THICKNESS,
               "ae": p["ae"], "steps": args.steps,
               "parameters": sum(x.numel() for x in model.parameters()),
