@@ -6,7 +6,8 @@ category, the four extreme (height, width) combinations, where parts are thinnes
 apart, with its other attributes (form, legs) drawn at random, are rasterised on the engine's
 resolution-7 grid (129^3 points over [-1.05, 1.05]^3, in the frame the model is trained in) and
 their pieces counted with face connectivity. Stools and tables are checked with straight legs and
-with flared ones (shapes.LEG_FLARE, which a model's recipe sets: shapes.configure_for_model, also
+with flared ones (shapes.LEG_FLARE), and every category with thicker parts too
+(shapes.PART_HALF_THICKNESS): settings a model's recipe may name (shapes.configure_for_model, also
 checked here).
 
     shapes_test.py REPO_ROOT
@@ -41,6 +42,7 @@ def attribute_sets(name, rng):
 
 
 FLARED = 1.8  # a flare a recipe has used (tools/train/README.md, "Flared legs")
+THICKER = 0.1  # a part half-thickness a recipe has used (tools/train/README.md, "Thicker parts")
 
 
 def check_configure_for_model():
@@ -73,13 +75,45 @@ def check_configure_for_model():
           "the file for a bad one")
 
 
+def check_thickness_for_model():
+    """A model folder's recipe sets the part half-thickness; a recipe without it was drawn at the
+    chunky shapes' thickness; a bad one is an error that names the file."""
+    with tempfile.TemporaryDirectory() as folder:
+        os.makedirs(os.path.join(folder, "training"))
+        recipe = os.path.join(folder, "training", "recipe.json")
+        with open(recipe, "w") as f:
+            json.dump({"preset": "full", "part_half_thickness": THICKER}, f)
+        shapes.configure_for_model(folder)
+        assert shapes.PART_HALF_THICKNESS == THICKER, shapes.PART_HALF_THICKNESS
+        with open(recipe, "w") as f:
+            json.dump({"preset": "full"}, f)
+        shapes.configure_for_model(folder)
+        assert shapes.PART_HALF_THICKNESS == shapes.CHUNKY_PART_HALF_THICKNESS, shapes.PART_HALF_THICKNESS
+        for bad in (0, -0.05, 1.0, "thick", None, True, 1e999):
+            with open(recipe, "w") as f:
+                json.dump({"part_half_thickness": bad}, f)
+            try:
+                shapes.configure_for_model(folder)
+            except ValueError as e:
+                assert "recipe.json" in str(e) and "half-thickness" in str(e), e
+            else:
+                raise AssertionError(f"a part half-thickness of {bad!r} was taken ({shapes.PART_HALF_THICKNESS})")
+    shapes.PART_HALF_THICKNESS = shapes.CHUNKY_PART_HALF_THICKNESS
+    print("configure_for_model: the recipe's part half-thickness, the chunky shapes' when it names none, an "
+          "error naming the file for a bad one")
+
+
 def main():
     check_configure_for_model()
+    check_thickness_for_model()
     rng = np.random.default_rng(1234)
     failures = []
-    cases = [(name, 1.0) for name in shapes.CATEGORIES] + [("stool", FLARED), ("table", FLARED)]
-    for name, flare in cases:
+    chunky = shapes.CHUNKY_PART_HALF_THICKNESS
+    cases = ([(name, 1.0, chunky) for name in shapes.CATEGORIES] + [("stool", FLARED, chunky), ("table", FLARED, chunky)]
+             + [(name, 1.0, THICKER) for name in shapes.CATEGORIES])
+    for name, flare, thickness in cases:
         shapes.LEG_FLARE = flare
+        shapes.PART_HALF_THICKNESS = thickness
         counts = []
         for attrs in attribute_sets(name, rng):
             field = shapes.occupancy_field(name, attrs, rng)
@@ -87,8 +121,9 @@ def main():
             count = pieces.shape_pieces(field, sample)
             counts.append(count)
             if count == 0 or (count > 1 and name not in shapes.SEVERAL_PIECES):
-                failures.append(f"{name} {attrs} (leg flare {flare}): {count} pieces on the resolution-7 grid")
-        print(f"{name:10s} leg flare {flare} pieces {counts}", flush=True)
+                failures.append(f"{name} {attrs} (leg flare {flare}, part half-thickness {thickness}): {count} pieces "
+                                "on the resolution-7 grid")
+        print(f"{name:10s} leg flare {flare} part half-thickness {thickness} pieces {counts}", flush=True)
     if failures:
         print("FAIL: shapes that are not one piece:\n  " + "\n  ".join(failures))
         sys.exit(1)

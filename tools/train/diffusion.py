@@ -287,6 +287,7 @@ def main():
     source = load_source(args.source)
     # The source's shapes (load_source configured them); recorded so this folder draws them too.
     p["leg_flare"] = shapes.LEG_FLARE
+    p["part_half_thickness"] = shapes.PART_HALF_THICKNESS
     train.write_recipe(os.path.join(work, "recipe_diffusion.json"), {"preset": args.preset, "seed": SEED, **p})
     t0 = time.time()
     for module in source[1:]:

@@ -206,13 +206,32 @@ def _slab(center, half_x, half_y, half_z, round_form):
 # so each object is one connected piece (tests/train/shapes_test.py checks it on the
 # engine's resolution-7 grid). Measured (tools/train/README.md, "Chunky shapes"): the held-out
 # IoU of the categories with thin parts went 0.32, 0.47, 0.55 for 0.025, 0.045, 0.065, the
-# others' stayed at 0.62-0.64; 0.065 is the thickest measured.
+# others' stayed at 0.62-0.64; thicker still ranked better (README.md, "Thicker parts"). A recipe
+# may name another (train.py --part-half-thickness, recorded as part_half_thickness); one that
+# names none was drawn at this value.
 PART_HALF_THICKNESS = 0.065
+CHUNKY_PART_HALF_THICKNESS = PART_HALF_THICKNESS
+# Thicker than this and the parts of the narrowest objects (chair and stool legs, a narrow
+# shelf's boards) would fill the gaps between them.
+MAX_PART_HALF_THICKNESS = 0.12
 # How much wider than at its foot a stool's or table's leg is where it meets the top (1: straight
 # legs). The tokenizer loses straight legs just under a top; a whole run with flared ones (1.8)
 # drew stools and tables whole more often but was no better overall than the spread between runs
 # (tools/train/README.md, "Flared legs"), so straight legs stay the default.
 LEG_FLARE = 1.0
+
+
+def checked_part_half_thickness(value, where):
+    """The thinnest half-thickness as a recipe or an option gives it: a finite number in
+    (0, MAX_PART_HALF_THICKNESS], or an error that names where it came from."""
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        t = math.nan
+    if isinstance(value, bool) or not (math.isfinite(t) and 0.0 < t <= MAX_PART_HALF_THICKNESS):
+        raise ValueError(f"{where}: part half-thickness {value!r} must be a number above 0 and at most "
+                         f"{MAX_PART_HALF_THICKNESS}")
+    return t
 
 
 def checked_leg_flare(value, where):
@@ -236,9 +255,10 @@ RECIPE_FILES = ("training/recipe.json", "checkpoints/recipe.json",
 def configure_for_model(folder):
     """Draws shapes as the recipe that trained the model in `folder` did, so that held-out shapes,
     the judge's references and the examples are the kind of shape the model learned. A recipe
-    that does not name the leg flare predates it: straight legs. A folder with no recipe keeps
-    this module's settings."""
-    global LEG_FLARE
+    that does not name the leg flare predates it: straight legs; one that does not name the part
+    half-thickness was drawn at CHUNKY_PART_HALF_THICKNESS. A folder with no recipe keeps this
+    module's settings."""
+    global LEG_FLARE, PART_HALF_THICKNESS
     for name in RECIPE_FILES:
         path = os.path.join(folder, name)
         if os.path.exists(path):
@@ -246,7 +266,11 @@ def configure_for_model(folder):
                 recipe = json.load(open(path))
             except (OSError, ValueError) as e:
                 raise ValueError(f"{path}: not a readable recipe ({e})") from e
-            LEG_FLARE = checked_leg_flare(recipe.get("leg_flare", 1.0) if isinstance(recipe, dict) else None, path)
+            if not isinstance(recipe, dict):
+                raise ValueError(f"{path}: a recipe is a JSON object of settings, not {type(recipe).__name__}")
+            LEG_FLARE = checked_leg_flare(recipe.get("leg_flare", 1.0), path)
+            PART_HALF_THICKNESS = checked_part_half_thickness(
+                recipe.get("part_half_thickness", CHUNKY_PART_HALF_THICKNESS), path)
             return
 
 

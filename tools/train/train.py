@@ -746,6 +746,9 @@ def main():
     ap.add_argument("--leg-flare", type=float,
                     help="stools' and tables' legs this many times wider where they meet the top than at the "
                          f"foot, instead of shapes.py's {shapes.LEG_FLARE} (README.md, \"Flared legs\")")
+    ap.add_argument("--part-half-thickness", type=float, metavar="T",
+                    help="draw every part at least T thick on each side of its middle, instead of shapes.py's "
+                         f"{shapes.PART_HALF_THICKNESS} (README.md, \"Thicker parts\")")
     ap.add_argument("--seed", type=int, default=SEED,
                     help=f"the run's seed instead of the recipe's {SEED}: another run of the same recipe, to tell "
                          "a change from the spread between runs (README.md)")
@@ -774,9 +777,16 @@ def main():
             p["leg_flare"] = shapes.checked_leg_flare(args.leg_flare, "train.py --leg-flare")
         except ValueError as e:
             sys.exit(str(e))
-    # The shapes the data is drawn from; the recipe records it, so tools that draw shapes for this
-    # model draw the same ones (shapes.configure_for_model).
+    if args.part_half_thickness is not None:
+        try:
+            p["part_half_thickness"] = shapes.checked_part_half_thickness(args.part_half_thickness,
+                                                                          "train.py --part-half-thickness")
+        except ValueError as e:
+            sys.exit(str(e))
+    # The shapes the data is drawn from; the recipe records them, so tools that draw shapes for
+    # this model draw the same ones (shapes.configure_for_model).
     shapes.LEG_FLARE = p.setdefault("leg_flare", shapes.LEG_FLARE)
+    shapes.PART_HALF_THICKNESS = p.setdefault("part_half_thickness", shapes.PART_HALF_THICKNESS)
     # Every random draw of the run (shapes, captions, initial weights, batches) follows from it.
     p["seed"] = args.seed
     torch.manual_seed(p["seed"])
