@@ -80,17 +80,10 @@ def decode_in_chunks(shape, tokens, points, chunk=40000):
     return np.concatenate([decode(shape, tokens, points[i:i + chunk]) for i in range(0, len(points), chunk)])
 
 
-@torch.no_grad()
-def reconstruction(shape, rng, per_category, judge, points, held_out_combinations=True):
-    """Shapes never trained on through the tokenizer: IoUs, whether the classifier still
-    recognises the decoded shape (the ceiling the tokenizer sets on category accuracy of
-    generations), and whether a one-piece shape comes back in one piece (a generation can only
-    be whole if the tokenizer can draw it whole). With held_out_combinations, every shape has its
-    category's held-out attribute combination; otherwise fresh shapes are drawn from the
-    training combinations."""
-    volume, mixed, recognised, whole = {}, {}, [], {}
-    axis = pieces.engine_grid_axis(RECONSTRUCTION_PIECES_RESOLUTION)
-    grid = pieces.grid_points(axis).astype(np.float32)
+def tokenizer_test_shapes(rng, per_category, held_out_combinations=True):
+    """The shapes the tokenizer is measured on, per category: (name, sample, 20,000 uniform points,
+    whether each is inside). With held_out_combinations, every shape has its category's held-out
+    attribute combination; otherwise fresh shapes are drawn from the training combinations."""
     for name in shapes.CATEGORIES:
         for _ in range(per_category):
             attrs = shapes.random_attributes(name, rng)
@@ -101,17 +94,29 @@ def reconstruction(shape, rng, per_category, judge, points, held_out_combination
                     attrs = shapes.random_attributes(name, rng)
             field = shapes.occupancy_field(name, attrs, rng)
             s = shapes.sample_shape(field, rng, surface_points=2048, query_points=4096)
-            z = shape.encode(torch.from_numpy(s["surface"])[None], torch.from_numpy(s["normals"])[None])
-            codes = shape.vq.nearest(z)[0]
             uniform = rng.uniform(-shapes.QUERY_BOUND, shapes.QUERY_BOUND, size=(20000, 3)).astype(np.float32)
-            truth = field(uniform / s["scale"] + s["center"]) < 0
-            volume.setdefault(name, []).append(iou(decode(shape, codes, uniform), truth))
-            mixed.setdefault(name, []).append(iou(decode(shape, codes, s["queries"]), s["occupancy"] > 0.5))
-            if judge is not None:
-                recognised.append(judge.predict([decode(shape, codes, points)])[0] == name)
-            if name not in shapes.SEVERAL_PIECES:
-                occ = decode_in_chunks(shape, codes, grid).reshape(len(axis), len(axis), len(axis))
-                whole.setdefault(name, []).append(pieces.count_pieces(occ) == 1)
+            yield name, s, uniform, field(uniform / s["scale"] + s["center"]) < 0
+
+
+@torch.no_grad()
+def reconstruction(shape, rng, per_category, judge, points, held_out_combinations=True):
+    """Shapes never trained on through the tokenizer: IoUs, whether the classifier still
+    recognises the decoded shape (the ceiling the tokenizer sets on category accuracy of
+    generations), and whether a one-piece shape comes back in one piece (a generation can only
+    be whole if the tokenizer can draw it whole). The shapes are tokenizer_test_shapes'."""
+    volume, mixed, recognised, whole = {}, {}, [], {}
+    axis = pieces.engine_grid_axis(RECONSTRUCTION_PIECES_RESOLUTION)
+    grid = pieces.grid_points(axis).astype(np.float32)
+    for name, s, uniform, truth in tokenizer_test_shapes(rng, per_category, held_out_combinations):
+        z = shape.encode(torch.from_numpy(s["surface"])[None], torch.from_numpy(s["normals"])[None])
+        codes = shape.vq.nearest(z)[0]
+        volume.setdefault(name, []).append(iou(decode(shape, codes, uniform), truth))
+        mixed.setdefault(name, []).append(iou(decode(shape, codes, s["queries"]), s["occupancy"] > 0.5))
+        if judge is not None:
+            recognised.append(judge.predict([decode(shape, codes, points)])[0] == name)
+        if name not in shapes.SEVERAL_PIECES:
+            occ = decode_in_chunks(shape, codes, grid).reshape(len(axis), len(axis), len(axis))
+            whole.setdefault(name, []).append(pieces.count_pieces(occ) == 1)
     return volume, mixed, float(np.mean(recognised)) if recognised else None, whole
 
 

@@ -32,7 +32,6 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import captions  # noqa: E402
 import evaluate  # noqa: E402
 import models  # noqa: E402
 import pieces  # noqa: E402
@@ -54,22 +53,6 @@ def load_tokenizer(folder):
     return model, p
 
 
-def held_out_shapes(rng, per_category, held_out_combinations):
-    """evaluate.reconstruction's shapes, in its order and from its draws."""
-    for name in shapes.CATEGORIES:
-        for _ in range(per_category):
-            attrs = shapes.random_attributes(name, rng)
-            if held_out_combinations:
-                attrs["height"], attrs["width"] = captions.HELD_OUT_COMBOS[name]
-            else:
-                while captions.is_held_out(name, attrs):
-                    attrs = shapes.random_attributes(name, rng)
-            field = shapes.occupancy_field(name, attrs, rng)
-            s = shapes.sample_shape(field, rng, surface_points=2048, query_points=4096)
-            uniform = rng.uniform(-shapes.QUERY_BOUND, shapes.QUERY_BOUND, size=(20000, 3)).astype(np.float32)
-            yield name, s, uniform, field(uniform / s["scale"] + s["center"]) < 0
-
-
 @torch.no_grad()
 def logits_at(model, latents, points, chunk=40000):
     return np.concatenate([model.occupancy_decoder(torch.from_numpy(points[i:i + chunk])[None], latents)[0].numpy()
@@ -82,7 +65,7 @@ def figures(model, per_category):
     grid = pieces.grid_points(axis).astype(np.float32)
     rows = []
     for held, seed in ((True, 99), (False, 98)):
-        for name, s, uniform, truth in held_out_shapes(np.random.default_rng(seed), per_category, held):
+        for name, s, uniform, truth in evaluate.tokenizer_test_shapes(np.random.default_rng(seed), per_category, held):
             z = model.encode(torch.from_numpy(s["surface"])[None], torch.from_numpy(s["normals"])[None])
             zq = model.vq.get_codebook()[model.vq.nearest(z)]
             latents = model.decoder(model.vq.c_out(zq))
