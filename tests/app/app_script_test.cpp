@@ -1667,9 +1667,12 @@ FilePieces pieces_of_file(const std::filesystem::path& path) {
 // order, plain and then after each one-word attribute: "a chair", "a tall
 // chair", ...) whose result at resolution 6, seed 0, is in several pieces
 // with at least one loose (under `fraction` of the largest's volume), as the
-// app counts them; empty when none is. The app generates the prompts a few
-// at a time, stops at the first batch that has one, and dumps its state after
-// each.
+// app counts them; empty when none is. The prompts the folder's own example
+// measurement (training/examples.json, where a folder has one) found in more
+// pieces than their category's shapes go first: a model that is whole almost
+// everywhere would otherwise be probed prompt by prompt. The app generates
+// the prompts a few at a time, stops at the first batch that has one, and
+// dumps its state after each.
 std::string prompt_with_a_loose_piece(const std::filesystem::path& model, const std::filesystem::path& dir,
                                       double fraction) {
   auto card_text = read_file_text(model / "card.json");
@@ -1688,6 +1691,18 @@ std::string prompt_with_a_loose_piece(const std::filesystem::path& model, const 
     const std::string noun = names.is_array() && !names.empty() ? names[0].get<std::string>() : category;
     prompts.push_back(with_article(noun));
     for (const std::string& word : words) prompts.push_back(with_article(word + " " + noun));
+  }
+  if (auto measured_text = read_file_text(model / "training" / "examples.json"); measured_text.ok()) {
+    const auto measured = nlohmann::json::parse(*measured_text, nullptr, /*allow_exceptions=*/false);
+    std::vector<std::string> split;
+    if (measured.is_object() && measured.contains("candidates") && measured["candidates"].is_array())
+      for (const auto& candidate : measured["candidates"])
+        if (candidate.is_object() && candidate.value("pieces", 0) > candidate.value("category_pieces", 1) &&
+            std::find(prompts.begin(), prompts.end(), candidate.value("prompt", "")) != prompts.end())
+          split.push_back(candidate.value("prompt", ""));
+    std::stable_partition(prompts.begin(), prompts.end(), [&](const std::string& prompt) {
+      return std::find(split.begin(), split.end(), prompt) != split.end();
+    });
   }
   constexpr size_t kBatch = 6;
   for (size_t first = 0; first < prompts.size(); first += kBatch) {

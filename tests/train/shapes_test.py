@@ -6,9 +6,9 @@ category, the four extreme (height, width) combinations, where parts are thinnes
 apart, with its other attributes (form, legs) drawn at random, are rasterised on the engine's
 resolution-7 grid (129^3 points over [-1.05, 1.05]^3, in the frame the model is trained in) and
 their pieces counted with face connectivity. Stools and tables are checked with straight legs and
-with flared ones (shapes.LEG_FLARE), and every category with thicker parts too
-(shapes.PART_HALF_THICKNESS): settings a model's recipe may name (shapes.configure_for_model, also
-checked here).
+with flared ones (shapes.LEG_FLARE), and every category at the first chunky shapes' part
+half-thickness as well as at the recipe's default (shapes.PART_HALF_THICKNESS): settings a model's
+recipe may name (shapes.configure_for_model, also checked here).
 
     shapes_test.py REPO_ROOT
 """
@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.join(sys.argv[1], "tools", "train"))
 import pieces  # noqa: E402
 import shapes  # noqa: E402
 
+DEFAULT_THICKNESS = shapes.PART_HALF_THICKNESS
+
 def attribute_sets(name, rng):
     _, kinds = shapes.CATEGORIES[name]
     sets = []
@@ -42,7 +44,6 @@ def attribute_sets(name, rng):
 
 
 FLARED = 1.8  # a flare a recipe has used (tools/train/README.md, "Flared legs")
-THICKER = 0.1  # a part half-thickness a recipe has used (tools/train/README.md, "Thicker parts")
 
 
 def check_configure_for_model():
@@ -82,9 +83,9 @@ def check_thickness_for_model():
         os.makedirs(os.path.join(folder, "training"))
         recipe = os.path.join(folder, "training", "recipe.json")
         with open(recipe, "w") as f:
-            json.dump({"preset": "full", "part_half_thickness": THICKER}, f)
+            json.dump({"preset": "full", "part_half_thickness": shapes.MAX_PART_HALF_THICKNESS}, f)
         shapes.configure_for_model(folder)
-        assert shapes.PART_HALF_THICKNESS == THICKER, shapes.PART_HALF_THICKNESS
+        assert shapes.PART_HALF_THICKNESS == shapes.MAX_PART_HALF_THICKNESS, shapes.PART_HALF_THICKNESS
         with open(recipe, "w") as f:
             json.dump({"preset": "full"}, f)
         shapes.configure_for_model(folder)
@@ -98,7 +99,7 @@ def check_thickness_for_model():
                 assert "recipe.json" in str(e) and "half-thickness" in str(e), e
             else:
                 raise AssertionError(f"a part half-thickness of {bad!r} was taken ({shapes.PART_HALF_THICKNESS})")
-    shapes.PART_HALF_THICKNESS = shapes.CHUNKY_PART_HALF_THICKNESS
+    shapes.PART_HALF_THICKNESS = DEFAULT_THICKNESS
     print("configure_for_model: the recipe's part half-thickness, the chunky shapes' when it names none, an "
           "error naming the file for a bad one")
 
@@ -109,8 +110,8 @@ def main():
     rng = np.random.default_rng(1234)
     failures = []
     chunky = shapes.CHUNKY_PART_HALF_THICKNESS
-    cases = ([(name, 1.0, chunky) for name in shapes.CATEGORIES] + [("stool", FLARED, chunky), ("table", FLARED, chunky)]
-             + [(name, 1.0, THICKER) for name in shapes.CATEGORIES])
+    cases = ([(name, 1.0, thickness) for thickness in sorted({chunky, DEFAULT_THICKNESS}) for name in shapes.CATEGORIES]
+             + [("stool", FLARED, chunky), ("table", FLARED, chunky)])
     for name, flare, thickness in cases:
         shapes.LEG_FLARE = flare
         shapes.PART_HALF_THICKNESS = thickness

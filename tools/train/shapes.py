@@ -204,13 +204,13 @@ def _slab(center, half_x, half_y, half_z, round_form):
 # part is at least PART_HALF_THICKNESS thick on each side of its middle (a leg's or stem's
 # radius, half a board's, rail's or wall's thickness), and parts that meet overlap,
 # so each object is one connected piece (tests/train/shapes_test.py checks it on the
-# engine's resolution-7 grid). Measured (tools/train/README.md, "Chunky shapes"): the held-out
-# IoU of the categories with thin parts went 0.32, 0.47, 0.55 for 0.025, 0.045, 0.065, the
-# others' stayed at 0.62-0.64; thicker still ranked better (README.md, "Thicker parts"). A recipe
-# may name another (train.py --part-half-thickness, recorded as part_half_thickness); one that
-# names none was drawn at this value.
-PART_HALF_THICKNESS = 0.065
-CHUNKY_PART_HALF_THICKNESS = PART_HALF_THICKNESS
+# engine's resolution-7 grid). Chosen by measurement (tools/train/README.md, "Chunky shapes" and
+# "Thicker parts"): the tokenizer places thicker parts better, and 0.1 still keeps the narrowest
+# objects' parts apart. A recipe records the value it drew (part_half_thickness; train.py
+# --part-half-thickness names another).
+PART_HALF_THICKNESS = 0.1
+# What a recipe that names no part half-thickness was drawn at: the first chunky shapes.
+CHUNKY_PART_HALF_THICKNESS = 0.065
 # Thicker than this and the parts of the narrowest objects (chair and stool legs, a narrow
 # shelf's boards) would fill the gaps between them.
 MAX_PART_HALF_THICKNESS = 0.12
