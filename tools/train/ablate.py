@@ -101,18 +101,6 @@ def fit_one_shape(model, p, category, steps, seed=5):
     return curve
 
 
-def stretched(points, normals, queries, extent, amount, rng):
-    """The batch under a random diagonal map per shape (height and horizontal scales drawn
-    log-uniformly within +-amount), rescaled so each shape's longest side stays as long:
-    points and queries move with the map, normals with its inverse transpose, labels stay."""
-    u = rng.uniform(-amount, amount, size=(len(extent), 2))
-    diagonal = np.exp(np.stack([u[:, 0], u[:, 1], u[:, 0]], axis=1))
-    diagonal *= (extent.max(1) / (extent * diagonal).max(1))[:, None]
-    d = torch.from_numpy(diagonal.astype(np.float32))[:, None, :]
-    turned = normals / d
-    return points * d, turned / turned.norm(dim=-1, keepdim=True), queries * d
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data")
@@ -202,7 +190,7 @@ def main():
         batch = rng.choice(train_idx, p["ae_batch"], replace=False)
         pts, nrm, qry, occ = train.ae_batch(data, batch, p, rng)
         if args.stretch > 0:
-            pts, nrm, qry = stretched(pts, nrm, qry, data["extent"][batch], args.stretch, rng)
+            pts, nrm, qry = train.stretched(pts, nrm, qry, data["extent"][batch], args.stretch, rng)
         logits, _ = model(pts, nrm, qry, False)
         loss = F.binary_cross_entropy_with_logits(logits, occ)
         opt.zero_grad(set_to_none=True)

@@ -86,6 +86,8 @@ PRESETS = {
                "num_decoder_layers": 1, "eps": 1e-6, "point_feats": 3},
         "ae_batch": 8, "ae_encoder_points": 256, "ae_queries": 256, "ae_lr": 3e-3, "ae_label_tau": 0.0,
         "ae_warm_steps": 800, "ae_vq_steps": 400, "dead_code_every": 25,
+        # The quantised stage's stretch, so the resume and engine checks go through it too.
+        "ae_vq_stretch": 0.4,
         "gpt": {"n_layer": 2, "n_single_layer": 1, "n_head": 2, "n_embd": 32, "rope_theta": 10000.0,
                 "bias": True, "eps": 1e-6, "use_bbox": True},
         "clip": {"width": 32, "layers": 1, "heads": 2},
@@ -383,6 +385,18 @@ def ae_batch(data, index, p, rng):
             torch.from_numpy(data["queries"][rows, q_idx]), target)
 
 
+def stretched(points, normals, queries, extent, amount, rng):
+    """The batch under a random diagonal map per shape (height and horizontal scales drawn
+    log-uniformly within +-amount), rescaled so each shape's longest side stays as long:
+    points and queries move with the map, normals with its inverse transpose, labels stay."""
+    u = rng.uniform(-amount, amount, size=(len(extent), 2))
+    diagonal = np.exp(np.stack([u[:, 0], u[:, 1], u[:, 0]], axis=1))
+    diagonal *= (extent.max(1) / (extent * diagonal).max(1))[:, None]
+    d = torch.from_numpy(diagonal.astype(np.float32))[:, None, :]
+    turned = normals / d
+    return points * d, turned / turned.norm(dim=-1, keepdim=True), queries * d
+
+
 def iou(logits, occupancy):
     pred = logits > 0
     truth = occupancy > 0.5
@@ -488,7 +502,10 @@ def train_autoencoder(work, data, p, device="cpu", budget=UNBOUNDED):
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, steps, p["ae_lr"], warmup=p.get("ae_warmup", 50))
             batch = rng.choice(train_idx, batch_size, replace=len(train_idx) < batch_size)
-            pts, nrm, qry, occ = (t.to(device) for t in ae_batch(data, batch, p, rng))
+            pts, nrm, qry, occ = ae_batch(data, batch, p, rng)
+            if quantise and p.get("ae_vq_stretch", 0.0) > 0:
+                pts, nrm, qry = stretched(pts, nrm, qry, data["extent"][batch], p["ae_vq_stretch"], rng)
+            pts, nrm, qry, occ = (t.to(device) for t in (pts, nrm, qry, occ))
             logits, aux = model(pts, nrm, qry, quantise)
             loss = F.binary_cross_entropy_with_logits(logits, occ)
             if quantise:
@@ -743,6 +760,13 @@ def main():
     ap.add_argument("--ae-width", type=int,
                     help="the autoencoder's width instead of the preset's (README.md, \"Chunky shapes\": 96 ranked "
                          "next to 128 for about half its occupancy cost)")
+    ap.add_argument("--ae-codes", type=int,
+                    help="the codebook's size instead of the preset's: the shape tokens' vocabulary (README.md, "
+                         "\"Codes and stretched shapes\")")
+    ap.add_argument("--ae-vq-stretch", type=float, metavar="S",
+                    help="in the quantised stage, stretch every training shape at random: its height and its "
+                         "horizontal size each scaled by exp(u), u uniform in [-S, S], then rescaled to its longest "
+                         "side (README.md, \"Codes and stretched shapes\")")
     ap.add_argument("--leg-flare", type=float,
                     help="stools' and tables' legs this many times wider where they meet the top than at the "
                          f"foot, instead of shapes.py's {shapes.LEG_FLARE} (README.md, \"Flared legs\")")
@@ -772,6 +796,14 @@ def main():
         p["ae_fourier_std"] = args.ae_fourier_std
     if args.ae_width:
         p["ae"] = dict(p["ae"], width=args.ae_width)
+    if args.ae_codes:
+        if not 2 <= args.ae_codes <= 16384:
+            sys.exit(f"train.py --ae-codes {args.ae_codes}: expected a codebook of 2 to 16384 codes")
+        p["ae"] = dict(p["ae"], num_codes=args.ae_codes)
+    if args.ae_vq_stretch:
+        if not 0 < args.ae_vq_stretch <= 1:
+            sys.exit(f"train.py --ae-vq-stretch {args.ae_vq_stretch}: expected a value in (0, 1]")
+        p["ae_vq_stretch"] = args.ae_vq_stretch
     if args.leg_flare is not None:
         try:
             p["leg_flare"] = shapes.checked_leg_flare(args.leg_flare, "train.py --leg-flare")
