@@ -767,6 +767,9 @@ def main():
                     help="in the quantised stage, stretch every training shape at random: its height and its "
                          "horizontal size each scaled by exp(u), u uniform in [-S, S], then rescaled to its longest "
                          "side (README.md, \"Codes and stretched shapes\")")
+    ap.add_argument("--ae-vq-steps", type=int, metavar="N",
+                    help="steps of the quantised stage instead of the preset's (README.md, \"Codes and stretched "
+                         "shapes\")")
     ap.add_argument("--leg-flare", type=float,
                     help="stools' and tables' legs this many times wider where they meet the top than at the "
                          f"foot, instead of shapes.py's {shapes.LEG_FLARE} (README.md, \"Flared legs\")")
@@ -800,6 +803,10 @@ def main():
         if not 2 <= args.ae_codes <= 16384:
             sys.exit(f"train.py --ae-codes {args.ae_codes}: expected a codebook of 2 to 16384 codes")
         p["ae"] = dict(p["ae"], num_codes=args.ae_codes)
+    if args.ae_vq_steps is not None:
+        if args.ae_vq_steps < 1:
+            sys.exit(f"train.py --ae-vq-steps {args.ae_vq_steps}: expected at least 1 step")
+        p["ae_vq_steps"] = args.ae_vq_steps
     if args.ae_vq_stretch:
         if not 0 < args.ae_vq_stretch <= 1:
             sys.exit(f"train.py --ae-vq-stretch {args.ae_vq_stretch}: expected a value in (0, 1]")
