@@ -799,7 +799,7 @@ def main():
         p["ae_fourier_std"] = args.ae_fourier_std
     if args.ae_width:
         p["ae"] = dict(p["ae"], width=args.ae_width)
-    if args.ae_codes:
+    if args.ae_codes is not None:
         if not 2 <= args.ae_codes <= 16384:
             sys.exit(f"train.py --ae-codes {args.ae_codes}: expected a codebook of 2 to 16384 codes")
         p["ae"] = dict(p["ae"], num_codes=args.ae_codes)
@@ -807,7 +807,7 @@ def main():
         if args.ae_vq_steps < 1:
             sys.exit(f"train.py --ae-vq-steps {args.ae_vq_steps}: expected at least 1 step")
         p["ae_vq_steps"] = args.ae_vq_steps
-    if args.ae_vq_stretch:
+    if args.ae_vq_stretch is not None:
         if not 0 < args.ae_vq_stretch <= 1:
             sys.exit(f"train.py --ae-vq-stretch {args.ae_vq_stretch}: expected a value in (0, 1]")
         p["ae_vq_stretch"] = args.ae_vq_stretch
