@@ -1669,10 +1669,12 @@ FilePieces pieces_of_file(const std::filesystem::path& path) {
 // with at least one loose (under `fraction` of the largest's volume), as the
 // app counts them; empty when none is. The prompts the folder's own example
 // measurement (training/examples.json, where a folder has one) found in more
-// pieces than their category's shapes go first: a model that is whole almost
-// everywhere would otherwise be probed prompt by prompt. The app generates
-// the prompts a few at a time, stops at the first batch that has one, and
-// dumps its state after each.
+// pieces than their category's shapes go first, then those categories with
+// two one-word attributes ("a short narrow boat"): a model that is whole
+// almost everywhere comes apart, if anywhere, in its weakest category's
+// unusual combinations, and would otherwise be probed prompt by prompt. The
+// app generates the prompts a few at a time, stops at the first batch that
+// has one, and dumps its state after each.
 std::string prompt_with_a_loose_piece(const std::filesystem::path& model, const std::filesystem::path& dir,
                                       double fraction) {
   auto card_text = read_file_text(model / "card.json");
@@ -1687,10 +1689,18 @@ std::string prompt_with_a_loose_piece(const std::filesystem::path& model, const 
     return std::string(std::string("aeiou").find(text[0]) == std::string::npos ? "a " : "an ") + text;
   };
   std::vector<std::string> prompts;
+  // Each category's prompts with two one-word attributes, probed only for the categories measured split.
+  std::vector<std::vector<std::string>> two_word_prompts;
+  std::vector<std::vector<std::string>> category_prompts;
   for (const auto& [category, names] : card["categories"].items()) {
     const std::string noun = names.is_array() && !names.empty() ? names[0].get<std::string>() : category;
-    prompts.push_back(with_article(noun));
-    for (const std::string& word : words) prompts.push_back(with_article(word + " " + noun));
+    category_prompts.push_back({with_article(noun)});
+    for (const std::string& word : words) category_prompts.back().push_back(with_article(word + " " + noun));
+    prompts.insert(prompts.end(), category_prompts.back().begin(), category_prompts.back().end());
+    two_word_prompts.emplace_back();
+    for (size_t first = 0; first < words.size(); ++first)
+      for (size_t second = first + 1; second < words.size(); ++second)
+        two_word_prompts.back().push_back(with_article(words[first] + " " + words[second] + " " + noun));
   }
   if (auto measured_text = read_file_text(model / "training" / "examples.json"); measured_text.ok()) {
     const auto measured = nlohmann::json::parse(*measured_text, nullptr, /*allow_exceptions=*/false);
@@ -1700,9 +1710,16 @@ std::string prompt_with_a_loose_piece(const std::filesystem::path& model, const 
         if (candidate.is_object() && candidate.value("pieces", 0) > candidate.value("category_pieces", 1) &&
             std::find(prompts.begin(), prompts.end(), candidate.value("prompt", "")) != prompts.end())
           split.push_back(candidate.value("prompt", ""));
-    std::stable_partition(prompts.begin(), prompts.end(), [&](const std::string& prompt) {
+    const auto is_split = [&](const std::string& prompt) {
       return std::find(split.begin(), split.end(), prompt) != split.end();
-    });
+    };
+    std::vector<std::string> first = split;
+    for (size_t c = 0; c < category_prompts.size(); ++c)
+      if (std::any_of(category_prompts[c].begin(), category_prompts[c].end(), is_split))
+        first.insert(first.end(), two_word_prompts[c].begin(), two_word_prompts[c].end());
+    for (const std::string& prompt : prompts)
+      if (!is_split(prompt)) first.push_back(prompt);
+    prompts = std::move(first);
   }
   constexpr size_t kBatch = 6;
   for (size_t first = 0; first < prompts.size(); first += kBatch) {
