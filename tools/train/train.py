@@ -772,7 +772,7 @@ def main():
     ap.add_argument("--ae-vq-stretch", type=float, metavar="S",
                     help="in the quantised stage, stretch every training shape at random: its height and its "
                          "horizontal size each scaled by exp(u), u uniform in [-S, S], then rescaled to its longest "
-                         "side (README.md, \"Codes and stretched shapes\")")
+                         "side; 0 turns the preset's stretch off (README.md, \"Codes and stretched shapes\")")
     ap.add_argument("--ae-vq-steps", type=int, metavar="N",
                     help="steps of the quantised stage instead of the preset's (README.md, \"Codes and stretched "
                          "shapes\")")
@@ -814,8 +814,8 @@ def main():
             sys.exit(f"train.py --ae-vq-steps {args.ae_vq_steps}: expected at least 1 step")
         p["ae_vq_steps"] = args.ae_vq_steps
     if args.ae_vq_stretch is not None:
-        if not 0 < args.ae_vq_stretch <= 1:
-            sys.exit(f"train.py --ae-vq-stretch {args.ae_vq_stretch}: expected a value in (0, 1]")
+        if not 0 <= args.ae_vq_stretch <= 1:
+            sys.exit(f"train.py --ae-vq-stretch {args.ae_vq_stretch}: expected a value in [0, 1] (0: no stretch)")
         p["ae_vq_stretch"] = args.ae_vq_stretch
     if args.leg_flare is not None:
         try:
